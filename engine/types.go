@@ -1,0 +1,164 @@
+// Package engine owns permwrap's rules and their evaluation: surfaces,
+// patterns, the most-specific-wins order, composition of hard guards,
+// session rules, policy scopes, yolo and fail-closed flooring, the JSONC
+// configuration, the embedded default policy, intents and their
+// resolution into checks, and the analysis of shell command lines.
+//
+// It is pure Go: nothing here touches the kernel, so every decision
+// permwrap makes can be reproduced by `permwrap explain` and by tests.
+package engine
+
+import "fmt"
+
+// Surface is what a rule is about.
+type Surface uint8
+
+const (
+	SurfaceInvalid Surface = iota
+	SurfaceRead            // a path being read (value: absolute, cleaned path)
+	SurfaceWrite           // a path being created, changed or removed
+	SurfaceExec            // a path being executed
+	SurfaceBash            // a command line (value: rendered command line)
+	SurfacePath            // any access to a path
+	numSurfaces
+)
+
+// Surfaces lists the valid surfaces in a stable order.
+var Surfaces = []Surface{SurfaceRead, SurfaceWrite, SurfaceExec, SurfaceBash, SurfacePath}
+
+var surfaceNames = [...]string{"invalid", "read", "write", "exec", "bash", "path"}
+
+func (s Surface) String() string {
+	if int(s) < len(surfaceNames) {
+		return surfaceNames[s]
+	}
+	return fmt.Sprintf("surface(%d)", s)
+}
+
+// IsPath reports whether values of s are filesystem paths.
+func (s Surface) IsPath() bool { return s != SurfaceBash && s != SurfaceInvalid }
+
+// ParseSurface maps a config name to a Surface.
+func ParseSurface(name string) (Surface, bool) {
+	for i, n := range surfaceNames {
+		if i > 0 && n == name {
+			return Surface(i), true
+		}
+	}
+	return SurfaceInvalid, false
+}
+
+// Action is a rule's verdict. The numeric order is the restrictiveness
+// order: Allow < Ask < Deny, so the most restrictive of several is the max.
+type Action uint8
+
+const (
+	Allow Action = iota + 1
+	Ask
+	Deny
+)
+
+var actionNames = [...]string{"", "allow", "ask", "deny"}
+
+func (a Action) String() string {
+	if int(a) < len(actionNames) && a != 0 {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("action(%d)", a)
+}
+
+// ParseAction maps a config word to an Action.
+func ParseAction(s string) (Action, bool) {
+	switch s {
+	case "allow":
+		return Allow, true
+	case "ask":
+		return Ask, true
+	case "deny":
+		return Deny, true
+	}
+	return 0, false
+}
+
+// MoreRestrictive returns the more restrictive of a and b.
+func MoreRestrictive(a, b Action) Action {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// Origin says where a rule came from: the provenance shown by explain and
+// written to the review log.
+type Origin uint8
+
+const (
+	OriginInvalid    Origin = iota
+	OriginGlobal            // the user's policy.jsonc
+	OriginScope             // a --policy FILE scope for one run
+	OriginHardGuard         // hard-guards.jsonc
+	OriginSession           // "allow for this session"
+	OriginYolo              // an ask rewritten to allow by yolo mode
+	OriginFailClosed        // an allow floored to ask because a scope failed to load
+	OriginBuiltin           // the built-in answer when nothing matched
+	OriginDefault           // the embedded default policy
+)
+
+var originNames = [...]string{"invalid", "global", "scope", "hard-guard", "session", "yolo", "fail-closed", "builtin", "default"}
+
+func (o Origin) String() string {
+	if int(o) < len(originNames) {
+		return originNames[o]
+	}
+	return fmt.Sprintf("origin(%d)", o)
+}
+
+// Position is where a rule was written. File is empty for rules that were
+// not read from a file (session, builtin).
+type Position struct {
+	File   string
+	Line   int // 1-based; 0 when unknown
+	Column int // 1-based; 0 when unknown
+}
+
+func (p Position) String() string {
+	switch {
+	case p.File == "":
+		return ""
+	case p.Line == 0:
+		return p.File
+	case p.Column == 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+}
+
+// Rule is one (surface, pattern) → action entry. Pattern is as written by
+// the user (before ~ and ${VAR} expansion); the compiled form lives in a
+// Policy.
+type Rule struct {
+	Surface Surface
+	Pattern string
+	Action  Action
+	Reason  string // travels with every denial the rule causes
+	Origin  Origin
+	Pos     Position
+}
+
+// String renders the rule the way logs and prompts name it:
+// "write:/etc/** (deny, policy.jsonc:12:5)".
+func (r Rule) String() string {
+	where := r.Origin.String()
+	if p := r.Pos.String(); p != "" {
+		where = p
+	}
+	return fmt.Sprintf("%s:%s (%s, %s)", r.Surface, r.Pattern, r.Action, where)
+}
+
+// Check is one (surface, value) question put to the policy.
+type Check struct {
+	Surface Surface
+	Value   string
+}
+
+func (c Check) String() string { return c.Surface.String() + " " + c.Value }
