@@ -1,0 +1,316 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	// ErrGone: the notification no longer exists (the target was killed or
+	// a signal aborted the syscall). Nothing was done; the caller moves on
+	// to the next notification. It also answers IDValid for a dead id.
+	ErrGone = errors.New("notify: notification no longer valid (target interrupted or gone)")
+	// ErrClosed: the Listener was closed by its owner.
+	ErrClosed = errors.New("notify: listener closed")
+	// ErrNotSupported: the running kernel lacks the feature asked for.
+	ErrNotSupported = errors.New("notify: not supported by this kernel")
+)
+
+// Notif is one intercepted syscall. Pid is the thread id (in the
+// supervisor's pid namespace) of the calling thread, not its process id.
+type Notif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Nr    int32
+	Arch  uint32
+	IP    uint64
+	Args  [6]uint64
+}
+
+func (n *Notif) String() string {
+	return fmt.Sprintf("#%d tid %d %s(%#x, %#x, %#x, %#x, %#x, %#x)", n.ID, n.Pid, SyscallName(n.Nr),
+		n.Args[0], n.Args[1], n.Args[2], n.Args[3], n.Args[4], n.Args[5])
+}
+
+// Listener serves one seccomp listener fd.
+//
+// Concurrency: any number of goroutines may call Receive and the respond
+// methods at once. Receivers take turns: one waits in poll(2) on the fd
+// while the others wait on a mutex, so no OS thread sits in a RECV ioctl
+// that nothing could wake. A notification received by one goroutine may be
+// answered from any goroutine.
+//
+// Shutdown: when the last task using the filter exits, the kernel reports
+// POLLHUP and every Receive returns io.EOF. Close makes every current and
+// later Receive return ErrClosed (closing a fd does not wake a poll or a
+// blocked ioctl on it, so Close signals an eventfd the pollers also watch);
+// the fd itself is closed once no method is still using it, so a fd number
+// is never reused under an ioctl. Closing the listener makes every pending
+// and future watched syscall of the targets fail with ENOSYS: the sandbox
+// fails closed.
+type Listener struct {
+	fd   int
+	wake int // eventfd written by Close; -1 if none could be made
+
+	recvMu sync.Mutex // one poller at a time
+	eof    bool       // guarded by recvMu: POLLHUP seen
+
+	mu     sync.Mutex
+	refs   int
+	closed bool
+}
+
+// pollFallbackMs bounds a poll when no eventfd exists, so Close is still
+// noticed.
+const pollFallbackMs = 200
+
+// NewListener takes ownership of fd.
+func NewListener(fd int) *Listener {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		wake = -1
+	}
+	return &Listener{fd: fd, wake: wake}
+}
+
+// Fd is the listener fd, for the caller's diagnostics only; it stays owned
+// by the Listener.
+func (l *Listener) Fd() int { return l.fd }
+
+func (l *Listener) acquire() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.refs++
+	return nil
+}
+
+func (l *Listener) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refs--
+	if l.closed && l.refs == 0 {
+		l.closeFds()
+	}
+}
+
+func (l *Listener) closeFds() {
+	if l.fd >= 0 {
+		unix.Close(l.fd)
+		l.fd = -1
+	}
+	if l.wake >= 0 {
+		unix.Close(l.wake)
+		l.wake = -1
+	}
+}
+
+// Close stops the listener. It does not wait for receivers to notice.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.closed = true
+	if l.wake >= 0 {
+		var one = [8]byte{1}
+		unix.Write(l.wake, one[:])
+	}
+	if l.refs == 0 {
+		l.closeFds()
+	}
+	return nil
+}
+
+func (l *Listener) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Receive blocks until a notification arrives and stores it in n.
+// It returns io.EOF once no task uses the filter any more, ErrGone when a
+// notification vanished between poll and receive (call again), and
+// ErrClosed after Close.
+func (l *Listener) Receive(n *Notif) error {
+	if err := l.acquire(); err != nil {
+		return err
+	}
+	defer l.release()
+	l.recvMu.Lock()
+	defer l.recvMu.Unlock()
+
+	fds := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLIN}}
+	timeout := -1
+	if l.wake >= 0 {
+		fds = append(fds, unix.PollFd{Fd: int32(l.wake), Events: unix.POLLIN})
+	} else {
+		timeout = pollFallbackMs
+	}
+	for {
+		if l.isClosed() {
+			return ErrClosed
+		}
+		if l.eof {
+			return io.EOF
+		}
+		for i := range fds {
+			fds[i].Revents = 0
+		}
+		if _, err := unix.Poll(fds, timeout); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return fmt.Errorf("notify: poll on listener: %w", err)
+		}
+		if len(fds) > 1 && fds[1].Revents != 0 {
+			return ErrClosed
+		}
+		re := fds[0].Revents
+		switch {
+		case re&unix.POLLIN != 0:
+			var raw seccompNotif
+			err := ioctlNotifRecv(l.fd, &raw)
+			switch {
+			case err == nil:
+				*n = Notif{ID: raw.ID, Pid: raw.Pid, Flags: raw.Flags, Nr: raw.Data.Nr,
+					Arch: raw.Data.Arch, IP: raw.Data.IP, Args: raw.Data.Args}
+				return nil
+			case err == unix.EINTR:
+				continue // SIGURG preemption; nothing was taken
+			case err == unix.ENOENT:
+				if re&unix.POLLHUP != 0 {
+					l.eof = true
+					return io.EOF
+				}
+				return ErrGone
+			}
+			return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_RECV: %w", err)
+		case re&unix.POLLHUP != 0:
+			l.eof = true
+			return io.EOF
+		case re&(unix.POLLERR|unix.POLLNVAL) != 0:
+			return fmt.Errorf("notify: listener fd not pollable (revents %#x)", re)
+		}
+	}
+}
+
+func (l *Listener) send(r *seccompNotifResp) error {
+	if err := l.acquire(); err != nil {
+		return err
+	}
+	defer l.release()
+	for {
+		err := ioctlNotifSend(l.fd, r)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue // the response was not delivered
+		case unix.ENOENT:
+			return ErrGone
+		}
+		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SEND: %w", err)
+	}
+}
+
+// Continue lets the syscall run as the target issued it. The kernel reads
+// the arguments again afterwards: only continue what Landlock would allow
+// anyway, or what was decided without reading target memory.
+func (l *Listener) Continue(id uint64) error {
+	return l.send(&seccompNotifResp{ID: id, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE})
+}
+
+// RespondError fails the syscall with errno, which must not be 0.
+func (l *Listener) RespondError(id uint64, errno unix.Errno) error {
+	if errno == 0 || errno > 4095 {
+		return fmt.Errorf("notify: RespondError with errno %d: not an error (use RespondValue)", uintptr(errno))
+	}
+	return l.send(&seccompNotifResp{ID: id, Error: -int32(errno)})
+}
+
+// RespondValue completes the syscall with val as its return value.
+func (l *Listener) RespondValue(id uint64, val int64) error {
+	return l.send(&seccompNotifResp{ID: id, Val: val})
+}
+
+// AddFD installs a duplicate of the supervisor's srcFd in the target and, in
+// the same step, completes the syscall with the new fd number as its result
+// (SECCOMP_ADDFD_FLAG_SEND), so an interrupted target can never receive an
+// fd it does not know about. It returns the target's fd number.
+func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
+	if srcFd < 0 {
+		return -1, fmt.Errorf("notify: AddFD with invalid source fd %d", srcFd)
+	}
+	if err := l.acquire(); err != nil {
+		return -1, err
+	}
+	defer l.release()
+	a := seccompNotifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(srcFd)}
+	if cloexec {
+		a.NewfdFlags = unix.O_CLOEXEC
+	}
+	for {
+		fd, err := ioctlNotifAddfd(l.fd, &a)
+		switch err {
+		case nil:
+			return fd, nil
+		case unix.EINTR:
+			continue // the kernel withdrew the unprocessed request
+		case unix.ENOENT:
+			return -1, ErrGone
+		case unix.EINVAL:
+			return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD with FLAG_SEND (Linux 5.14+) refused: %w", err)
+		}
+		return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
+	}
+}
+
+// IDValid returns nil while the target is still blocked in syscall id, and
+// ErrGone otherwise. Check it after reading target memory or opening
+// /proc/TID files and before trusting what was read: a dead target's tid
+// and stack can be reused.
+func (l *Listener) IDValid(id uint64) error {
+	if err := l.acquire(); err != nil {
+		return err
+	}
+	defer l.release()
+	for {
+		err := ioctlNotifIDValid(l.fd, id)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.ENOENT:
+			return ErrGone
+		}
+		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ID_VALID: %w", err)
+	}
+}
+
+// SetSyncWakeUp asks the kernel to wake the target on the answering CPU
+// (Linux 6.6+). It wins on serial workloads and loses on parallel ones; see
+// kernel-facts §7. On an older kernel the error wraps ErrNotSupported.
+func (l *Listener) SetSyncWakeUp() error {
+	if err := l.acquire(); err != nil {
+		return err
+	}
+	defer l.release()
+	err := ioctlNotifSetFlags(l.fd, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	switch err {
+	case nil:
+		return nil
+	case unix.EINVAL, unix.ENOTTY, unix.EOPNOTSUPP:
+		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS(SYNC_WAKE_UP) needs Linux 6.6+: %w: %w", ErrNotSupported, err)
+	}
+	return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS: %w", err)
+}
