@@ -1,0 +1,399 @@
+package authority
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+// Verdict is a chain link's answer. The zero value is not a verdict: a
+// link that returns it is treated as answering nonsense, and defers.
+type Verdict uint8
+
+const (
+	VerdictAllow Verdict = iota + 1
+	VerdictDeny
+	VerdictDefer
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case VerdictAllow:
+		return "allow"
+	case VerdictDeny:
+		return "deny"
+	case VerdictDefer:
+		return "defer"
+	}
+	return fmt.Sprintf("verdict(%d)", v)
+}
+
+// ParseVerdict reads "allow", "deny" or "defer".
+func ParseVerdict(s string) (Verdict, bool) {
+	switch s {
+	case "allow":
+		return VerdictAllow, true
+	case "deny":
+		return VerdictDeny, true
+	case "defer":
+		return VerdictDefer, true
+	}
+	return 0, false
+}
+
+// QueryResult is the policy's answer to one (surface, value) question.
+type QueryResult struct {
+	Action engine.Action
+	Rule   engine.Rule
+}
+
+// Querier evaluates another (surface, value) against the same composed
+// policy the request was judged by ("is this sub-command denied?"). The
+// supervisor adapts engine.Policy.Evaluate to it.
+type Querier interface {
+	Query(engine.Check) QueryResult
+}
+
+// QuerierFunc adapts a function to Querier.
+type QuerierFunc func(engine.Check) QueryResult
+
+func (f QuerierFunc) Query(c engine.Check) QueryResult { return f(c) }
+
+// Authorizer is a non-terminal chain link. It may allow, deny (reason is
+// a teaching reason for the agent) or defer to the next link. An error,
+// a panic, a verdict outside the three, or running past the link's
+// timeout all count as defer. ctx is cancelled at the timeout; a link
+// that ignores it is abandoned, not waited for.
+type Authorizer interface {
+	Review(ctx context.Context, r Request, q Querier) (v Verdict, reason string, err error)
+}
+
+// AuthorizerFunc adapts a function to Authorizer.
+type AuthorizerFunc func(ctx context.Context, r Request, q Querier) (Verdict, string, error)
+
+func (f AuthorizerFunc) Review(ctx context.Context, r Request, q Querier) (Verdict, string, error) {
+	return f(ctx, r, q)
+}
+
+// Terminal is the end of the chain: it must answer, and since a Decision
+// can only be an allow or a deny, it cannot defer.
+type Terminal interface {
+	// Name labels the terminal in the review log ("prompt", "deny", "parent").
+	Name() string
+	// Human reports whether a person answers. Human-only requests
+	// (protectedWrites) reaching a terminal that is not human are denied.
+	Human() bool
+	Decide(ctx context.Context, r Request) Decision
+}
+
+// ReasonUnavailable is the headless denial reason.
+const ReasonUnavailable = "confirmation unavailable"
+
+// DenyingTerminal denies every request that reaches it: the terminal for
+// a permwrap with no terminal and no parent.
+type DenyingTerminal struct {
+	Reason string // "" means ReasonUnavailable
+}
+
+func (t DenyingTerminal) Name() string { return "deny" }
+func (t DenyingTerminal) Human() bool  { return false }
+func (t DenyingTerminal) Decide(_ context.Context, _ Request) Decision {
+	reason := t.Reason
+	if reason == "" {
+		reason = ReasonUnavailable
+	}
+	return Denied(ByUnavailable{Reason: reason}, reason)
+}
+
+// Delegation bounds what chain links may grant. An allow is kept only on
+// a surface named in AllowedSurfaces, not named in ExcludedSurfaces, and
+// for a request that touches no secret-shaped path; any other allow is
+// turned into defer. Denies are never touched: they are only ever more
+// restrictive. With AllowedSurfaces empty, links can deny but not allow.
+type Delegation struct {
+	AllowedSurfaces  []engine.Surface
+	ExcludedSurfaces []engine.Surface
+	// SecretPatterns add to DefaultSecretPatterns; they are path.Match
+	// globs matched against each path component and the base name.
+	SecretPatterns []string
+}
+
+// DefaultSecretPatterns are always excluded from delegation, whatever the
+// configuration says: a path with a component matching one of these is
+// never allowed by a link.
+var DefaultSecretPatterns = []string{
+	".ssh", ".aws", ".gnupg", ".kube", ".azure", ".docker", ".password-store",
+	".netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass",
+	".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore",
+	"id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+	"credentials", "credentials.json", "secrets", "secrets.*", "*.secret",
+}
+
+// DefaultLinkTimeout bounds a link that names no timeout.
+const DefaultLinkTimeout = 5 * time.Second
+
+// maxReasonBytes caps a link's teaching reason: it reaches the agent and
+// the log, and a link is not trusted to be brief.
+const maxReasonBytes = 1024
+
+// ChainConfig is the part of the settings the chain needs, filled by the
+// caller from engine.Settings.
+type ChainConfig struct {
+	Links      []string                 // authorizerChain, in order
+	Timeouts   map[string]time.Duration // per link; missing or ≤0 → DefaultLinkTimeout
+	Delegation Delegation
+	// Warn receives a one-line warning the first time a configured link
+	// is found missing (the supervisor prints it on stderr). May be nil.
+	Warn func(msg string)
+}
+
+// Chain is one node's live authority: the configured links in config
+// order, then the terminal.
+type Chain struct {
+	cfg   ChainConfig
+	links []namedLink
+	term  Terminal
+	log   *Log
+	query Querier
+
+	warnOnce sync.Map // link name → struct{}
+}
+
+type namedLink struct {
+	name string
+	a    Authorizer // nil: configured but not registered
+}
+
+// NewChain composes the chain. Links are taken from registry in the order
+// cfg.Links names them; a registered link that is not named decides
+// nothing. q answers links' policy queries (nil: every query is answered
+// "ask" with no rule, which grants nothing).
+func NewChain(cfg ChainConfig, registry map[string]Authorizer, term Terminal, log *Log, q Querier) *Chain {
+	if term == nil {
+		term = DenyingTerminal{}
+	}
+	if q == nil {
+		q = QuerierFunc(func(c engine.Check) QueryResult { return QueryResult{Action: engine.Ask} })
+	}
+	c := &Chain{cfg: cfg, term: term, log: log, query: q}
+	for _, name := range cfg.Links {
+		c.links = append(c.links, namedLink{name: name, a: registry[name]})
+	}
+	return c
+}
+
+// Terminal returns the chain's terminal.
+func (c *Chain) Terminal() Terminal { return c.term }
+
+// LinkOutcome is one link's part in a resolution, as logged.
+type LinkOutcome struct {
+	Name    string `json:"name"`
+	Verdict string `json:"verdict"`          // allow, deny, defer, or "skipped" for an unregistered name
+	Reason  string `json:"reason,omitempty"` // the link's reason
+	Note    string `json:"note,omitempty"`   // why the chain overrode it: error, timeout, envelope
+}
+
+// Resolve takes an ask to a decision. It never returns without one, and
+// the decision always names who made it.
+func (c *Chain) Resolve(ctx context.Context, r Request) Decision {
+	if r.HumanOnly {
+		return c.resolveHumanOnly(ctx, r)
+	}
+	var outcomes []LinkOutcome
+	for _, l := range c.links {
+		if l.a == nil {
+			outcomes = append(outcomes, LinkOutcome{Name: l.name, Verdict: "skipped", Note: "not registered"})
+			c.log.unregisteredLink(r.ID, l.name)
+			if _, seen := c.warnOnce.LoadOrStore(l.name, struct{}{}); !seen && c.cfg.Warn != nil {
+				c.cfg.Warn(fmt.Sprintf("authorizer %q is named in authorizerChain but not defined; skipping it (asks go on to the next link)", l.name))
+			}
+			continue
+		}
+		o := c.consult(ctx, l, r)
+		outcomes = append(outcomes, o)
+		switch o.Verdict {
+		case "allow":
+			d := Allowed(ByAuthorizer{Name: l.name, Verdict: VerdictAllow, Reason: o.Reason})
+			c.log.chainResolved(r.ID, outcomes, "", d)
+			return d
+		case "deny":
+			d := Denied(ByAuthorizer{Name: l.name, Verdict: VerdictDeny, Reason: o.Reason}, o.Reason)
+			c.log.chainResolved(r.ID, outcomes, "", d)
+			return d
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		d := Denied(ByError{Reason: "ask abandoned: " + err.Error()}, "ask abandoned")
+		c.log.chainResolved(r.ID, outcomes, "", d)
+		return d
+	}
+	d := c.term.Decide(ctx, r.clone())
+	if len(c.links) > 0 {
+		c.log.chainResolved(r.ID, outcomes, c.term.Name(), d)
+	}
+	return d
+}
+
+// resolveHumanOnly: protected writes skip every link and every session
+// option; only a person may allow them, once.
+func (c *Chain) resolveHumanOnly(ctx context.Context, r Request) Decision {
+	var d Decision
+	if !c.term.Human() {
+		d = Denied(ByUnavailable{Reason: "protected write needs a person to confirm"}, "protected write: "+ReasonUnavailable)
+	} else {
+		hr := r.clone()
+		hr.Suggested = SessionPattern{}
+		d = c.term.Decide(ctx, hr)
+		if _, ok := d.SessionRule(); ok { // a terminal must not widen a protected write to a session rule
+			d = Allowed(d.DecidedBy())
+		}
+	}
+	c.log.chainResolved(r.ID, nil, c.term.Name()+" (human-only: links skipped)", d)
+	return d
+}
+
+func (c *Chain) consult(ctx context.Context, l namedLink, r Request) (o LinkOutcome) {
+	o.Name = l.name
+	timeout := c.cfg.Timeouts[l.name]
+	if timeout <= 0 {
+		timeout = DefaultLinkTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	type answer struct {
+		v      Verdict
+		reason string
+		err    error
+	}
+	ch := make(chan answer, 1) // buffered: an abandoned link's late answer must not block it forever
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- answer{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		v, reason, err := l.a.Review(cctx, r.clone(), c.query)
+		ch <- answer{v, reason, err}
+	}()
+
+	var a answer
+	select {
+	case a = <-ch:
+	case <-cctx.Done():
+		o.Verdict = "defer"
+		o.Note = fmt.Sprintf("no answer within %s", timeout)
+		return o
+	}
+	o.Reason = elide(a.reason, maxReasonBytes)
+	switch {
+	case a.err != nil:
+		o.Verdict, o.Note = "defer", "error: "+elide(a.err.Error(), maxReasonBytes)
+	case a.v == VerdictAllow:
+		if why := c.outsideEnvelope(r); why != "" {
+			o.Verdict, o.Note = "defer", "allow downgraded: "+why
+		} else {
+			o.Verdict = "allow"
+		}
+	case a.v == VerdictDeny:
+		o.Verdict = "deny"
+	case a.v == VerdictDefer:
+		o.Verdict = "defer"
+	default:
+		o.Verdict, o.Note = "defer", "invalid verdict "+a.v.String()
+	}
+	return o
+}
+
+// outsideEnvelope says why an allow of r may not be delegated, or "".
+func (c *Chain) outsideEnvelope(r Request) string {
+	s := r.Check.Surface
+	d := c.cfg.Delegation
+	if slices.Contains(d.ExcludedSurfaces, s) {
+		return "surface " + s.String() + " is excluded from delegation"
+	}
+	if !slices.Contains(d.AllowedSurfaces, s) {
+		return "surface " + s.String() + " is not delegated (modelDelegation.allowedSurfaces)"
+	}
+	if p := secretShaped(r, d.SecretPatterns); p != "" {
+		return "touches a secret-shaped path (" + p + ")"
+	}
+	return ""
+}
+
+// secretShaped returns the first secret-shaped word in the request's
+// value, runs or units, or "". For command lines every word is checked as
+// a potential path, since `cat ~/.ssh/id_rsa` is as secret as the open.
+func secretShaped(r Request, extra []string) string {
+	check := func(v string) string {
+		for _, word := range strings.FieldsFunc(v, func(c rune) bool {
+			return c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'' || c == '=' || c == ';' || c == '|' || c == '&' || c == '<' || c == '>' || c == '(' || c == ')'
+		}) {
+			for _, comp := range strings.Split(word, "/") {
+				if comp == "" {
+					continue
+				}
+				if matchesAny(comp, DefaultSecretPatterns) || matchesAny(comp, extra) {
+					return word
+				}
+			}
+		}
+		return ""
+	}
+	if r.Check.Surface.IsPath() {
+		// A path value is one word even when it contains spaces.
+		for _, comp := range strings.Split(r.Check.Value, "/") {
+			if comp != "" && (matchesAny(comp, DefaultSecretPatterns) || matchesAny(comp, extra)) {
+				return r.Check.Value
+			}
+		}
+	} else if w := check(r.Check.Value); w != "" {
+		return w
+	}
+	for _, list := range [][]string{r.Runs, r.Units} {
+		for _, v := range list {
+			if w := check(v); w != "" {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
+func matchesAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// FromRule is the decision recorded authority made without asking: the
+// engine's matched rule decides, and its origin says how (a session
+// approval and yolo are rules too, but they name themselves). A rule
+// whose action is ask cannot decide; it yields an error deny.
+func FromRule(r engine.Rule) Decision {
+	var by DecidedBy
+	switch r.Origin {
+	case engine.OriginSession:
+		by = BySessionApproval{Surface: r.Surface, Pattern: r.Pattern}
+	case engine.OriginYolo:
+		by = ByYolo{Pattern: r.Surface.String() + ":" + r.Pattern}
+	default:
+		by = ByRule{Surface: r.Surface, Pattern: r.Pattern, Origin: r.Origin, Pos: r.Pos}
+	}
+	switch r.Action {
+	case engine.Allow:
+		return Allowed(by)
+	case engine.Deny:
+		return Denied(by, r.Reason)
+	}
+	return Denied(ByError{Reason: "rule " + r.String() + " does not decide"}, "internal: an ask reached a rule decision")
+}

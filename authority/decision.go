@@ -1,0 +1,437 @@
+package authority
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+// DecidedBy says what decided a request. It is set at the site that
+// decided and never inferred later from an event name: a human's approval
+// and an automated one must leave different records.
+//
+// The interface is sealed; the concrete kinds are ByUser, ByAuthorizer,
+// ByRule, BySessionApproval, ByYolo, ByUnavailable, ByError and
+// ByForwarded.
+type DecidedBy interface {
+	// Kind is the JSON discriminator: "user", "authorizer", "rule", ...
+	Kind() string
+	// String is the short human form used by prompts and `permwrap log`.
+	String() string
+	json.Marshaler
+	decidedBy()
+}
+
+// ByUser: a person answered a prompt.
+type ByUser struct {
+	Via string // "dialog"
+}
+
+// ByAuthorizer: a configured chain link answered allow or deny.
+type ByAuthorizer struct {
+	Name    string
+	Verdict Verdict // VerdictAllow or VerdictDeny
+	Reason  string
+}
+
+// ByRule: recorded authority (a policy or hard-guard rule) decided
+// without asking anyone.
+type ByRule struct {
+	Surface engine.Surface
+	Pattern string
+	Origin  engine.Origin
+	Pos     engine.Position
+}
+
+// BySessionApproval: an earlier "allow for this session" answered.
+type BySessionApproval struct {
+	Surface engine.Surface
+	Pattern string
+}
+
+// ByYolo: yolo mode rewrote an ask to allow.
+type ByYolo struct {
+	Pattern string
+}
+
+// ByUnavailable: nobody could be asked (headless, timed out), so the
+// request was denied.
+type ByUnavailable struct {
+	Reason string
+}
+
+// ByError: the request could not be decided (unreadable argument,
+// unresolvable path, internal failure), so it was denied.
+type ByError struct {
+	Reason string
+}
+
+// ByForwarded: another permwrap node answered. Decision is what decided
+// within that node, nil when it sent none.
+type ByForwarded struct {
+	Responder string
+	Decision  DecidedBy
+}
+
+func (ByUser) decidedBy()            {}
+func (ByAuthorizer) decidedBy()      {}
+func (ByRule) decidedBy()            {}
+func (BySessionApproval) decidedBy() {}
+func (ByYolo) decidedBy()            {}
+func (ByUnavailable) decidedBy()     {}
+func (ByError) decidedBy()           {}
+func (ByForwarded) decidedBy()       {}
+
+func (ByUser) Kind() string            { return "user" }
+func (ByAuthorizer) Kind() string      { return "authorizer" }
+func (ByRule) Kind() string            { return "rule" }
+func (BySessionApproval) Kind() string { return "session_approval" }
+func (ByYolo) Kind() string            { return "yolo" }
+func (ByUnavailable) Kind() string     { return "unavailable" }
+func (ByError) Kind() string           { return "error" }
+func (ByForwarded) Kind() string       { return "forwarded" }
+
+// DecidedByKinds lists every kind, for flag validation in `permwrap log`.
+var DecidedByKinds = []string{"user", "authorizer", "rule", "session_approval", "yolo", "unavailable", "error", "forwarded"}
+
+func (b ByUser) String() string { return "user (" + b.Via + ")" }
+func (b ByAuthorizer) String() string {
+	return "authorizer " + b.Name + " (" + b.Verdict.String() + ")"
+}
+func (b ByRule) String() string {
+	where := b.Origin.String()
+	if p := b.Pos.String(); p != "" {
+		where = p
+	}
+	return fmt.Sprintf("rule %s:%s (%s)", b.Surface, b.Pattern, where)
+}
+func (b BySessionApproval) String() string {
+	return fmt.Sprintf("session approval %s:%s", b.Surface, b.Pattern)
+}
+func (b ByYolo) String() string        { return "yolo " + b.Pattern }
+func (b ByUnavailable) String() string { return "unavailable: " + b.Reason }
+func (b ByError) String() string       { return "error: " + b.Reason }
+func (b ByForwarded) String() string {
+	inner := "unknown"
+	if b.Decision != nil {
+		inner = b.Decision.String()
+	}
+	return "forwarded from " + b.Responder + ": " + inner
+}
+
+// The JSON forms are flat objects with a "kind" discriminator, e.g.
+// {"kind":"rule","surface":"write","pattern":"/etc/**","origin":"global","position":"policy.jsonc:12:5"}.
+
+func (b ByUser) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind string `json:"kind"`
+		Via  string `json:"via"`
+	}{b.Kind(), b.Via})
+}
+
+func (b ByAuthorizer) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind    string `json:"kind"`
+		Name    string `json:"name"`
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason,omitempty"`
+	}{b.Kind(), b.Name, b.Verdict.String(), b.Reason})
+}
+
+func (b ByRule) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind     string `json:"kind"`
+		Surface  string `json:"surface"`
+		Pattern  string `json:"pattern"`
+		Origin   string `json:"origin"`
+		Position string `json:"position,omitempty"`
+	}{b.Kind(), b.Surface.String(), b.Pattern, b.Origin.String(), b.Pos.String()})
+}
+
+func (b BySessionApproval) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind    string `json:"kind"`
+		Surface string `json:"surface"`
+		Pattern string `json:"pattern"`
+	}{b.Kind(), b.Surface.String(), b.Pattern})
+}
+
+func (b ByYolo) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind    string `json:"kind"`
+		Pattern string `json:"pattern"`
+	}{b.Kind(), b.Pattern})
+}
+
+func (b ByUnavailable) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind   string `json:"kind"`
+		Reason string `json:"reason"`
+	}{b.Kind(), b.Reason})
+}
+
+func (b ByError) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind   string `json:"kind"`
+		Reason string `json:"reason"`
+	}{b.Kind(), b.Reason})
+}
+
+func (b ByForwarded) MarshalJSON() ([]byte, error) {
+	var inner json.RawMessage = []byte("null")
+	if b.Decision != nil {
+		var err error
+		if inner, err = b.Decision.MarshalJSON(); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(struct {
+		Kind      string          `json:"kind"`
+		Responder string          `json:"responder"`
+		Decision  json.RawMessage `json:"decision"`
+	}{b.Kind(), b.Responder, inner})
+}
+
+// MaxForwardDepth bounds how many forwarded layers ParseDecidedBy follows:
+// the JSON comes from another process, and an unbounded recursive reader
+// over untrusted input is a stack-exhaustion surface.
+const MaxForwardDepth = 8
+
+// ErrForwardTooDeep is returned for forwarded provenance nested deeper
+// than MaxForwardDepth.
+var ErrForwardTooDeep = errors.New("decidedBy: forwarded provenance nested too deeply")
+
+// ParseDecidedBy reads the JSON form back. Unknown kinds and malformed
+// objects are errors; a forwarded record whose inner decision is missing
+// or unreadable (an older or foreign responder) keeps Decision nil rather
+// than failing, so version skew degrades instead of losing the record.
+func ParseDecidedBy(data []byte) (DecidedBy, error) {
+	return parseDecidedBy(data, 0)
+}
+
+func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
+	if depth > MaxForwardDepth {
+		return nil, ErrForwardTooDeep
+	}
+	var w struct {
+		Kind      string          `json:"kind"`
+		Via       string          `json:"via"`
+		Name      string          `json:"name"`
+		Verdict   string          `json:"verdict"`
+		Reason    string          `json:"reason"`
+		Surface   string          `json:"surface"`
+		Pattern   string          `json:"pattern"`
+		Origin    string          `json:"origin"`
+		Position  string          `json:"position"`
+		Responder string          `json:"responder"`
+		Decision  json.RawMessage `json:"decision"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("decidedBy: %w", err)
+	}
+	surface := func() (engine.Surface, error) {
+		s, ok := engine.ParseSurface(w.Surface)
+		if !ok {
+			return 0, fmt.Errorf("decidedBy %s: unknown surface %q", w.Kind, w.Surface)
+		}
+		return s, nil
+	}
+	switch w.Kind {
+	case "user":
+		return ByUser{Via: w.Via}, nil
+	case "authorizer":
+		v, ok := ParseVerdict(w.Verdict)
+		if !ok || v == VerdictDefer {
+			return nil, fmt.Errorf("decidedBy authorizer: verdict %q is not allow or deny", w.Verdict)
+		}
+		return ByAuthorizer{Name: w.Name, Verdict: v, Reason: w.Reason}, nil
+	case "rule":
+		s, err := surface()
+		if err != nil {
+			return nil, err
+		}
+		return ByRule{Surface: s, Pattern: w.Pattern, Origin: parseOrigin(w.Origin), Pos: parsePosition(w.Position)}, nil
+	case "session_approval":
+		s, err := surface()
+		if err != nil {
+			return nil, err
+		}
+		return BySessionApproval{Surface: s, Pattern: w.Pattern}, nil
+	case "yolo":
+		return ByYolo{Pattern: w.Pattern}, nil
+	case "unavailable":
+		return ByUnavailable{Reason: w.Reason}, nil
+	case "error":
+		return ByError{Reason: w.Reason}, nil
+	case "forwarded":
+		f := ByForwarded{Responder: w.Responder}
+		if len(w.Decision) > 0 && !bytes.Equal(bytes.TrimSpace(w.Decision), []byte("null")) {
+			inner, err := parseDecidedBy(w.Decision, depth+1)
+			if errors.Is(err, ErrForwardTooDeep) {
+				return nil, err
+			}
+			f.Decision = inner // nil on a foreign inner shape: tolerated
+		}
+		return f, nil
+	case "":
+		return nil, errors.New("decidedBy: missing kind")
+	}
+	return nil, fmt.Errorf("decidedBy: unknown kind %q", w.Kind)
+}
+
+func parseOrigin(s string) engine.Origin {
+	// Origin has no parser in engine; its String is total, so scanning the
+	// small value space is exact (unknown values print as "origin(N)").
+	for o := engine.Origin(0); o < 64; o++ {
+		if o.String() == s {
+			return o
+		}
+	}
+	return engine.OriginInvalid
+}
+
+// parsePosition reads "file:line:col" back. A file name that itself
+// contains ':' is kept whole when the tail is not numeric.
+func parsePosition(s string) engine.Position {
+	var p engine.Position
+	if s == "" {
+		return p
+	}
+	file, line, col := s, 0, 0
+	if i := lastColonNum(file); i >= 0 {
+		n, _ := atoiSmall(file[i+1:])
+		if j := lastColonNum(file[:i]); j >= 0 {
+			line, _ = atoiSmall(file[j+1 : i])
+			col = n
+			file = file[:j]
+		} else {
+			line = n
+			file = file[:i]
+		}
+	}
+	p.File, p.Line, p.Column = file, line, col
+	return p
+}
+
+func lastColonNum(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ':' {
+			if i == len(s)-1 {
+				return -1
+			}
+			if _, ok := atoiSmall(s[i+1:]); ok {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+func atoiSmall(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}
+
+// SessionPattern is a rule to remember for the rest of the session: what
+// "allow for this session" adds, with origin session.
+type SessionPattern struct {
+	Surface engine.Surface
+	Pattern string
+}
+
+func (p SessionPattern) String() string { return p.Surface.String() + ":" + p.Pattern }
+
+// Decision is the answer to one request: allow or deny, why, and who
+// decided. It has no defer, and it can only be built by Allowed, Denied
+// and AllowedForSession, each of which takes a DecidedBy: no decision
+// exists without provenance.
+//
+// The zero Decision denies, with ByError provenance, so a forgotten
+// assignment fails closed.
+type Decision struct {
+	allow   bool
+	reason  string
+	by      DecidedBy
+	session *SessionPattern
+}
+
+// Allowed is an allow decided by by. A nil by yields a deny: an answer
+// without provenance is not an answer.
+func Allowed(by DecidedBy) Decision {
+	if by == nil {
+		return Decision{}
+	}
+	return Decision{allow: true, by: by}
+}
+
+// AllowedForSession is an allow that also asks the caller to add p as a
+// session rule.
+func AllowedForSession(by DecidedBy, p SessionPattern) Decision {
+	d := Allowed(by)
+	if d.allow && p.Surface != engine.SurfaceInvalid && p.Pattern != "" {
+		d.session = &p
+	}
+	return d
+}
+
+// Denied is a deny decided by by, with a reason that may reach the agent
+// (a link's teaching reason, a person's typed reason, a rule's reason).
+func Denied(by DecidedBy, reason string) Decision {
+	return Decision{by: by, reason: reason}
+}
+
+// Action is engine.Allow or engine.Deny, never Ask.
+func (d Decision) Action() engine.Action {
+	if d.allow && d.by != nil {
+		return engine.Allow
+	}
+	return engine.Deny
+}
+
+// Reason is the reason given with the decision ("" when none).
+func (d Decision) Reason() string {
+	if d.by == nil && d.reason == "" {
+		return "decision without provenance"
+	}
+	return d.reason
+}
+
+// DecidedBy is who decided. Never nil.
+func (d Decision) DecidedBy() DecidedBy {
+	if d.by == nil {
+		return ByError{Reason: "decision without provenance"}
+	}
+	return d.by
+}
+
+// SessionRule is the session rule to add, if the decision asked for one.
+func (d Decision) SessionRule() (SessionPattern, bool) {
+	if d.session == nil || d.Action() != engine.Allow {
+		return SessionPattern{}, false
+	}
+	return *d.session, true
+}
+
+func (d Decision) String() string {
+	s := d.Action().String() + " by " + d.DecidedBy().String()
+	if r := d.Reason(); r != "" {
+		s += ": " + r
+	}
+	if p, ok := d.SessionRule(); ok {
+		s += " (session rule " + p.String() + ")"
+	}
+	return s
+}

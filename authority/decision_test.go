@@ -1,0 +1,114 @@
+package authority
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+func TestDecisionZeroValueDenies(t *testing.T) {
+	var d Decision
+	if d.Action() != engine.Deny || d.DecidedBy().Kind() != "error" {
+		t.Fatalf("zero decision: %v", d)
+	}
+	if d := Allowed(nil); d.Action() != engine.Deny {
+		t.Fatalf("allow without provenance: %v", d)
+	}
+	if d := AllowedForSession(nil, SessionPattern{engine.SurfaceBash, "x *"}); d.Action() != engine.Deny {
+		t.Fatal("session allow without provenance allowed")
+	} else if _, ok := d.SessionRule(); ok {
+		t.Fatal("denied decision carries a session rule")
+	}
+}
+
+func TestDecidedByJSONRoundTrip(t *testing.T) {
+	all := []DecidedBy{
+		ByUser{Via: "dialog"},
+		ByAuthorizer{Name: "typo-path", Verdict: VerdictDeny, Reason: "did you mean /a?"},
+		ByRule{Surface: engine.SurfaceWrite, Pattern: "/etc/**", Origin: engine.OriginHardGuard, Pos: engine.Position{File: "/x/hard-guards.jsonc", Line: 12, Column: 5}},
+		ByRule{Surface: engine.SurfaceRead, Pattern: "**", Origin: engine.OriginBuiltin},
+		BySessionApproval{Surface: engine.SurfaceBash, Pattern: "git checkout *"},
+		ByYolo{Pattern: "bash:npm *"},
+		ByUnavailable{Reason: ReasonUnavailable},
+		ByError{Reason: "unresolvable path"},
+		ByForwarded{Responder: "node-1", Decision: ByForwarded{Responder: "node-0", Decision: ByUser{Via: "dialog"}}},
+		ByForwarded{Responder: "old"},
+	}
+	for _, b := range all {
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(data), `{"kind":"`+b.Kind()+`"`) {
+			t.Errorf("%s: %s", b.Kind(), data)
+		}
+		back, err := ParseDecidedBy(data)
+		if err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if back.String() != b.String() {
+			t.Errorf("round trip %s: %q != %q", data, back, b)
+		}
+	}
+}
+
+func TestParseDecidedByRejects(t *testing.T) {
+	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"net"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`} {
+		if _, err := ParseDecidedBy([]byte(in)); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	// Foreign inner decision: tolerated as unknown.
+	b, err := ParseDecidedBy([]byte(`{"kind":"forwarded","responder":"p","decision":{"kind":"telepathy"}}`))
+	if err != nil || b.(ByForwarded).Decision != nil {
+		t.Fatalf("%v %v", b, err)
+	}
+	// Too deep: an error, not a stack overflow.
+	deep := strings.Repeat(`{"kind":"forwarded","responder":"p","decision":`, 100) + `{"kind":"user","via":"dialog"}` + strings.Repeat(`}`, 100)
+	if _, err := ParseDecidedBy([]byte(deep)); !errors.Is(err, ErrForwardTooDeep) {
+		t.Fatalf("deep: %v", err)
+	}
+}
+
+func FuzzParseDecidedBy(f *testing.F) {
+	f.Add([]byte(`{"kind":"forwarded","responder":"p","decision":{"kind":"rule","surface":"write","pattern":"/x","origin":"global","position":"a:1:2"}}`))
+	f.Add([]byte(`{"kind":"authorizer","name":"j","verdict":"allow"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ParseDecidedBy(data)
+		if err != nil {
+			return
+		}
+		out, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		if _, err := ParseDecidedBy(out); err != nil {
+			t.Fatalf("re-parse %s: %v", out, err)
+		}
+	})
+}
+
+func TestRequestIDs(t *testing.T) {
+	prev := NewRequestID()
+	for i := 0; i < 10000; i++ {
+		id := NewRequestID()
+		if !id.Valid() || id[14] != '7' || !strings.ContainsAny(string(id[19:20]), "89ab") {
+			t.Fatalf("not a UUIDv7: %s", id)
+		}
+		if id <= prev {
+			t.Fatalf("ids not increasing: %s after %s", id, prev)
+		}
+		prev = id
+	}
+	if _, ok := prev.Time(); !ok {
+		t.Fatal("no time in id")
+	}
+	for _, bad := range []RequestID{"", "x", "../../etc/passwd-0000-0000-0000-000000", "0190a0b0-0000-7000-8000-00000000000g"} {
+		if bad.Valid() {
+			t.Errorf("%q valid", bad)
+		}
+	}
+}

@@ -1,0 +1,467 @@
+package authority
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+// Event names a review-log record.
+type Event string
+
+const (
+	EventAllowed  Event = "permission_request.allowed"   // recorded authority allowed, nobody asked
+	EventDenied   Event = "permission_request.denied"    // recorded authority denied, nobody asked
+	EventAsked    Event = "permission_request.asked"     // an ask started (before the chain)
+	EventApproved Event = "permission_request.approved"  // an ask was answered allow
+	EventRejected Event = "permission_request.rejected"  // an ask was answered deny
+	EventTimedOut Event = "permission_request.timed_out" // an ask got no answer in time
+
+	EventChainResolved    Event = "authorizer_chain.resolved"
+	EventUnregisteredLink Event = "authorizer_chain.unregistered_link"
+	EventSessionRules     Event = "session.rules"
+	EventDropped          Event = "review_log.dropped"
+)
+
+// ReasonTimedOut is the denial reason when nobody answered an ask in time.
+const ReasonTimedOut = "timed out waiting for confirmation"
+
+const (
+	defaultFieldWidth  = 512
+	defaultLogBuffer   = 4096
+	maskedValue        = "***"
+	readAllowsAll      = "all"
+	readAllowsNone     = "none"
+	logFileMode        = 0o600
+	logDirMode         = 0o700
+	dropReportInterval = time.Second
+)
+
+// LogOptions tune the review log.
+type LogOptions struct {
+	// FieldWidth caps every string field, in bytes (0: 512). Cut values
+	// end in "…".
+	FieldWidth int
+	// ReadAllows is "all" (default) or "none": with "none", allows of
+	// plain reads decided by recorded authority are not written. Denies,
+	// asks and their outcomes are always written.
+	ReadAllows string
+	// Buffer is how many records may wait for the writer (0: 4096).
+	Buffer int
+}
+
+// DefaultLogPath is $XDG_STATE_HOME/permwrap/review.jsonl, falling back
+// to ~/.local/state/permwrap/review.jsonl.
+func DefaultLogPath() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "permwrap", "review.jsonl"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("review log: no XDG_STATE_HOME and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "permwrap", "review.jsonl"), nil
+}
+
+// Log is the review log: JSON lines, appended by one writer goroutine,
+// one write(2) per record on an O_APPEND file, so concurrent permwrap
+// processes sharing a file interleave whole lines.
+//
+// Writing never blocks the caller for long: records queue on a bounded
+// channel. When it is full, allows of plain reads are dropped and
+// counted (the count is logged); every other record waits for room.
+//
+// A nil *Log discards everything, so callers need not check.
+type Log struct {
+	opts    LogOptions
+	w       io.Writer
+	closer  io.Closer
+	ch      chan []byte
+	done    chan struct{}
+	mu      sync.RWMutex // held for reading while sending; Close takes it for writing
+	closed  bool
+	dropped atomic.Int64
+	errMu   sync.Mutex
+	err     error
+	now     func() time.Time
+}
+
+// OpenLog opens (creating directories and the file as needed) the log at
+// path for appending. If the file's last byte is not a newline — a crash
+// cut a record short — a newline is written first so the next record
+// starts on its own line.
+func OpenLog(path string, opts LogOptions) (*Log, error) {
+	if path == "" {
+		return nil, errors.New("review log: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), logDirMode); err != nil {
+		return nil, fmt.Errorf("review log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, logFileMode)
+	if err != nil {
+		return nil, fmt.Errorf("review log: %w", err)
+	}
+	if err := repairTail(f, path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return newLog(f, f, opts), nil
+}
+
+// NewLogWriter is a Log over any writer (tests, a pipe). Each record is
+// one Write call.
+func NewLogWriter(w io.Writer, opts LogOptions) *Log { return newLog(w, nil, opts) }
+
+func newLog(w io.Writer, c io.Closer, opts LogOptions) *Log {
+	if opts.FieldWidth <= 0 {
+		opts.FieldWidth = defaultFieldWidth
+	}
+	if opts.FieldWidth < 16 {
+		opts.FieldWidth = 16 // room for the elision mark and something to read
+	}
+	if opts.Buffer <= 0 {
+		opts.Buffer = defaultLogBuffer
+	}
+	if opts.ReadAllows == "" {
+		opts.ReadAllows = readAllowsAll
+	}
+	l := &Log{opts: opts, w: w, closer: c, ch: make(chan []byte, opts.Buffer), done: make(chan struct{}), now: time.Now}
+	go l.writer()
+	return l
+}
+
+func repairTail(f *os.File, path string) error {
+	// Read through a separate descriptor: f is write-only.
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("review log: %w", err)
+	}
+	if st.Size() == 0 || !st.Mode().IsRegular() {
+		return nil
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("review log: %w", err)
+	}
+	defer r.Close()
+	var last [1]byte
+	if _, err := r.ReadAt(last[:], st.Size()-1); err != nil {
+		return fmt.Errorf("review log: reading its last byte: %w", err)
+	}
+	if last[0] != '\n' {
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			return fmt.Errorf("review log: %w", err)
+		}
+	}
+	return nil
+}
+
+func (l *Log) writer() {
+	defer close(l.done)
+	lastReport := time.Time{}
+	for line := range l.ch {
+		l.write(line)
+		if n := l.dropped.Load(); n > 0 && time.Since(lastReport) >= dropReportInterval {
+			l.dropped.Add(-n)
+			lastReport = time.Now()
+			l.write(l.encode(EventDropped, fields{{"count", n}, {"what", "read allows (log writer behind)"}}))
+		}
+	}
+	if n := l.dropped.Swap(0); n > 0 {
+		l.write(l.encode(EventDropped, fields{{"count", n}, {"what", "read allows (log writer behind)"}}))
+	}
+}
+
+func (l *Log) write(line []byte) {
+	if _, err := l.w.Write(line); err != nil {
+		l.errMu.Lock()
+		if l.err == nil {
+			l.err = fmt.Errorf("review log: %w", err)
+		}
+		l.errMu.Unlock()
+	}
+}
+
+// Err is the first write error, if any. The supervisor may report it; a
+// failing log does not stop decisions from being made.
+func (l *Log) Err() error {
+	if l == nil {
+		return nil
+	}
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.err
+}
+
+// Close drains queued records, closes the file and returns the first
+// error. Records sent after Close are discarded.
+func (l *Log) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return l.Err()
+	}
+	l.closed = true
+	close(l.ch)
+	l.mu.Unlock()
+	<-l.done
+	if l.closer != nil {
+		if err := l.closer.Close(); err != nil {
+			l.errMu.Lock()
+			if l.err == nil {
+				l.err = fmt.Errorf("review log: %w", err)
+			}
+			l.errMu.Unlock()
+		}
+	}
+	return l.Err()
+}
+
+func (l *Log) send(line []byte, droppable bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return
+	}
+	if droppable {
+		select {
+		case l.ch <- line:
+		default:
+			l.dropped.Add(1)
+		}
+		return
+	}
+	l.ch <- line
+}
+
+// Record writes one permission_request.* record about r and its decision.
+func (l *Log) Record(ev Event, r Request, d Decision) {
+	if l == nil {
+		return
+	}
+	readAllow := ev == EventAllowed && r.Check.Surface == engine.SurfaceRead
+	if readAllow && l.opts.ReadAllows == readAllowsNone {
+		return
+	}
+	f := l.requestFields(r)
+	f = append(f,
+		field{"action", d.Action().String()},
+		field{"decidedBy", d.DecidedBy()},
+	)
+	if reason := d.Reason(); reason != "" {
+		f = append(f, field{"reason", reason})
+	}
+	if p, ok := d.SessionRule(); ok {
+		f = append(f, field{"sessionRule", map[string]any{"surface": p.Surface.String(), "pattern": p.Pattern}})
+	}
+	l.send(l.encode(ev, f), readAllow)
+}
+
+// Decided writes the outcome record for r: allowed/denied when recorded
+// authority decided (asked false), approved/rejected/timed_out when the
+// request was asked.
+func (l *Log) Decided(r Request, asked bool, d Decision) {
+	l.Record(OutcomeEvent(asked, d), r, d)
+}
+
+// OutcomeEvent names the outcome record for a decision.
+func OutcomeEvent(asked bool, d Decision) Event {
+	allow := d.Action() == engine.Allow
+	switch {
+	case !asked && allow:
+		return EventAllowed
+	case !asked:
+		return EventDenied
+	case allow:
+		return EventApproved
+	}
+	if u, ok := d.DecidedBy().(ByUnavailable); ok && u.Reason == ReasonTimedOut {
+		return EventTimedOut
+	}
+	return EventRejected
+}
+
+// Asked writes the record that an ask started; decidedBy is the rule
+// that asked (recorded authority decided to ask).
+func (l *Log) Asked(r Request) {
+	if l == nil {
+		return
+	}
+	f := l.requestFields(r)
+	by := FromRule(engine.Rule{Surface: r.Rule.Surface, Pattern: r.Rule.Pattern, Origin: r.Rule.Origin, Pos: r.Rule.Pos, Action: engine.Allow}).DecidedBy()
+	if !r.HasRule() {
+		by = ByRule{Surface: r.Check.Surface, Pattern: "", Origin: engine.OriginBuiltin}
+	}
+	f = append(f, field{"action", engine.Ask.String()}, field{"decidedBy", by})
+	if r.HumanOnly {
+		f = append(f, field{"humanOnly", true})
+	}
+	l.send(l.encode(EventAsked, f), false)
+}
+
+// SessionRules writes the session's rules; call it once at exit.
+func (l *Log) SessionRules(rules []engine.Rule) {
+	if l == nil {
+		return
+	}
+	list := make([]any, 0, len(rules))
+	for _, r := range rules {
+		list = append(list, ruleToJSON(r))
+	}
+	l.send(l.encode(EventSessionRules, fields{
+		{"decidedBy", ByUser{Via: "dialog"}},
+		{"rules", list},
+	}), false)
+}
+
+func (l *Log) unregisteredLink(id RequestID, name string) {
+	if l == nil {
+		return
+	}
+	l.send(l.encode(EventUnregisteredLink, fields{
+		{"requestId", id},
+		{"name", name},
+	}), false)
+}
+
+func (l *Log) chainResolved(id RequestID, links []LinkOutcome, terminal string, d Decision) {
+	if l == nil {
+		return
+	}
+	if links == nil {
+		links = []LinkOutcome{}
+	}
+	list := make([]any, 0, len(links))
+	for _, o := range links {
+		list = append(list, o)
+	}
+	f := fields{{"requestId", id}, {"links", list}}
+	if terminal != "" {
+		f = append(f, field{"terminal", terminal})
+	}
+	f = append(f, field{"action", d.Action().String()}, field{"decidedBy", d.DecidedBy()})
+	l.send(l.encode(EventChainResolved, f), false)
+}
+
+func (l *Log) requestFields(r Request) fields {
+	f := fields{
+		{"requestId", r.ID},
+		{"pid", r.Process.PID},
+		{"comm", r.Process.Comm},
+		{"exe", r.Process.Exe},
+		{"surface", r.Check.Surface.String()},
+	}
+	if r.Access != "" {
+		f = append(f, field{"access", r.Access})
+	}
+	f = append(f, field{"value", r.Check.Value})
+	if r.Node != "" {
+		f = append(f, field{"node", r.Node})
+	}
+	if rj := ruleToJSON(r.Rule); rj != nil {
+		f = append(f, field{"rule", rj})
+	}
+	return f
+}
+
+// field and fields keep record keys in a fixed, readable order (time and
+// event first), which map-based encoding would not.
+type field struct {
+	k string
+	v any
+}
+type fields []field
+
+func (l *Log) encode(ev Event, f fields) []byte {
+	all := append(fields{{"time", l.now().UTC().Format(time.RFC3339Nano)}, {"event", string(ev)}}, f...)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, kv := range all {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(kv.k)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(l.sanitize(kv.k, kv.v))
+	}
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// sanitize encodes v with every string capped at the field width and
+// every value under a secret-looking key masked. It round-trips through
+// a generic JSON value so nested objects (decidedBy, rule, links) are
+// covered by the same walk and no writer can bypass it.
+func (l *Log) sanitize(key string, v any) []byte {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		raw, _ = json.Marshal("unencodable: " + err.Error())
+	}
+	var g any
+	if err := json.Unmarshal(raw, &g); err != nil {
+		g = "unencodable"
+	}
+	out, err := json.Marshal(l.walk(key, g))
+	if err != nil {
+		return []byte(`"unencodable"`)
+	}
+	return out
+}
+
+func (l *Log) walk(key string, v any) any {
+	if secretKey(key) && v != nil {
+		return maskedValue
+	}
+	switch x := v.(type) {
+	case string:
+		return elide(maskInline(x), l.opts.FieldWidth)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = l.walk(k, e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = l.walk("", e)
+		}
+		return x
+	}
+	return v
+}
+
+// secretKey reports whether a key's value should never be written.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, s := range []string{"token", "password", "passwd", "secret", "authorization", "cookie", "credential", "apikey", "api_key", "private_key", "privatekey"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return k == "key" || strings.HasSuffix(k, "_key") || strings.HasSuffix(k, "-key")
+}
+
+// inlineSecret finds NAME=value and "Name: value" pairs inside a string
+// (GITHUB_TOKEN=… git push, curl -H 'Authorization: Bearer …') whose
+// name looks secret, so a command line in the log does not carry it.
+var inlineSecret = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:token|password|passwd|secret|authorization|api[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*)(=|:\s*)(?:bearer\s+|basic\s+)?([^\s'"&;|]+)`)
+
+func maskInline(s string) string {
+	if !strings.ContainsAny(s, "=:") {
+		return s
+	}
+	return inlineSecret.ReplaceAllString(s, "${1}${2}"+maskedValue)
+}

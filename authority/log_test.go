@@ -1,0 +1,219 @@
+package authority
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+func writeRequest(i int) Request {
+	r := NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: fmt.Sprintf("/home/u/p/file-%d", i)})
+	r.Process = Process{PID: 1000 + i, Comm: "bash", Exe: "/usr/bin/bash"}
+	r.Access = "write"
+	r.Rule = engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/home/u/p/**", Action: engine.Ask, Origin: engine.OriginGlobal, Pos: engine.Position{File: "policy.jsonc", Line: 3, Column: 7}}
+	return r
+}
+
+func TestLogConcurrentWritersAndHalfLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "permwrap", "review.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A previous run crashed mid-record.
+	if err := os.WriteFile(path, []byte(`{"time":"2026-01-01T00:00:00Z","event":"permission_request.denied","requestId":"x"}`+"\n"+`{"time":"2026-01-01T00:00:00Z","event":"permission_req`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Two Logs on one file, like two permwrap processes, 4 writers each.
+	var logs []*Log
+	for range 2 {
+		l, err := OpenLog(path, LogOptions{Buffer: 8}) // small buffer: writers must block, not drop
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, l)
+	}
+	const perWriter = 300
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := logs[w%2]
+			for i := range perWriter {
+				r := writeRequest(w*perWriter + i)
+				switch i % 3 {
+				case 0:
+					l.Asked(r)
+				case 1:
+					l.Decided(r, true, Allowed(ByUser{Via: "dialog"}))
+				default:
+					l.Decided(r, false, FromRule(engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/home/**", Action: engine.Deny, Origin: engine.OriginGlobal}))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, l := range logs {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var lines, ours int
+	for sc.Scan() {
+		lines++
+		if lines == 2 {
+			continue // the crash's half line: the only one allowed to be broken
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %d broken: %v: %q", lines, err, sc.Text())
+		}
+		if lines == 1 {
+			continue
+		}
+		ours++
+		if id, _ := m["requestId"].(string); !RequestID(id).Valid() {
+			t.Fatalf("line %d: requestId %v", lines, m["requestId"])
+		}
+		if _, ok := m["decidedBy"].(map[string]any)["kind"]; !ok {
+			t.Fatalf("line %d: decidedBy %v", lines, m["decidedBy"])
+		}
+	}
+	if ours != 8*perWriter {
+		t.Fatalf("%d records, want %d", ours, 8*perWriter)
+	}
+
+	// ReadLog skips exactly the half line.
+	f.Seek(0, 0)
+	n := 0
+	broken, err := ReadLog(f, func(LogRecord) error { n++; return nil })
+	if err != nil || broken != 1 || n != 8*perWriter+1 {
+		t.Fatalf("ReadLog: %d records, %d broken, %v", n, broken, err)
+	}
+}
+
+func TestLogCapsAndMasks(t *testing.T) {
+	l, records := testLog(t)
+	l.opts.FieldWidth = 64
+	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "GITHUB_TOKEN=ghp_abcdef123456 git push https://example.com/" + strings.Repeat("x", 500)})
+	r.Process.Exe = "/usr/bin/git"
+	l.Decided(r, false, Denied(ByRule{Surface: engine.SurfaceBash, Pattern: "git push *", Origin: engine.OriginGlobal}, "curl -H 'Authorization: Bearer sekrit' is not allowed"))
+	l.send(l.encode("test.masking", fields{{"requestId", r.ID}, {"api_key", "hunter2"}, {"nested", map[string]any{"password": "pw", "ok": "fine"}}}), false)
+	recs := records()
+	value := recs[0]["value"].(string)
+	if strings.Contains(value, "ghp_") || !strings.HasSuffix(value, "…") || len(value) > 64 {
+		t.Fatalf("value %q", value)
+	}
+	if reason := recs[0]["reason"].(string); strings.Contains(reason, "sekrit") {
+		t.Fatalf("reason %q", reason)
+	}
+	if recs[1]["api_key"] != maskedValue || recs[1]["nested"].(map[string]any)["password"] != maskedValue || recs[1]["nested"].(map[string]any)["ok"] != "fine" {
+		t.Fatalf("masking %v", recs[1])
+	}
+}
+
+func TestLogReadAllowsNone(t *testing.T) {
+	var buf safeBuf
+	l := NewLogWriter(&buf, LogOptions{ReadAllows: "none"})
+	read := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/usr/lib/x.so"})
+	allowRead := FromRule(engine.Rule{Surface: engine.SurfaceRead, Pattern: "/usr/**", Action: engine.Allow, Origin: engine.OriginDefault})
+	l.Decided(read, false, allowRead)                                                                                                 // omitted
+	l.Decided(read, false, Denied(ByError{Reason: "unresolvable"}, "unresolvable"))                                                   // kept
+	l.Decided(read, true, Allowed(ByUser{Via: "dialog"}))                                                                             // an ask's outcome: kept
+	l.Decided(writeRequest(1), false, FromRule(engine.Rule{Action: engine.Allow, Surface: engine.SurfaceWrite, Pattern: "/home/**"})) // kept
+	l.Close()
+	got := strings.Count(string(buf.Bytes()), "\n")
+	if got != 3 {
+		t.Fatalf("%d records:\n%s", got, buf.Bytes())
+	}
+	if bytes.Contains(buf.Bytes(), []byte(`"permission_request.allowed","requestId":"`+string(read.ID))) {
+		t.Fatal("plain read allow was written")
+	}
+}
+
+// slowWriter blocks until released, so the log's queue fills.
+type slowWriter struct {
+	release chan struct{}
+	safeBuf
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) { <-s.release; return s.safeBuf.Write(p) }
+
+func TestLogDropsOnlyReadAllows(t *testing.T) {
+	w := &slowWriter{release: make(chan struct{})}
+	l := NewLogWriter(w, LogOptions{Buffer: 2})
+	read := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/usr/lib/x.so"})
+	allowRead := FromRule(engine.Rule{Surface: engine.SurfaceRead, Pattern: "/usr/**", Action: engine.Allow, Origin: engine.OriginDefault})
+	for range 50 {
+		l.Decided(read, false, allowRead) // never blocks
+	}
+	done := make(chan struct{})
+	go func() {
+		l.Decided(writeRequest(1), false, Denied(ByError{Reason: "x"}, "x")) // must be written, waiting if needed
+		close(done)
+	}()
+	close(w.release)
+	<-done
+	l.Close()
+	out := string(w.Bytes())
+	if !strings.Contains(out, `"event":"review_log.dropped"`) || !strings.Contains(out, `"permission_request.denied"`) {
+		t.Fatalf("log:\n%s", out)
+	}
+	var dropped, kept int
+	ReadLog(strings.NewReader(out), func(r LogRecord) error {
+		if r.Event == EventAllowed {
+			kept++
+		}
+		if r.Event == EventDropped {
+			var m struct{ Count int }
+			json.Unmarshal(r.Raw, &m)
+			dropped += m.Count
+		}
+		return nil
+	})
+	if kept+dropped != 50 || dropped == 0 {
+		t.Fatalf("kept %d + dropped %d != 50", kept, dropped)
+	}
+}
+
+func FuzzParseLogLine(f *testing.F) {
+	f.Add([]byte(`{"time":"2026-12-01T06:00:00Z","event":"permission_request.denied","requestId":"0190a0b0-0000-7000-8000-000000000000","decidedBy":{"kind":"user","via":"dialog"}}`))
+	f.Add([]byte(`{"time":"x"`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		rec, err := ParseLogLine(line)
+		if err == nil && rec.Event == "" {
+			t.Fatal("accepted a record without event")
+		}
+		ReadLog(bytes.NewReader(line), func(LogRecord) error { return nil })
+	})
+}
+
+func BenchmarkLogRecord(b *testing.B) {
+	l := NewLogWriter(discard{}, LogOptions{})
+	r := writeRequest(1)
+	d := Allowed(ByUser{Via: "dialog"})
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Decided(r, true, d)
+	}
+	l.Close()
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

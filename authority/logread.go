@@ -1,0 +1,126 @@
+package authority
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// LogRecord is one review-log line read back. Fields a record does not
+// have are zero; Raw is the line as written, for pass-through.
+type LogRecord struct {
+	Time      time.Time
+	Event     Event
+	RequestID RequestID
+	PID       int
+	Exe       string
+	Comm      string
+	Surface   string
+	Access    string
+	Value     string
+	Action    string
+	Reason    string
+	Node      string
+	DecidedBy DecidedBy // nil when absent or unreadable
+	Raw       []byte
+}
+
+// maxLogLine bounds one line read back; longer lines are skipped as
+// broken (the writer caps fields, so only a foreign file has them).
+const maxLogLine = 1 << 20
+
+// ParseLogLine reads one review-log line. It fails on anything that is
+// not a JSON object with a time and an event.
+func ParseLogLine(line []byte) (LogRecord, error) {
+	var w struct {
+		Time      string          `json:"time"`
+		Event     string          `json:"event"`
+		RequestID string          `json:"requestId"`
+		PID       int             `json:"pid"`
+		Exe       string          `json:"exe"`
+		Comm      string          `json:"comm"`
+		Surface   string          `json:"surface"`
+		Access    string          `json:"access"`
+		Value     string          `json:"value"`
+		Action    string          `json:"action"`
+		Reason    string          `json:"reason"`
+		Node      string          `json:"node"`
+		DecidedBy json.RawMessage `json:"decidedBy"`
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return LogRecord{}, errors.New("not a JSON object")
+	}
+	if err := json.Unmarshal(line, &w); err != nil {
+		return LogRecord{}, err
+	}
+	if w.Event == "" {
+		return LogRecord{}, errors.New("record has no event")
+	}
+	t, err := time.Parse(time.RFC3339Nano, w.Time)
+	if err != nil {
+		return LogRecord{}, fmt.Errorf("record time: %w", err)
+	}
+	rec := LogRecord{
+		Time: t, Event: Event(w.Event), RequestID: RequestID(w.RequestID), PID: w.PID,
+		Exe: w.Exe, Comm: w.Comm, Surface: w.Surface, Access: w.Access, Value: w.Value,
+		Action: w.Action, Reason: w.Reason, Node: w.Node,
+		Raw: append([]byte(nil), line...),
+	}
+	if len(w.DecidedBy) > 0 {
+		rec.DecidedBy, _ = ParseDecidedBy(w.DecidedBy) // unreadable provenance shows as unknown, not as a broken line
+	}
+	return rec, nil
+}
+
+// ReadLog calls fn for every record in r, skipping lines that do not
+// parse (a crash cut a line short, a foreign line) and counting them. It
+// stops at the end of r, at a read error, or when fn returns an error.
+func ReadLog(r io.Reader, fn func(LogRecord) error) (broken int, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, tooLong, rerr := readLine(br)
+		if len(line) > 0 || tooLong {
+			if tooLong {
+				broken++
+			} else if rec, perr := ParseLogLine(line); perr != nil {
+				broken++
+			} else if ferr := fn(rec); ferr != nil {
+				return broken, ferr
+			}
+		}
+		if rerr == io.EOF {
+			return broken, nil
+		}
+		if rerr != nil {
+			return broken, rerr
+		}
+	}
+}
+
+// readLine returns the next line without its newline; a line longer than
+// maxLogLine is consumed and reported as tooLong. A final line without a
+// newline is returned with io.EOF.
+func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > maxLogLine {
+			tooLong = true
+			buf = nil
+		} else if !tooLong {
+			buf = append(buf, chunk...)
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil:
+			return bytes.TrimRight(buf, "\n"), tooLong, err
+		}
+		return bytes.TrimRight(buf, "\n"), tooLong, nil
+	}
+}

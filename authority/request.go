@@ -1,0 +1,155 @@
+package authority
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+// Process is the process that made the request, as the supervisor read it
+// from /proc before deciding.
+type Process struct {
+	PID     int
+	Comm    string
+	Exe     string
+	Cmdline []string
+}
+
+// Request is one ask, with everything a link, a person or the log needs
+// to judge it. It is a value: the chain hands each link its own copy.
+type Request struct {
+	ID      RequestID
+	Time    time.Time
+	Process Process
+	Agent   []string // the command permwrap was started with
+	Node    string   // the nested permwrap node the request came from; "" for this one
+
+	Check  engine.Check // surface and value (resolved path or rendered command line)
+	Access string       // "read", "write", "create", "rename", "exec", ...
+	Runs   []string     // inner commands of wrappers (env, nice, sudo -u ...)
+	Units  []string     // the units of a script the command line runs
+
+	// Rule is the rule whose answer was ask; Origin OriginBuiltin or an
+	// empty pattern means no rule matched and ask is the built-in answer.
+	Rule      engine.Rule
+	HumanOnly bool           // protectedWrites: no link, no session approval
+	Suggested SessionPattern // what "allow for this session" would add
+}
+
+// NewRequest mints an id and stamps the time: call it where the request
+// is created so the id is the same in every record about it.
+func NewRequest(c engine.Check) Request {
+	return Request{ID: NewRequestID(), Time: time.Now(), Check: c}
+}
+
+// HasRule reports whether a configured rule (rather than the built-in
+// default) produced the ask.
+func (r Request) HasRule() bool {
+	return r.Rule.Pattern != "" && r.Rule.Origin != engine.OriginBuiltin && r.Rule.Surface != engine.SurfaceInvalid
+}
+
+func (r Request) clone() Request {
+	c := r
+	c.Agent = append([]string(nil), r.Agent...)
+	c.Process.Cmdline = append([]string(nil), r.Process.Cmdline...)
+	c.Runs = append([]string(nil), r.Runs...)
+	c.Units = append([]string(nil), r.Units...)
+	return c
+}
+
+// Caps on what a request carries outward (to a judge program, to the
+// log): a command line can be megabytes, and nothing downstream needs all
+// of it to decide.
+const (
+	maxListItems = 64
+	maxItemBytes = 4096
+)
+
+func capList(xs []string) []string {
+	if len(xs) == 0 {
+		return []string{}
+	}
+	out := make([]string, 0, min(len(xs), maxListItems+1))
+	for i, x := range xs {
+		if i == maxListItems {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, elide(x, maxItemBytes))
+	}
+	return out
+}
+
+type ruleJSON struct {
+	Surface  string `json:"surface"`
+	Pattern  string `json:"pattern"`
+	Action   string `json:"action,omitempty"`
+	Origin   string `json:"origin"`
+	Position string `json:"position,omitempty"`
+}
+
+func ruleToJSON(r engine.Rule) *ruleJSON {
+	if r.Surface == engine.SurfaceInvalid && r.Pattern == "" {
+		return nil
+	}
+	j := &ruleJSON{Surface: r.Surface.String(), Pattern: r.Pattern, Origin: r.Origin.String(), Position: r.Pos.String()}
+	if r.Action != 0 {
+		j.Action = r.Action.String()
+	}
+	return j
+}
+
+// requestJSON is the request as judge programs see it on stdin; its
+// fields are documented in docs/authorizers.md.
+type requestJSON struct {
+	RequestID RequestID `json:"requestId"`
+	Time      string    `json:"time"`
+	Process   struct {
+		PID     int      `json:"pid"`
+		Comm    string   `json:"comm"`
+		Exe     string   `json:"exe"`
+		Cmdline []string `json:"cmdline"`
+	} `json:"process"`
+	Agent     []string  `json:"agent"`
+	Node      string    `json:"node,omitempty"`
+	Surface   string    `json:"surface"`
+	Access    string    `json:"access"`
+	Value     string    `json:"value"`
+	Runs      []string  `json:"runs"`
+	Units     []string  `json:"units"`
+	Rule      *ruleJSON `json:"rule"`
+	HumanOnly bool      `json:"humanOnly"`
+	Suggested *struct {
+		Surface string `json:"surface"`
+		Pattern string `json:"pattern"`
+	} `json:"suggested,omitempty"`
+}
+
+// MarshalJSON renders the request for judge programs, with lists and
+// strings capped.
+func (r Request) MarshalJSON() ([]byte, error) {
+	var j requestJSON
+	j.RequestID = r.ID
+	j.Time = r.Time.UTC().Format(time.RFC3339Nano)
+	j.Process.PID = r.Process.PID
+	j.Process.Comm = elide(r.Process.Comm, maxItemBytes)
+	j.Process.Exe = elide(r.Process.Exe, maxItemBytes)
+	j.Process.Cmdline = capList(r.Process.Cmdline)
+	j.Agent = capList(r.Agent)
+	j.Node = r.Node
+	j.Surface = r.Check.Surface.String()
+	j.Access = r.Access
+	j.Value = elide(r.Check.Value, 4*maxItemBytes)
+	j.Runs = capList(r.Runs)
+	j.Units = capList(r.Units)
+	j.Rule = ruleToJSON(r.Rule)
+	j.HumanOnly = r.HumanOnly
+	if r.Suggested.Pattern != "" && !r.HumanOnly {
+		j.Suggested = &struct {
+			Surface string `json:"surface"`
+			Pattern string `json:"pattern"`
+		}{r.Suggested.Surface.String(), r.Suggested.Pattern}
+	}
+	return json.Marshal(j)
+}
