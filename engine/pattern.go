@@ -1,0 +1,500 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Path patterns are matched by a small automaton of our own rather than
+// github.com/gobwas/glob: gobwas v0.2.3 panics on valid inputs (its Row
+// matcher slices out of range, e.g. `/a{/**/,/}b` against `/a/b`) and takes
+// unbounded time on patterns like `0*???…?*`. A matcher that sits on every
+// syscall must neither panic nor stall, so this one simulates a
+// nondeterministic automaton in O(len(value) × states) with a fixed-size
+// state set: no recursion over the value, no allocation.
+//
+// Syntax (the gobwas/gitignore syntax people expect):
+//
+//	*      any run of characters within one path component
+//	**     any run of characters across components; `/**/` also matches `/`
+//	       (zero directories) and a trailing `/**` also matches the
+//	       directory itself
+//	?      one byte other than '/'
+//	[abc] [a-z] [!a-c] [^a-c]   one byte other than '/' from (or not from) a set
+//	\x     the character x literally
+//
+// `{a,b}` alternatives are rejected rather than read literally: a user who
+// writes them expects alternation, and a deny that silently matches nothing
+// would fail open.
+
+// maxPatternStates bounds the automaton; the state set is a fixed array.
+const maxPatternStates = 5 * 64
+
+type elemKind uint8
+
+const (
+	elLit   elemKind = iota // one literal byte
+	elAny1                  // ?
+	elClass                 // [...]
+	elStar                  // *
+	elDStar                 // **
+)
+
+type elem struct {
+	kind  elemKind
+	c     byte  // elLit
+	class uint8 // elClass: index into automaton.classes
+	// skip is an extra epsilon edge to state skip (0 = none). It makes
+	// `**/` optional as a whole, so `/a/**/b` matches `/a/b`.
+	skip uint16
+}
+
+type byteSet [4]uint64
+
+func (s *byteSet) has(c byte) bool { return s[c>>6]&(1<<(c&63)) != 0 }
+func (s *byteSet) add(c byte)      { s[c>>6] |= 1 << (c & 63) }
+
+type stateSet [maxPatternStates/64 + 1]uint64
+
+// automaton matches the middle of a pattern: the part between its literal
+// prefix and literal suffix, which are checked with string comparisons first.
+type automaton struct {
+	elems   []elem
+	classes []byteSet
+}
+
+func (a *automaton) addState(s *stateSet, i int) {
+	for {
+		if s[i>>6]&(1<<(uint(i)&63)) != 0 {
+			return
+		}
+		s[i>>6] |= 1 << (uint(i) & 63)
+		if i >= len(a.elems) {
+			return
+		}
+		e := &a.elems[i]
+		if e.skip != 0 {
+			a.addState(s, int(e.skip))
+		}
+		if e.kind != elStar && e.kind != elDStar {
+			return
+		}
+		i++ // a star may match nothing
+	}
+}
+
+func (a *automaton) match(v string) bool {
+	var cur, next stateSet
+	a.addState(&cur, 0)
+	n := len(a.elems)
+	for j := 0; j < len(v); j++ {
+		c := v[j]
+		next = stateSet{}
+		any := false
+		for w, bits := range cur {
+			for bits != 0 {
+				b := bits & -bits
+				bits ^= b
+				i := w*64 + trailingZeros(b)
+				if i >= n {
+					continue
+				}
+				e := &a.elems[i]
+				switch e.kind {
+				case elLit:
+					if c == e.c {
+						a.addState(&next, i+1)
+						any = true
+					}
+				case elAny1:
+					if c != '/' {
+						a.addState(&next, i+1)
+						any = true
+					}
+				case elClass:
+					if c != '/' && a.classes[e.class].has(c) {
+						a.addState(&next, i+1)
+						any = true
+					}
+				case elStar:
+					if c != '/' {
+						a.addState(&next, i)
+						any = true
+					}
+				case elDStar:
+					a.addState(&next, i)
+					any = true
+				}
+			}
+		}
+		if !any {
+			return false
+		}
+		cur = next
+	}
+	return cur[n>>6]&(1<<(uint(n)&63)) != 0
+}
+
+func trailingZeros(b uint64) int {
+	n := 0
+	for b&1 == 0 {
+		b >>= 1
+		n++
+	}
+	return n
+}
+
+// globMatcher is one compiled glob: literal prefix and suffix checked
+// first, the automaton only on what lies between.
+type globMatcher struct {
+	prefix, suffix string
+	mid            *automaton // nil when the pattern is literal
+}
+
+func (g *globMatcher) match(v string) bool {
+	if len(v) < len(g.prefix)+len(g.suffix) ||
+		v[:len(g.prefix)] != g.prefix ||
+		v[len(v)-len(g.suffix):] != g.suffix {
+		return false
+	}
+	if g.mid == nil {
+		return len(v) == len(g.prefix)+len(g.suffix)
+	}
+	return g.mid.match(v[len(g.prefix) : len(v)-len(g.suffix)])
+}
+
+// specificity orders rules: exact, then more literal characters, then
+// fewer wildcards, then longer pattern. Declaration order breaks the
+// remaining ties and is kept beside it.
+type specificity struct {
+	exact     bool
+	literals  int
+	wildcards int
+	length    int
+}
+
+// moreSpecific reports whether a beats b (strictly).
+func (a specificity) moreSpecific(b specificity) bool {
+	if a.exact != b.exact {
+		return a.exact
+	}
+	if a.literals != b.literals {
+		return a.literals > b.literals
+	}
+	if a.wildcards != b.wildcards {
+		return a.wildcards < b.wildcards
+	}
+	return a.length > b.length
+}
+
+// pathPattern is a compiled path-surface pattern.
+type pathPattern struct {
+	expanded string
+	exact    bool // no wildcard: compared by equality (full paths only)
+	basename bool // no '/': matched against the last component
+	// anyValue is the pattern `*` (or `**`): it matches every value,
+	// relative ones included.
+	anyValue bool
+	main     globMatcher
+	self     *globMatcher // `X/**` also matches X
+	spec     specificity
+}
+
+var errBraces = errors.New("{a,b} alternatives are not supported: write one rule per alternative (or escape the brace as \\{)")
+
+// compilePathPattern compiles an already-expanded path pattern.
+func compilePathPattern(p string) (*pathPattern, error) {
+	if p == "" {
+		return nil, errors.New("empty pattern")
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return nil, errors.New("pattern contains a NUL byte")
+	}
+	pp := &pathPattern{expanded: p, basename: !strings.Contains(p, "/")}
+	if p == "*" || p == "**" {
+		pp.anyValue = true
+	}
+	m, spec, err := compileGlob(p)
+	if err != nil {
+		return nil, err
+	}
+	pp.main = m
+	pp.spec = spec
+	pp.exact = m.mid == nil && !pp.basename
+	pp.spec.exact = pp.exact
+	if !pp.basename && strings.HasSuffix(p, "/**") && !strings.HasSuffix(p, `\/**`) && len(p) > 3 {
+		self, _, err := compileGlob(p[:len(p)-3])
+		if err != nil {
+			return nil, err
+		}
+		pp.self = &self
+	}
+	return pp, nil
+}
+
+// compileGlob turns a pattern into a globMatcher and measures it.
+func compileGlob(p string) (globMatcher, specificity, error) {
+	var (
+		elems   []elem
+		classes []byteSet
+		spec    = specificity{length: len(p)}
+		anchor  = -1 // index of a '/' that must stay in the automaton
+	)
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch c {
+		case '\\':
+			if i+1 == len(p) {
+				return globMatcher{}, spec, errors.New("pattern ends with a lone backslash")
+			}
+			i++
+			elems = append(elems, elem{kind: elLit, c: p[i]})
+			spec.literals++
+		case '{', '}':
+			return globMatcher{}, spec, errBraces
+		case '?':
+			elems = append(elems, elem{kind: elAny1})
+			spec.wildcards++
+		case '*':
+			if i+1 < len(p) && p[i+1] == '*' {
+				atBoundary := i == 0 || p[i-1] == '/'
+				for i+1 < len(p) && p[i+1] == '*' {
+					i++
+				}
+				// `**` counts as two wildcards: it is broader than `*`.
+				spec.wildcards += 2
+				if atBoundary && i+1 < len(p) && p[i+1] == '/' {
+					// `**/`: optional as a whole.
+					elems = append(elems, elem{kind: elDStar, skip: uint16(len(elems) + 2)})
+					i++
+					elems = append(elems, elem{kind: elLit, c: '/'})
+					anchor = len(elems) - 1
+					continue
+				}
+				elems = append(elems, elem{kind: elDStar})
+				continue
+			}
+			elems = append(elems, elem{kind: elStar})
+			spec.wildcards++
+		case '[':
+			set, n, err := parseClass(p[i:])
+			if err != nil {
+				return globMatcher{}, spec, err
+			}
+			if len(classes) >= 255 {
+				return globMatcher{}, spec, errors.New("too many [...] classes in one pattern")
+			}
+			classes = append(classes, set)
+			elems = append(elems, elem{kind: elClass, class: uint8(len(classes) - 1)})
+			spec.wildcards++
+			i += n - 1
+		default:
+			elems = append(elems, elem{kind: elLit, c: c})
+			spec.literals++
+		}
+	}
+	// Peel literal prefix and suffix off so most values are rejected by a
+	// string comparison.
+	lo := 0
+	for lo < len(elems) && elems[lo].kind == elLit && lo != anchor {
+		lo++
+	}
+	hi := len(elems)
+	for hi > lo && elems[hi-1].kind == elLit && hi-1 != anchor {
+		hi--
+	}
+	var g globMatcher
+	g.prefix = litString(elems[:lo])
+	g.suffix = litString(elems[hi:])
+	if lo == hi {
+		return g, spec, nil
+	}
+	mid := elems[lo:hi]
+	if len(mid) >= maxPatternStates {
+		return globMatcher{}, spec, fmt.Errorf("pattern too complex: at most %d wildcard-bearing characters", maxPatternStates-1)
+	}
+	out := make([]elem, len(mid))
+	copy(out, mid)
+	for k := range out {
+		if out[k].skip != 0 {
+			out[k].skip -= uint16(lo)
+		}
+	}
+	g.mid = &automaton{elems: out, classes: classes}
+	return g, spec, nil
+}
+
+func litString(es []elem) string {
+	b := make([]byte, len(es))
+	for i, e := range es {
+		b[i] = e.c
+	}
+	return string(b)
+}
+
+// parseClass reads a [...] class at the start of s and returns its set
+// and length in bytes.
+func parseClass(s string) (byteSet, int, error) {
+	var set byteSet
+	i := 1
+	neg := false
+	if i < len(s) && (s[i] == '!' || s[i] == '^') {
+		neg = true
+		i++
+	}
+	first := true
+	for {
+		if i >= len(s) {
+			return set, 0, errors.New("unterminated [ character class")
+		}
+		c := s[i]
+		if c == ']' && !first {
+			i++
+			break
+		}
+		first = false
+		if c == '\\' {
+			i++
+			if i >= len(s) {
+				return set, 0, errors.New("unterminated [ character class")
+			}
+			c = s[i]
+		}
+		if c >= 0x80 {
+			return set, 0, errors.New("non-ASCII characters in a [...] class are not supported")
+		}
+		if c == '/' {
+			return set, 0, errors.New("'/' cannot appear in a [...] class")
+		}
+		lo, hi := c, c
+		if i+2 < len(s) && s[i+1] == '-' && s[i+2] != ']' {
+			hi = s[i+2]
+			if hi == '\\' && i+3 < len(s) {
+				hi = s[i+3]
+				i++
+			}
+			if hi >= 0x80 {
+				return set, 0, errors.New("non-ASCII characters in a [...] class are not supported")
+			}
+			if hi < lo {
+				return set, 0, fmt.Errorf("bad range %c-%c in [...] class", lo, hi)
+			}
+			i += 2
+		}
+		for x := int(lo); x <= int(hi); x++ {
+			set.add(byte(x))
+		}
+		i++
+	}
+	if neg {
+		for w := range set {
+			set[w] = ^set[w]
+		}
+	}
+	return set, i, nil
+}
+
+// match reports whether the path pattern matches value. Values that are
+// not absolute match only basename patterns (and `*`): a relative path
+// cannot be placed under a full-path rule without guessing.
+func (pp *pathPattern) match(v string) bool {
+	if pp.anyValue {
+		return true
+	}
+	if pp.basename {
+		return pp.main.match(lastComponent(v))
+	}
+	if len(v) == 0 || v[0] != '/' {
+		return false
+	}
+	if pp.main.match(v) {
+		return true
+	}
+	return pp.self != nil && pp.self.match(v)
+}
+
+func lastComponent(v string) string {
+	for len(v) > 1 && v[len(v)-1] == '/' {
+		v = v[:len(v)-1]
+	}
+	if i := strings.LastIndexByte(v, '/'); i >= 0 {
+		return v[i+1:]
+	}
+	return v
+}
+
+// bashPattern is a compiled command-line pattern: `*` matches any run of
+// characters (spaces and '/' included); `\*` is a literal star and `\\` a
+// literal backslash; every other character is literal. A trailing ` *`
+// also matches an empty rest, so `git push *` matches `git push`.
+type bashPattern struct {
+	segs  []string // literal pieces between stars
+	short []string // segs for the pattern without its trailing " *", or nil
+	spec  specificity
+}
+
+func compileBashPattern(p string) (*bashPattern, error) {
+	if p == "" {
+		return nil, errors.New("empty pattern")
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return nil, errors.New("pattern contains a NUL byte")
+	}
+	bp := &bashPattern{spec: specificity{length: len(p)}}
+	var cur strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '\\' && i+1 < len(p) && (p[i+1] == '*' || p[i+1] == '\\') {
+			i++
+			cur.WriteByte(p[i])
+			bp.spec.literals++
+			continue
+		}
+		if c == '*' {
+			bp.segs = append(bp.segs, cur.String())
+			cur.Reset()
+			bp.spec.wildcards++
+			continue
+		}
+		cur.WriteByte(c)
+		bp.spec.literals++
+	}
+	bp.segs = append(bp.segs, cur.String())
+	bp.spec.exact = len(bp.segs) == 1
+	if n := len(bp.segs); n >= 2 && bp.segs[n-1] == "" && strings.HasSuffix(bp.segs[n-2], " ") && !strings.HasSuffix(p, `\*`) {
+		short := append([]string(nil), bp.segs[:n-1]...)
+		short[n-2] = strings.TrimSuffix(short[n-2], " ")
+		bp.short = short
+	}
+	return bp, nil
+}
+
+func (bp *bashPattern) match(v string) bool {
+	if matchSegs(bp.segs, v) {
+		return true
+	}
+	return bp.short != nil && matchSegs(bp.short, v)
+}
+
+// matchSegs matches literal pieces separated by stars. With one kind of
+// star, taking the leftmost occurrence of each middle piece is optimal, so
+// this is linear in practice and never backtracks.
+func matchSegs(segs []string, v string) bool {
+	if len(segs) == 1 {
+		return v == segs[0]
+	}
+	first, last := segs[0], segs[len(segs)-1]
+	if len(v) < len(first)+len(last) || !strings.HasPrefix(v, first) || !strings.HasSuffix(v, last) {
+		return false
+	}
+	rest := v[len(first) : len(v)-len(last)]
+	for _, s := range segs[1 : len(segs)-1] {
+		i := strings.Index(rest, s)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(s):]
+	}
+	return true
+}
