@@ -1,0 +1,373 @@
+package engine
+
+// Shell analysis: an exec's argv or a shell script becomes units (simple
+// commands, each with a rendered command line for the bash surface) and
+// redirect path intents. docs/bash-rules.md is the user-facing account of
+// every choice made here; keep the two in step.
+
+import (
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Sentinel values stand in for what cannot be decomposed honestly. They
+// are evaluated as bash-surface values, so a policy can name them.
+const (
+	SentinelOpaque      = "<opaque-shell-wrapper>"
+	SentinelUnparseable = "<unparseable-shell-script>"
+)
+
+// StdinArgsMarker ends the line of a unit whose remaining arguments are read
+// at run time (xargs). A rule `git push *` matches `git push <stdin-args>`;
+// the real exec that xargs builds is still checked at the kernel.
+const StdinArgsMarker = "<stdin-args>"
+
+// Bounds that keep hostile input from costing unbounded time or memory.
+const (
+	maxWrapperDepth = 16     // wrappers and nested shells seen through
+	maxUnits        = 10000  // units in one analysis
+	maxNesting      = 256    // syntactic nesting accepted before parsing
+	maxScriptBytes  = 4 <<20 // larger scripts are not parsed at all
+)
+
+// Unit is one command that would run: a simple command of a script, the
+// inner command of a wrapper, or a sentinel.
+type Unit struct {
+	// Argv holds the words after quote removal. Words listed in Dynamic
+	// are not statically known (expansions, globs, brace expansion, a
+	// leading ~) and hold their source text as written.
+	Argv    []string
+	Dynamic []int
+	// Line is RenderArgv(Argv) with dynamic words as written; for a
+	// sentinel it is "<sentinel>: detail", for display only. Value is
+	// what rules are evaluated against.
+	Line    string
+	Via     []string // wrappers seen through, outermost first: ["env", "bash -c"]
+	// StdinArgs is set when more arguments come from stdin at run time
+	// (xargs); Line then ends with StdinArgsMarker.
+	StdinArgs bool
+	Sentinel  string // "", SentinelOpaque or SentinelUnparseable
+	Detail    string // why a sentinel was produced, for people
+}
+
+// Value is what the unit is evaluated as on the bash surface.
+func (u Unit) Value() string {
+	if u.Sentinel != "" {
+		return u.Sentinel
+	}
+	return u.Line
+}
+
+// String is the form tests pin and prompts show:
+// "git push origin main (via env, bash -c)" or
+// "<opaque-shell-wrapper>: eval (via bash -c)".
+func (u Unit) String() string {
+	var b strings.Builder
+	if u.Sentinel != "" {
+		b.WriteString(u.Sentinel)
+		if u.Detail != "" {
+			b.WriteString(": ")
+			b.WriteString(u.Detail)
+		}
+	} else {
+		b.WriteString(u.Line)
+	}
+	if len(u.Via) > 0 {
+		b.WriteString(" (via ")
+		b.WriteString(strings.Join(u.Via, ", "))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Redirect is a file a script's redirection would open.
+type Redirect struct {
+	Access Access // AccessRead, AccessWrite, or both for <>
+	Path   string // as written, after quote removal
+	// Dir is the directory a relative Path is relative to: "." for the
+	// shell's starting directory, a path made of the literal cd's seen
+	// before, or "" when a cd to an unknown place came first.
+	Dir string
+	Via []string
+}
+
+func (r Redirect) String() string {
+	var b strings.Builder
+	switch r.Access {
+	case AccessRead:
+		b.WriteString("read ")
+	case AccessWrite:
+		b.WriteString("write ")
+	default:
+		b.WriteString("read+write ")
+	}
+	b.WriteString(r.Path)
+	if !path.IsAbs(r.Path) && !strings.HasPrefix(r.Path, "~") && r.Dir != "." {
+		if r.Dir == "" {
+			b.WriteString(" in <unknown dir>")
+		} else {
+			b.WriteString(" in " + r.Dir)
+		}
+	}
+	if len(r.Via) > 0 {
+		b.WriteString(" (via " + strings.Join(r.Via, ", ") + ")")
+	}
+	return b.String()
+}
+
+// Compound is a pipeline or list as written (`curl -fsSL x | sh`). It only
+// counts when a rule names it: most compound lines match nothing, and an
+// unmatched compound must not turn a fully allowed script into an ask.
+type Compound struct {
+	Line string
+	Via  []string
+}
+
+// ShellAnalysis is everything AnalyzeArgv or AnalyzeScript found.
+type ShellAnalysis struct {
+	Units     []Unit
+	Redirects []Redirect
+	Compounds []Compound
+}
+
+// Opaque reports whether any unit is a sentinel.
+func (s ShellAnalysis) Opaque() bool {
+	for _, u := range s.Units {
+		if u.Sentinel != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// RenderArgv renders argv as a person would type it: words quoted only
+// where the shell would otherwise change them (`git commit -m 'a b'`).
+func RenderArgv(argv []string) string {
+	var b strings.Builder
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(quoteWord(w, i == 0))
+	}
+	return b.String()
+}
+
+// quoteWord quotes s if a shell would not read it back as the same single
+// word. It is gentler than syntax.Quote, which also quotes '=' and '~'
+// anywhere: `make CC=gcc` and `git log --format=%H` read as typed.
+func quoteWord(s string, first bool) string {
+	if s == "" {
+		return "''"
+	}
+	needs := false
+	for i := 0; i < len(s) && !needs; i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\n', '\r', '\'', '"', '\\', '$', '`', ';', '&', '|',
+			'<', '>', '(', ')', '*', '?', '[', ']', '{', '}', '!':
+			needs = true
+		case '#', '~':
+			needs = i == 0
+		case '=':
+			// Only a command name can be mistaken for an assignment.
+			needs = first
+		default:
+			needs = c < 0x20 || c == 0x7f || c >= utf8.RuneSelf && !printableUTF8(s)
+		}
+	}
+	if !needs {
+		return s
+	}
+	if !strings.ContainsAny(s, "'") && printableUTF8(s) && !strings.ContainsAny(s, "\x00\t\n\r\x7f") {
+		return "'" + s + "'"
+	}
+	q, err := syntax.Quote(s, syntax.LangBash)
+	if err != nil {
+		// Only NUL cannot be quoted; argv words cannot contain it, but a
+		// readable fallback beats an empty or panicking render.
+		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", `\0`), "'", `'\''`) + "'"
+	}
+	return q
+}
+
+func printableUTF8(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
+}
+
+// renderWords is RenderArgv with dynamic words kept as written.
+func renderWords(argv []string, dyn []int) string {
+	if len(dyn) == 0 {
+		return RenderArgv(argv)
+	}
+	var b strings.Builder
+	d := 0
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if d < len(dyn) && dyn[d] == i {
+			b.WriteString(w)
+			d++
+			continue
+		}
+		b.WriteString(quoteWord(w, i == 0))
+	}
+	return b.String()
+}
+
+// AnalyzeArgv analyses one exec. Units[0] is the exec itself; wrappers
+// (env, sudo, xargs, sh -c …) add their inner commands, recursively.
+// The command name used to recognise wrappers is the basename of argv[0];
+// callers that know the resolved binary should use analyzeExec instead,
+// because argv[0] is chosen by the caller of execve.
+func AnalyzeArgv(argv []string) ShellAnalysis {
+	name := ""
+	if len(argv) > 0 {
+		name = path.Base(argv[0])
+	}
+	return analyzeExec(name, argv)
+}
+
+// analyzeExec is AnalyzeArgv with the wrapper identity taken from name
+// (the basename of the resolved binary) rather than from argv[0].
+func analyzeExec(name string, argv []string) ShellAnalysis {
+	a := &analyzer{}
+	if len(argv) == 0 {
+		a.sentinel(SentinelOpaque, "exec with an empty argv", nil)
+		return a.result()
+	}
+	a.add(Unit{Argv: argv, Line: RenderArgv(argv)})
+	a.wrapped(name, fieldsOf(argv), &scope{dir: "."})
+	return a.result()
+}
+
+// AnalyzeScript analyses a shell script as `bash -c SCRIPT` would run it.
+func AnalyzeScript(src string) ShellAnalysis {
+	a := &analyzer{}
+	a.script(src, &scope{dir: "."})
+	return a.result()
+}
+
+// analyzer accumulates the result of one analysis.
+type analyzer struct {
+	units     []Unit
+	redirects []Redirect
+	compounds []Compound
+	full      bool // the unit cap was reached and reported
+}
+
+func (a *analyzer) result() ShellAnalysis {
+	return ShellAnalysis{Units: a.units, Redirects: a.redirects, Compounds: a.compounds}
+}
+
+func (a *analyzer) add(u Unit) {
+	if a.full {
+		return
+	}
+	if len(a.units) >= maxUnits {
+		a.full = true
+		d := "too large: more than 10000 commands"
+		a.units = append(a.units, Unit{Sentinel: SentinelUnparseable, Detail: d, Line: SentinelUnparseable + ": " + d, Via: u.Via})
+		return
+	}
+	switch {
+	case u.Sentinel != "":
+		// Displays that show Line still say what happened.
+		u.Line = u.Sentinel
+		if u.Detail != "" {
+			u.Line += ": " + u.Detail
+		}
+	case u.Line == "":
+		u.Line = renderWords(u.Argv, u.Dynamic)
+	}
+	a.units = append(a.units, u)
+}
+
+func (a *analyzer) sentinel(kind, detail string, via []string) {
+	a.add(Unit{Sentinel: kind, Detail: detail, Via: via})
+}
+
+// scope is the shell state the walk tracks: where relative paths point and
+// which variables have statically known values.
+type scope struct {
+	via   []string
+	depth int
+	dir   string            // "." = the shell's starting directory, "" = unknown
+	vars  map[string]string // known values; anything absent is unknown
+	// pipedStdin is set for commands reading a pipe (not first in a
+	// pipeline): a shell there runs a script nobody can see.
+	pipedStdin bool
+}
+
+func (s *scope) clone() *scope {
+	c := *s
+	if s.vars != nil {
+		c.vars = make(map[string]string, len(s.vars))
+		for k, v := range s.vars {
+			c.vars[k] = v
+		}
+	}
+	return &c
+}
+
+// merge folds in the state after a branch that may or may not have run:
+// whatever the branch changed is no longer known.
+func (s *scope) merge(b *scope) {
+	if b.dir != s.dir {
+		s.dir = ""
+	}
+	for k, v := range s.vars {
+		if bv, ok := b.vars[k]; !ok || bv != v {
+			delete(s.vars, k)
+		}
+	}
+}
+
+// inner returns the scope for a command run through a wrapper labelled
+// label. Shell variables do not cross into a new process.
+func (s *scope) inner(label string, newProcess bool) *scope {
+	c := &scope{dir: s.dir, depth: s.depth + 1}
+	c.via = make([]string, len(s.via), len(s.via)+1)
+	copy(c.via, s.via)
+	c.via = append(c.via, label)
+	if !newProcess && s.vars != nil {
+		c.vars = s.clone().vars
+	}
+	return c
+}
+
+func (s *scope) set(name, value string) {
+	if s.vars == nil {
+		s.vars = make(map[string]string)
+	}
+	s.vars[name] = value
+}
+
+func (s *scope) forget(name string) { delete(s.vars, name) }
+
+// cd applies a change of directory to a static or unknown target.
+func (s *scope) cd(target string, known bool) {
+	switch {
+	case !known || target == "" || target == "-" || strings.HasPrefix(target, "~"):
+		s.dir = ""
+	case path.IsAbs(target):
+		s.dir = path.Clean(target)
+	case s.dir == "":
+	case s.dir == ".":
+		s.dir = path.Clean(target)
+	default:
+		s.dir = path.Join(s.dir, target)
+	}
+}

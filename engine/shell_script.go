@@ -1,0 +1,914 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// dynKind says how much is known about a word's run-time value.
+type dynKind uint8
+
+const (
+	static   dynKind = iota // the value is exactly the field's text
+	dynOne                  // unknown, but always exactly one word (fully quoted)
+	dynSplit                // unknown; may become zero or several words
+)
+
+// field is one word of a command as far as the analysis knows it.
+type field struct {
+	s   string // the value, or the source text when dyn != static
+	dyn dynKind
+}
+
+func fieldsOf(argv []string) []field {
+	fs := make([]field, len(argv))
+	for i, s := range argv {
+		fs[i] = field{s: s}
+	}
+	return fs
+}
+
+func splitFields(fs []field) (argv []string, dyn []int) {
+	argv = make([]string, len(fs))
+	for i, f := range fs {
+		argv[i] = f.s
+		if f.dyn != static {
+			dyn = append(dyn, i)
+		}
+	}
+	return argv, dyn
+}
+
+// script parses src and walks it. Every failure becomes a sentinel unit:
+// the caller always gets a decision-ready analysis.
+func (a *analyzer) script(src string, sc *scope) {
+	if sc.depth > maxWrapperDepth {
+		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
+		return
+	}
+	if len(src) > maxScriptBytes {
+		a.sentinel(SentinelUnparseable, fmt.Sprintf("too large: script of %d bytes", len(src)), sc.via)
+		return
+	}
+	if d := nestingEstimate(src); d > maxNesting {
+		a.sentinel(SentinelUnparseable, fmt.Sprintf("too deeply nested (about %d levels)", d), sc.via)
+		return
+	}
+	f, err := parse(src)
+	if err != nil {
+		a.sentinel(SentinelUnparseable, err.Error(), sc.via)
+		return
+	}
+	defer func() {
+		// Last line of defence: a bug in the walk must not take the
+		// supervisor down or let the script through undecided.
+		if r := recover(); r != nil {
+			d := fmt.Sprintf("internal error analysing the script: %v", r)
+			a.units = append(a.units, Unit{Sentinel: SentinelUnparseable, Detail: d, Line: SentinelUnparseable + ": " + d, Via: sc.via})
+		}
+	}()
+	w := &walker{a: a, src: src}
+	w.stmts(f.Stmts, sc)
+}
+
+// parse reads src as bash, falling back to POSIX sh for the rare script
+// only the stricter grammar accepts; the bash error is the one reported.
+func parse(src string) (*syntax.File, error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err == nil {
+		return f, nil
+	}
+	if f2, err2 := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(src), ""); err2 == nil {
+		return f2, nil
+	}
+	return nil, err
+}
+
+// nestingEstimate over-approximates how deeply src nests, without
+// parsing, so that input which would drive the recursive-descent parser
+// thousands of frames deep is refused up front. Quotes are ignored: an
+// over-estimate only makes a script unparseable (an ask), never allowed.
+func nestingEstimate(src string) int {
+	depth, maxDepth := 0, 0
+	open := func() {
+		depth++
+		if depth > maxDepth {
+			maxDepth = depth
+		}
+	}
+	closeOne := func() {
+		if depth > 0 {
+			depth--
+		}
+	}
+	backquotes := 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '(', '{', '[':
+			open()
+		case ')', '}', ']':
+			closeOne()
+		case '`':
+			// Nested backquotes must be escaped, so each escape level
+			// counts as one more level.
+			backquotes++
+			if backquotes > maxDepth {
+				maxDepth = backquotes
+			}
+		case '\\':
+			backquotes = 0
+		case 'i', 'w', 'u', 'f', 'c', 's', 'd', 'e', 't':
+			if i > 0 && isWordByte(src[i-1]) {
+				continue
+			}
+			j := i
+			for j < len(src) && isWordByte(src[j]) {
+				j++
+			}
+			switch src[i:j] {
+			case "if", "while", "until", "for", "case", "select":
+				open()
+			case "fi", "done", "esac":
+				closeOne()
+			}
+			i = j - 1
+		}
+	}
+	return maxDepth
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// walker walks one parsed script; src is that script's text, which
+// positions index into.
+type walker struct {
+	a   *analyzer
+	src string
+}
+
+func (w *walker) text(n syntax.Node) string {
+	start, end := int(n.Pos().Offset()), int(n.End().Offset())
+	if start < 0 || end > len(w.src) || start > end {
+		return ""
+	}
+	return w.src[start:end]
+}
+
+func (w *walker) stmts(list []*syntax.Stmt, sc *scope) {
+	for _, s := range list {
+		if w.a.full {
+			return
+		}
+		w.stmt(s, sc)
+	}
+}
+
+func (w *walker) stmt(s *syntax.Stmt, sc *scope) {
+	if s == nil {
+		return
+	}
+	if s.Background {
+		// A background job runs in a subshell: its cd's and
+		// assignments stay there.
+		sc = sc.clone()
+	}
+	// Redirections are performed before the command runs, from the
+	// directory the shell is in at that point.
+	for _, r := range s.Redirs {
+		w.redirect(r, sc)
+	}
+	switch c := s.Cmd.(type) {
+	case nil:
+	case *syntax.CallExpr:
+		w.call(c, s, sc)
+	case *syntax.BinaryCmd:
+		w.binary(c, sc, true)
+	case *syntax.Subshell:
+		w.stmts(c.Stmts, sc.clone())
+	case *syntax.Block:
+		w.stmts(c.Stmts, sc)
+	case *syntax.IfClause:
+		w.ifClause(c, sc)
+	case *syntax.WhileClause:
+		w.stmts(c.Cond, sc)
+		body := sc.clone()
+		w.stmts(c.Do, body)
+		w.stmts(c.Cond, body)
+		sc.merge(body)
+	case *syntax.ForClause:
+		w.forClause(c, sc)
+	case *syntax.CaseClause:
+		w.word(c.Word, sc)
+		for _, item := range c.Items {
+			for _, p := range item.Patterns {
+				w.word(p, sc)
+			}
+			body := sc.clone()
+			w.stmts(item.Stmts, body)
+			sc.merge(body)
+		}
+	case *syntax.FuncDecl:
+		// The body runs whenever the function is called, with whatever
+		// variables hold then: nothing known at definition time counts.
+		fn := sc.clone()
+		fn.vars = nil
+		w.stmt(c.Body, fn)
+		sc.merge(fn)
+	case *syntax.ArithmCmd:
+		w.arith(c.X, sc)
+	case *syntax.TestClause:
+		w.test(c.X, sc)
+	case *syntax.LetClause:
+		for _, x := range c.Exprs {
+			w.arith(x, sc)
+		}
+	case *syntax.DeclClause:
+		w.decl(c, sc)
+	case *syntax.TimeClause:
+		w.stmt(c.Stmt, sc)
+	case *syntax.CoprocClause:
+		w.stmt(c.Stmt, sc.clone())
+	case *syntax.TestDecl:
+		w.word(c.Description, sc)
+		w.stmt(c.Body, sc.clone())
+	default:
+		w.a.sentinel(SentinelOpaque, fmt.Sprintf("unsupported shell construct %T", c), sc.via)
+	}
+}
+
+func (w *walker) binary(c *syntax.BinaryCmd, sc *scope, top bool) {
+	switch c.Op {
+	case syntax.Pipe, syntax.PipeAll:
+		if top {
+			w.compound(c, sc)
+		}
+		// Every element of a pipeline runs in its own subshell.
+		left := sc.clone()
+		w.pipeElem(c.X, left, false)
+		right := sc.clone()
+		right.pipedStdin = true
+		w.pipeElem(c.Y, right, true)
+	default: // && and ||
+		if top {
+			w.compound(c, sc)
+		}
+		w.andOr(c.X, sc)
+		rest := sc.clone()
+		w.andOr(c.Y, rest)
+		sc.merge(rest)
+	}
+}
+
+func (w *walker) pipeElem(s *syntax.Stmt, sc *scope, piped bool) {
+	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && len(s.Redirs) == 0 && !s.Background && !s.Negated && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+		w.binary(b, sc, false)
+		return
+	}
+	sc.pipedStdin = piped
+	w.stmt(s, sc)
+}
+
+func (w *walker) andOr(s *syntax.Stmt, sc *scope) {
+	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && len(s.Redirs) == 0 && !s.Background && !s.Negated && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
+		w.binary(b, sc, false)
+		return
+	}
+	w.stmt(s, sc)
+}
+
+func (w *walker) compound(n syntax.Node, sc *scope) {
+	line := strings.TrimSpace(w.text(n))
+	if line != "" {
+		w.a.compounds = append(w.a.compounds, Compound{Line: line, Via: sc.via})
+	}
+}
+
+func (w *walker) ifClause(c *syntax.IfClause, sc *scope) {
+	w.stmts(c.Cond, sc)
+	then := sc.clone()
+	w.stmts(c.Then, then)
+	if c.Else != nil {
+		other := sc.clone()
+		w.ifClause(c.Else, other)
+		sc.merge(other)
+	}
+	sc.merge(then)
+}
+
+func (w *walker) forClause(c *syntax.ForClause, sc *scope) {
+	body := sc.clone()
+	switch l := c.Loop.(type) {
+	case *syntax.WordIter:
+		for _, it := range l.Items {
+			w.word(it, sc)
+		}
+		if l.Name != nil {
+			sc.forget(l.Name.Value)
+			body.forget(l.Name.Value)
+		}
+	case *syntax.CStyleLoop:
+		w.arith(l.Init, sc)
+		w.arith(l.Cond, body)
+		w.arith(l.Post, body)
+	}
+	w.stmts(c.Do, body)
+	sc.merge(body)
+}
+
+func (w *walker) decl(c *syntax.DeclClause, sc *scope) {
+	fs := []field{{s: c.Variant.Value}}
+	for _, as := range c.Args {
+		w.assignWords(as, sc)
+		if as.Naked && as.Name == nil && as.Value != nil {
+			// `declare -x` style flag, or a word like "$name".
+			fs = append(fs, w.fields(as.Value, sc)...)
+			continue
+		}
+		fs = append(fs, w.assignField(as, sc))
+		if as.Name == nil {
+			continue
+		}
+		if as.Naked {
+			continue // `export X` keeps X's value
+		}
+		if v, ok := w.assignValue(as, sc); ok {
+			sc.set(as.Name.Value, v)
+		} else {
+			sc.forget(as.Name.Value)
+		}
+	}
+	w.command(fs, nil, sc)
+}
+
+// assignField renders an assignment as a word of the command line.
+func (w *walker) assignField(as *syntax.Assign, sc *scope) field {
+	if v, ok := w.assignValue(as, sc); ok && as.Name != nil && !as.Naked && as.Index == nil {
+		op := "="
+		if as.Append {
+			op = "+="
+		}
+		return field{s: as.Name.Value + op + v}
+	}
+	return field{s: w.text(as), dyn: dynOne}
+}
+
+func (w *walker) assignValue(as *syntax.Assign, sc *scope) (string, bool) {
+	if as.Array != nil || as.Index != nil || as.Append {
+		return "", false
+	}
+	if as.Value == nil {
+		return "", true
+	}
+	return w.literal(as.Value, sc, false)
+}
+
+// assignWords walks the words of an assignment for command substitutions.
+func (w *walker) assignWords(as *syntax.Assign, sc *scope) {
+	w.arith(as.Index, sc)
+	w.word(as.Value, sc)
+	if as.Array != nil {
+		for _, e := range as.Array.Elems {
+			w.arith(e.Index, sc)
+			w.word(e.Value, sc)
+		}
+	}
+}
+
+func (w *walker) call(c *syntax.CallExpr, s *syntax.Stmt, sc *scope) {
+	for _, as := range c.Assigns {
+		w.assignWords(as, sc)
+	}
+	if len(c.Args) == 0 {
+		// A bare assignment changes the shell's own variables.
+		for _, as := range c.Assigns {
+			if as.Name == nil {
+				continue
+			}
+			if v, ok := w.assignValue(as, sc); ok {
+				sc.set(as.Name.Value, v)
+			} else {
+				sc.forget(as.Name.Value)
+			}
+		}
+		return
+	}
+	var fs []field
+	for _, arg := range c.Args {
+		w.word(arg, sc)
+		fs = append(fs, w.fields(arg, sc)...)
+	}
+	w.command(fs, s, sc)
+}
+
+// command records a simple command and looks into what it runs.
+func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
+	if len(fs) == 0 {
+		// Every word expanded to nothing at run time, or an unknown
+		// expansion might become a command: only the latter matters,
+		// and it has already been reported by fields.
+		return
+	}
+	if fs[0].dyn != static {
+		w.a.sentinel(SentinelOpaque, "command name is not static: "+fs[0].s, sc.via)
+		return
+	}
+	argv, dyn := splitFields(fs)
+	w.a.add(Unit{Argv: argv, Dynamic: dyn, Via: sc.via})
+	name := fs[0].s
+	switch name {
+	case "eval":
+		w.a.sentinel(SentinelOpaque, "eval", sc.via)
+		return
+	case "source", ".":
+		what := name
+		if len(argv) > 1 {
+			what += " " + renderWords(argv[1:2], shiftDyn(dyn, 1, 2))
+		}
+		w.a.sentinel(SentinelOpaque, what, sc.via)
+		return
+	case "cd", "pushd":
+		w.cd(fs[1:], sc)
+		return
+	case "popd":
+		sc.dir = ""
+		return
+	case "read", "mapfile", "readarray", "getopts", "unset", "printf", "wait":
+		// These set (or unset) the variables they name to values only
+		// known at run time.
+		for _, f := range fs[1:] {
+			n := f.s
+			if i := strings.IndexByte(n, '['); i > 0 {
+				n = n[:i]
+			}
+			if syntax.ValidName(n) {
+				sc.forget(n)
+			}
+		}
+		return
+	case "trap":
+		w.trap(fs, sc)
+		return
+	case "exec":
+		if len(fs) == 1 {
+			return // only redirections: they were recorded already
+		}
+	}
+	if isShell(name) && s != nil {
+		if _, _, mode, err := shellArgs(fs); err == "" && mode == shellModeStdin {
+			w.shellStdin(name, s, sc)
+			return
+		}
+	}
+	w.a.wrapped(name, fs, sc)
+}
+
+func shiftDyn(dyn []int, from, to int) []int {
+	var out []int
+	for _, d := range dyn {
+		if d >= from && d < to {
+			out = append(out, d-from)
+		}
+	}
+	return out
+}
+
+func (w *walker) cd(args []field, sc *scope) {
+	// Skip cd's own options (-L, -P, -e, -@).
+	for len(args) > 0 && args[0].dyn == static && len(args[0].s) > 1 && args[0].s[0] == '-' {
+		if args[0].s == "--" {
+			args = args[1:]
+			break
+		}
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		sc.dir = "" // home: not known to the analysis
+		return
+	}
+	sc.cd(args[0].s, args[0].dyn == static)
+}
+
+func (w *walker) trap(fs []field, sc *scope) {
+	if len(fs) < 3 || fs[1].dyn == static && strings.HasPrefix(fs[1].s, "-") {
+		return // listing, resetting, or printing traps runs nothing
+	}
+	if fs[1].dyn != static {
+		w.a.sentinel(SentinelOpaque, "trap with a handler that is not static", sc.via)
+		return
+	}
+	if fs[1].s == "" {
+		return
+	}
+	w.a.script(fs[1].s, sc.inner("trap", false))
+}
+
+// shellStdin handles a shell started without a script operand: a visible
+// here-document or here-string is its script; a pipe is a script nobody
+// can see before it runs.
+func (w *walker) shellStdin(name string, s *syntax.Stmt, sc *scope) {
+	for _, r := range s.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			if r.Hdoc == nil {
+				w.a.script("", sc.inner(name+" <<", true))
+				return
+			}
+			if body, ok := w.heredocBody(r); ok {
+				w.a.script(body, sc.inner(name+" <<", true))
+			} else {
+				w.a.sentinel(SentinelOpaque, name+" reads a here-document with expansions", sc.via)
+			}
+			return
+		case syntax.WordHdoc:
+			if v, ok := w.literal(r.Word, sc, true); ok {
+				w.a.script(v, sc.inner(name+" <<<", true))
+			} else {
+				w.a.sentinel(SentinelOpaque, name+" reads a here-string that is not static", sc.via)
+			}
+			return
+		case syntax.RdrIn:
+			v, _ := w.literal(r.Word, sc, true)
+			w.a.sentinel(SentinelOpaque, name+" reads its script from "+v, sc.via)
+			return
+		}
+	}
+	if sc.pipedStdin {
+		w.a.sentinel(SentinelOpaque, name+" runs a script read from a pipe", sc.via)
+	}
+}
+
+func (w *walker) heredocBody(r *syntax.Redirect) (string, bool) {
+	var b strings.Builder
+	for _, p := range r.Hdoc.Parts {
+		lit, ok := p.(*syntax.Lit)
+		if !ok {
+			return "", false
+		}
+		b.WriteString(lit.Value)
+	}
+	return b.String(), true
+}
+
+func (w *walker) redirect(r *syntax.Redirect, sc *scope) {
+	w.word(r.Word, sc)
+	var acc Access
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
+		syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+		acc = AccessWrite
+	case syntax.RdrIn:
+		acc = AccessRead
+	case syntax.RdrInOut:
+		acc = AccessRead | AccessWrite
+	case syntax.DplOut, syntax.DplIn:
+		// `>&2` duplicates a descriptor; only bash's `>& file` (no
+		// descriptor number, no "-") opens a file.
+		v, ok := w.literal(r.Word, sc, true)
+		if ok && (v == "-" || isDigits(strings.TrimSuffix(v, "-"))) {
+			return
+		}
+		if r.Op == syntax.DplIn {
+			acc = AccessRead
+		} else {
+			acc = AccessWrite
+		}
+	case syntax.Hdoc, syntax.DashHdoc:
+		if r.Hdoc != nil {
+			w.word(r.Hdoc, sc)
+		}
+		return
+	default: // here-strings open nothing
+		return
+	}
+	v, ok := w.literal(r.Word, sc, true)
+	if !ok {
+		w.a.sentinel(SentinelOpaque, "redirection to a path that is not static: "+w.text(r.Word), sc.via)
+		return
+	}
+	w.a.redirects = append(w.a.redirects, Redirect{Access: acc, Path: v, Dir: sc.dir, Via: sc.via})
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// word walks a word for the commands it runs: command and process
+// substitutions, also inside parameter expansions and arithmetic. They
+// run in subshells.
+func (w *walker) word(wd *syntax.Word, sc *scope) {
+	if wd == nil {
+		return
+	}
+	for _, p := range wd.Parts {
+		w.wordPart(p, sc)
+	}
+}
+
+func (w *walker) wordPart(p syntax.WordPart, sc *scope) {
+	switch p := p.(type) {
+	case *syntax.DblQuoted:
+		for _, q := range p.Parts {
+			w.wordPart(q, sc)
+		}
+	case *syntax.CmdSubst:
+		w.stmts(p.Stmts, sc.clone())
+	case *syntax.ProcSubst:
+		w.stmts(p.Stmts, sc.clone())
+	case *syntax.ParamExp:
+		if p.NestedParam != nil {
+			w.wordPart(p.NestedParam, sc)
+		}
+		w.arith(p.Index, sc)
+		if p.Slice != nil {
+			w.arith(p.Slice.Offset, sc)
+			w.arith(p.Slice.Length, sc)
+		}
+		if p.Repl != nil {
+			w.word(p.Repl.Orig, sc)
+			w.word(p.Repl.With, sc)
+		}
+		if p.Exp != nil {
+			w.word(p.Exp.Word, sc)
+		}
+	case *syntax.ArithmExp:
+		w.arith(p.X, sc)
+	case *syntax.BraceExp:
+		for _, e := range p.Elems {
+			w.word(e, sc)
+		}
+	}
+}
+
+func (w *walker) arith(x syntax.ArithmExpr, sc *scope) {
+	switch x := x.(type) {
+	case nil:
+	case *syntax.Word:
+		w.word(x, sc)
+	case *syntax.BinaryArithm:
+		w.arith(x.X, sc)
+		w.arith(x.Y, sc)
+	case *syntax.UnaryArithm:
+		w.arith(x.X, sc)
+	case *syntax.ParenArithm:
+		w.arith(x.X, sc)
+	case *syntax.FlagsArithm:
+		w.arith(x.X, sc)
+	}
+}
+
+func (w *walker) test(x syntax.TestExpr, sc *scope) {
+	switch x := x.(type) {
+	case nil:
+	case *syntax.Word:
+		w.word(x, sc)
+	case *syntax.BinaryTest:
+		w.test(x.X, sc)
+		w.test(x.Y, sc)
+	case *syntax.UnaryTest:
+		w.test(x.X, sc)
+	case *syntax.ParenTest:
+		w.test(x.X, sc)
+	}
+}
+
+// fields expands a command word as far as it is statically known. A word
+// with any unknown part is one field holding its source text.
+func (w *walker) fields(wd *syntax.Word, sc *scope) []field {
+	var fs []field
+	var cur strings.Builder
+	have := false // cur holds a field, possibly empty ("")
+	for _, p := range wd.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v, ok := unquoteLit(p.Value, len(fs) == 0 && !have && cur.Len() == 0)
+			if !ok {
+				return w.dynamic(wd, dynSplit)
+			}
+			cur.WriteString(v)
+			have = true
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return w.dynamic(wd, dynOne)
+			}
+			cur.WriteString(p.Value)
+			have = true
+		case *syntax.DblQuoted:
+			v, ok := w.dblQuoted(p, sc)
+			if !ok {
+				return w.dynamic(wd, quotedKind(wd))
+			}
+			cur.WriteString(v)
+			have = true
+		case *syntax.ParamExp:
+			v, ok := w.param(p, sc)
+			if !ok || strings.ContainsAny(v, "*?[") {
+				return w.dynamic(wd, dynSplit)
+			}
+			// Unquoted: the value is split into words on whitespace.
+			parts := strings.Fields(v)
+			if len(parts) == 0 {
+				continue
+			}
+			if v[0] == ' ' || v[0] == '\t' || v[0] == '\n' {
+				if have {
+					fs = append(fs, field{s: cur.String()})
+					cur.Reset()
+					have = false
+				}
+			}
+			for i, part := range parts {
+				if i > 0 {
+					fs = append(fs, field{s: cur.String()})
+					cur.Reset()
+				}
+				cur.WriteString(part)
+				have = true
+			}
+			if last := v[len(v)-1]; last == ' ' || last == '\t' || last == '\n' {
+				fs = append(fs, field{s: cur.String()})
+				cur.Reset()
+				have = false
+			}
+		default:
+			return w.dynamic(wd, dynSplit)
+		}
+	}
+	if have {
+		fs = append(fs, field{s: cur.String()})
+	}
+	return fs
+}
+
+func (w *walker) dynamic(wd *syntax.Word, k dynKind) []field {
+	return []field{{s: w.text(wd), dyn: k}}
+}
+
+// quotedKind is dynOne for a word made only of quoted parts, which always
+// stays a single word whatever its expansions hold.
+func quotedKind(wd *syntax.Word) dynKind {
+	for _, p := range wd.Parts {
+		switch p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+		default:
+			return dynSplit
+		}
+	}
+	return dynOne
+}
+
+// literal is the single static value of a word (redirect targets,
+// assignment values, here-strings): no field splitting or globbing
+// applies there, so unquoted expansions are taken whole.
+func (w *walker) literal(wd *syntax.Word, sc *scope, tildeIsDynamic bool) (string, bool) {
+	if wd == nil {
+		return "", true
+	}
+	var b strings.Builder
+	for i, p := range wd.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v, ok := unquoteLit(p.Value, i == 0 && tildeIsDynamic)
+			if !ok {
+				if !tildeIsDynamic || !strings.HasPrefix(p.Value, "~") {
+					return "", false
+				}
+				// A leading ~ in a path stays as written: the
+				// supervisor expands it with the user's home.
+				v2, ok2 := unquoteLit(p.Value, false)
+				if !ok2 {
+					return "", false
+				}
+				v = v2
+			}
+			b.WriteString(v)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			v, ok := w.dblQuoted(p, sc)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(v)
+		case *syntax.ParamExp:
+			v, ok := w.param(p, sc)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(v)
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func (w *walker) dblQuoted(q *syntax.DblQuoted, sc *scope) (string, bool) {
+	if q.Dollar {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range q.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeDbl(p.Value))
+		case *syntax.ParamExp:
+			v, ok := w.param(p, sc)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(v)
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// param is the value of a plain $NAME / ${NAME} assigned earlier in the
+// script; any operator, special parameter or unknown name is unknown.
+func (w *walker) param(p *syntax.ParamExp, sc *scope) (string, bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil ||
+		p.Repl != nil || p.Exp != nil || p.NestedParam != nil || p.Names != 0 || p.Flags != nil ||
+		len(p.Modifiers) > 0 || p.IsSet {
+		return "", false
+	}
+	v, ok := sc.vars[p.Param.Value]
+	return v, ok
+}
+
+// unquoteLit removes backslash escapes from an unquoted literal. It
+// reports false for text the shell would still expand: globs, brace
+// expansion, and a leading ~ when first is set.
+func unquoteLit(s string, first bool) (string, bool) {
+	if first && strings.HasPrefix(s, "~") {
+		return "", false
+	}
+	if !strings.ContainsAny(s, `\*?[{`) {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				if s[i] != '\n' {
+					b.WriteByte(s[i])
+				}
+			}
+			continue
+		case '*', '?':
+			return "", false
+		case '[':
+			if strings.IndexByte(s[i+1:], ']') >= 0 {
+				return "", false
+			}
+		case '{':
+			if rest := s[i+1:]; strings.IndexByte(rest, '}') > 0 && (strings.Contains(rest[:strings.IndexByte(rest, '}')], ",") || strings.Contains(rest[:strings.IndexByte(rest, '}')], "..")) {
+				return "", false
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), true
+}
+
+// unescapeDbl removes the backslashes that are special inside double
+// quotes; others stay, as in the shell.
+func unescapeDbl(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				b.WriteByte(s[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,518 @@
+package engine
+
+import (
+	"strings"
+)
+
+// argKind says whether an option takes a value.
+type argKind uint8
+
+const (
+	noArg  argKind = iota
+	reqArg         // -u NAME, -uNAME, --user NAME, --user=NAME
+	optArg         // only attached: -d, -dX, --eof, --eof=X
+)
+
+// wrapMode is what follows a wrapper's options and operands.
+type wrapMode uint8
+
+const (
+	wrapCommand wrapMode = iota // CMD [ARGS…]
+	wrapXargs                   // CMD [ARGS…] plus arguments read from stdin
+	wrapWatch                   // words joined into a `sh -c` script unless -x
+	wrapFlock                   // CMD [ARGS…] or -c SCRIPT, or nothing (fd form)
+)
+
+// wrapperSpec describes one wrapper's command line: which options exist
+// and which take a value. Getting the value-taking options right is what
+// finds the inner command; an option not listed here means the inner
+// command cannot be located, and the unit becomes opaque.
+type wrapperSpec struct {
+	short    string // one-letter options without a value
+	shortV   string // one-letter options with a value
+	shortO   string // one-letter options with an optional, attached value
+	long     map[string]argKind
+	assigns  bool   // NAME=value words may precede the command
+	numeric  bool   // -NUMBER is an option (nice -10)
+	operands int    // operands between the options and the command
+	noRun    string // space-separated options after which no command runs
+	opaque   string // space-separated options whose meaning hides the command
+	mode     wrapMode
+}
+
+// wrappers is the table of programs that run another program given on
+// their command line. Keys are basenames of the program run.
+var wrappers = map[string]*wrapperSpec{
+	"env": {
+		short: "i0v", shortV: "uCSa", assigns: true,
+		long: map[string]argKind{"ignore-environment": noArg, "null": noArg, "unset": reqArg,
+			"chdir": reqArg, "split-string": reqArg, "debug": noArg, "argv0": reqArg,
+			"ignore-signal": optArg, "default-signal": optArg, "block-signal": optArg,
+			"list-signal-handling": noArg},
+		opaque: "S split-string",
+	},
+	"nice":    {shortV: "n", numeric: true, long: map[string]argKind{"adjustment": reqArg}},
+	"nohup":   {},
+	"setsid":  {short: "cfw", long: map[string]argKind{"ctty": noArg, "fork": noArg, "wait": noArg}},
+	"busybox": {},
+	"timeout": {
+		short: "fpv", shortV: "ks", operands: 1,
+		long: map[string]argKind{"foreground": noArg, "kill-after": reqArg, "preserve-status": noArg,
+			"signal": reqArg, "verbose": noArg},
+	},
+	"stdbuf": {shortV: "ioe", long: map[string]argKind{"input": reqArg, "output": reqArg, "error": reqArg}},
+	"time": {
+		short: "pavqV", shortV: "fo", noRun: "V version",
+		long: map[string]argKind{"portability": noArg, "append": noArg, "verbose": noArg,
+			"quiet": noArg, "format": reqArg, "output": reqArg, "version": noArg},
+	},
+	"command": {short: "pvV", noRun: "v V"},
+	"builtin": {},
+	"exec":    {short: "cl", shortV: "a"},
+	"sudo": {
+		short: "ABbEeHiKklNnPSsVv", shortV: "aCcDgpRrTtUu", shortO: "h", assigns: true,
+		noRun: "e edit l list v validate V version K remove-timestamp h help",
+		long: map[string]argKind{"askpass": noArg, "background": noArg, "bell": noArg,
+			"close-from": reqArg, "chdir": reqArg, "preserve-env": optArg, "edit": noArg,
+			"group": reqArg, "set-home": noArg, "help": noArg, "host": reqArg, "login": noArg,
+			"remove-timestamp": noArg, "reset-timestamp": noArg, "list": noArg,
+			"non-interactive": noArg, "preserve-groups": noArg, "prompt": reqArg,
+			"chroot": reqArg, "role": reqArg, "stdin": noArg, "shell": noArg, "type": reqArg,
+			"command-timeout": reqArg, "other-user": reqArg, "user": reqArg,
+			"version": noArg, "validate": noArg},
+	},
+	"doas": {short: "Lns", shortV: "Cu", noRun: "L"},
+	"ionice": {
+		short: "t", shortV: "cnpPu", noRun: "p P u pid pgid uid",
+		long: map[string]argKind{"class": reqArg, "classdata": reqArg, "pid": reqArg,
+			"pgid": reqArg, "uid": reqArg, "ignore": noArg},
+	},
+	"chrt": {
+		short: "abdfioRrmpv", shortV: "TPD", operands: 1, noRun: "m max p pid",
+		long: map[string]argKind{"all-tasks": noArg, "batch": noArg, "deadline": noArg,
+			"fifo": noArg, "idle": noArg, "other": noArg, "rr": noArg, "reset-on-fork": noArg,
+			"max": noArg, "pid": noArg, "verbose": noArg, "sched-runtime": reqArg,
+			"sched-period": reqArg, "sched-deadline": reqArg},
+	},
+	"taskset": {short: "ac", operands: 1, noRun: "p pid",
+		long: map[string]argKind{"all-tasks": noArg, "cpu-list": noArg, "pid": noArg}},
+	"chroot": {operands: 1,
+		long: map[string]argKind{"userspec": reqArg, "groups": reqArg, "skip-chdir": noArg}},
+	"unshare": {
+		short: "fimnpuUCTrc", shortV: "RwSG",
+		long: map[string]argKind{"mount": optArg, "uts": optArg, "ipc": optArg, "net": optArg,
+			"pid": optArg, "user": optArg, "cgroup": optArg, "time": optArg, "fork": noArg,
+			"kill-child": optArg, "mount-proc": optArg, "map-root-user": noArg,
+			"map-current-user": noArg, "map-user": reqArg, "map-group": reqArg, "map-auto": noArg,
+			"map-users": reqArg, "map-groups": reqArg, "propagation": reqArg,
+			"setgroups": reqArg, "keep-caps": noArg, "setuid": reqArg, "setgid": reqArg,
+			"root": reqArg, "wd": reqArg, "monotonic": reqArg, "boottime": reqArg},
+	},
+	"flock": {
+		short: "sexnouF", shortV: "wE", operands: 1, mode: wrapFlock,
+		long: map[string]argKind{"shared": noArg, "exclusive": noArg, "unlock": noArg,
+			"nonblock": noArg, "nb": noArg, "close": noArg, "no-fork": noArg, "timeout": reqArg,
+			"wait": reqArg, "conflict-exit-code": reqArg, "verbose": noArg},
+	},
+	"watch": {
+		short: "bcegtwxpr", shortV: "nq", shortO: "d", mode: wrapWatch,
+		long: map[string]argKind{"interval": reqArg, "differences": optArg, "no-title": noArg,
+			"beep": noArg, "errexit": noArg, "chgexit": noArg, "equexit": reqArg, "color": noArg,
+			"no-color": noArg, "exec": noArg, "precise": noArg, "no-wrap": noArg,
+			"no-linewrap": noArg, "no-rerun": noArg},
+	},
+	"xargs": {
+		short: "0oprtx", shortV: "aEILnPsd", shortO: "eil", mode: wrapXargs,
+		long: map[string]argKind{"null": noArg, "arg-file": reqArg, "delimiter": reqArg,
+			"eof": optArg, "replace": optArg, "max-lines": optArg, "max-args": reqArg,
+			"max-procs": reqArg, "max-chars": reqArg, "interactive": noArg,
+			"no-run-if-empty": noArg, "verbose": noArg, "exit": noArg, "open-tty": noArg,
+			"process-slot-var": reqArg, "show-limits": noArg},
+	},
+}
+
+// shells run the script given with -c. Their one-letter options take no
+// value except -o/+o and -O/+O (a shell option name).
+var shells = map[string]bool{
+	"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ash": true,
+	"ksh": true, "mksh": true, "yash": true, "posh": true,
+}
+
+var shellLong = map[string]argKind{
+	"login": noArg, "norc": noArg, "noprofile": noArg, "posix": noArg, "rcfile": reqArg,
+	"init-file": reqArg, "restricted": noArg, "verbose": noArg, "noediting": noArg,
+	"debugger": noArg, "dump-strings": noArg, "dump-po-strings": noArg, "pretty-print": noArg,
+	"emulate": reqArg, "no-rcs": noArg, "no-globalrcs": noArg,
+}
+
+func isShell(name string) bool { return shells[name] }
+
+// optScan is the outcome of reading a wrapper's options.
+type optScan struct {
+	next int      // index of the first word after options and operands
+	seen []string // options given, short as "x", long as "name"
+	err  string   // why the inner command cannot be located
+}
+
+func (s optScan) has(names string) bool {
+	for _, n := range strings.Fields(names) {
+		for _, o := range s.seen {
+			if o == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func scanOptions(fs []field, sp *wrapperSpec) optScan {
+	r := optScan{next: 1}
+	i := 1
+	value := func(opt string) bool {
+		i++
+		if i >= len(fs) {
+			r.err = "option " + opt + " needs a value"
+			return false
+		}
+		if fs[i].dyn == dynSplit {
+			r.err = "value of option " + opt + " is not static: " + fs[i].s
+			return false
+		}
+		return true
+	}
+options:
+	for ; i < len(fs); i++ {
+		f := fs[i]
+		if f.dyn != static {
+			r.err = "word is not static: " + f.s
+			return r
+		}
+		s := f.s
+		switch {
+		case s == "--":
+			i++
+			break options
+		case strings.HasPrefix(s, "--"):
+			name, _, hasEq := strings.Cut(s[2:], "=")
+			kind, ok := sp.long[name]
+			if !ok {
+				r.err = "unknown option --" + name
+				return r
+			}
+			r.seen = append(r.seen, name)
+			if kind == reqArg && !hasEq && !value("--"+name) {
+				return r
+			}
+			if kind == noArg && hasEq {
+				r.err = "option --" + name + " takes no value"
+				return r
+			}
+		case len(s) > 1 && s[0] == '-':
+			if sp.numeric && isDigits(s[1:]) {
+				continue
+			}
+			for j := 1; j < len(s); j++ {
+				c := s[j]
+				opt := string(c)
+				switch {
+				case strings.IndexByte(sp.short, c) >= 0:
+					r.seen = append(r.seen, opt)
+				case strings.IndexByte(sp.shortV, c) >= 0:
+					r.seen = append(r.seen, opt)
+					if j == len(s)-1 && !value("-"+opt) {
+						return r
+					}
+					continue options
+				case strings.IndexByte(sp.shortO, c) >= 0:
+					r.seen = append(r.seen, opt)
+					continue options
+				default:
+					r.err = "unknown option -" + opt
+					return r
+				}
+			}
+		case sp.assigns && isAssignWord(s):
+		default:
+			break options
+		}
+	}
+	for k := 0; k < sp.operands; k++ {
+		if i >= len(fs) {
+			r.next = i
+			return r
+		}
+		if fs[i].dyn == dynSplit {
+			r.err = "operand is not static: " + fs[i].s
+			return r
+		}
+		i++
+	}
+	// env also takes assignments after its options.
+	for sp.assigns && i < len(fs) && fs[i].dyn == static && isAssignWord(fs[i].s) {
+		i++
+	}
+	r.next = i
+	return r
+}
+
+func isAssignWord(s string) bool {
+	name, _, ok := strings.Cut(s, "=")
+	return ok && validName(name)
+}
+
+func validName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isWordByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// wrapped looks through fs (a command already recorded as a unit) into
+// the command it runs, if it is a wrapper, a shell with a script, or
+// find -exec. name is the program's identity: the basename of the
+// resolved binary when known, of argv[0] otherwise.
+func (a *analyzer) wrapped(name string, fs []field, sc *scope) {
+	if a.full {
+		return
+	}
+	if shells[name] {
+		a.shell(name, fs, sc)
+		return
+	}
+	if name == "find" {
+		a.findExec(fs, sc)
+		return
+	}
+	sp := wrappers[name]
+	if sp == nil {
+		return
+	}
+	if sc.depth >= maxWrapperDepth {
+		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
+		return
+	}
+	r := scanOptions(fs, sp)
+	if r.err != "" {
+		a.sentinel(SentinelOpaque, name+": "+r.err, sc.via)
+		return
+	}
+	if r.has(sp.opaque) {
+		a.sentinel(SentinelOpaque, name+": option hides the command it runs", sc.via)
+		return
+	}
+	if r.has(sp.noRun) {
+		return
+	}
+	rest := fs[r.next:]
+	switch sp.mode {
+	case wrapWatch:
+		if !r.has("x exec") {
+			if len(rest) == 0 {
+				return
+			}
+			// watch hands its words, joined by spaces, to sh -c.
+			var parts []string
+			for _, f := range rest {
+				if f.dyn == dynSplit {
+					a.sentinel(SentinelOpaque, "watch: word is not static: "+f.s, sc.via)
+					return
+				}
+				parts = append(parts, f.s)
+			}
+			a.script(strings.Join(parts, " "), sc.inner("watch", true))
+			return
+		}
+	case wrapFlock:
+		if len(rest) == 0 {
+			return // flock FD: locks a descriptor, runs nothing
+		}
+		if rest[0].dyn == static && (rest[0].s == "-c" || rest[0].s == "--command") {
+			if len(rest) < 2 {
+				return
+			}
+			if rest[1].dyn != static {
+				a.sentinel(SentinelOpaque, "flock -c with a script that is not static: "+rest[1].s, sc.via)
+				return
+			}
+			a.script(rest[1].s, sc.inner("flock -c", true))
+			return
+		}
+	}
+	if len(rest) == 0 {
+		return // env, nice, time … alone run no other program
+	}
+	a.inner(name, rest, sc, sp.mode == wrapXargs)
+}
+
+// inner records the command a wrapper runs and looks into it in turn.
+func (a *analyzer) inner(label string, fs []field, sc *scope, stdinArgs bool) {
+	in := sc.inner(label, true)
+	if fs[0].dyn != static {
+		a.sentinel(SentinelOpaque, label+" runs a command that is not static: "+fs[0].s, in.via)
+		return
+	}
+	argv, dyn := splitFields(fs)
+	u := Unit{Argv: argv, Dynamic: dyn, Via: in.via, StdinArgs: stdinArgs}
+	if stdinArgs {
+		u.Line = renderWords(argv, dyn) + " " + StdinArgsMarker
+	}
+	a.add(u)
+	a.wrapped(baseName(argv[0]), fs, in)
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 && i < len(p)-1 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// shell looks into `sh -c SCRIPT [$0 [$1…]]` and its option spellings
+// (-lc, -ec, -euo pipefail -c, --login -c, -c -x …). A shell given a
+// script file or reading stdin runs commands the kernel checks one by one
+// as they exec; only a script on the command line can be judged up front.
+func (a *analyzer) shell(name string, fs []field, sc *scope) {
+	script, args, mode, err := shellArgs(fs)
+	switch {
+	case err != "":
+		a.sentinel(SentinelOpaque, name+": "+err, sc.via)
+		return
+	case mode != shellModeScript:
+		return
+	case sc.depth >= maxWrapperDepth:
+		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
+		return
+	case script.dyn != static:
+		a.sentinel(SentinelOpaque, name+" -c with a script that is not static: "+script.s, sc.via)
+		return
+	}
+	in := sc.inner(name+" -c", true)
+	// The words after the script are $0, $1, … inside it.
+	for i, f := range args {
+		if f.dyn == static {
+			in.set(itoa(i), f.s)
+		}
+	}
+	a.script(script.s, in)
+}
+
+type shellMode uint8
+
+const (
+	shellModeStdin  shellMode = iota // interactive, -s, or a here-document
+	shellModeFile                    // sh FILE [ARGS…]
+	shellModeScript                  // sh -c SCRIPT [ARGS…]
+)
+
+func shellArgs(fs []field) (script field, args []field, mode shellMode, err string) {
+	cflag, sflag := false, false
+	i := 1
+options:
+	for ; i < len(fs); i++ {
+		f := fs[i]
+		if f.dyn != static {
+			if cflag {
+				break
+			}
+			return field{}, nil, 0, "option is not static: " + f.s
+		}
+		s := f.s
+		switch {
+		case s == "--" || s == "-":
+			i++
+			break options
+		case strings.HasPrefix(s, "--"):
+			name, _, hasEq := strings.Cut(s[2:], "=")
+			kind, ok := shellLong[name]
+			switch {
+			case name == "command":
+				cflag = true
+			case !ok:
+				return field{}, nil, 0, "unknown option --" + name
+			case kind == reqArg && !hasEq:
+				i++
+			}
+		case len(s) > 1 && (s[0] == '-' || s[0] == '+'):
+			for j := 1; j < len(s); j++ {
+				c := s[j]
+				switch {
+				case c == 'c':
+					cflag = true
+				case c == 's':
+					sflag = true
+				case c == 'o' || c == 'O':
+					if j != len(s)-1 {
+						return field{}, nil, 0, "option -" + string(c) + " followed by more letters"
+					}
+					i++
+					if i >= len(fs) {
+						if s[0] == '+' || c == 'O' {
+							break
+						}
+						// `sh -o` alone lists options.
+						return field{}, nil, shellModeStdin, ""
+					}
+					if fs[i].dyn != static {
+						return field{}, nil, 0, "shell option name is not static: " + fs[i].s
+					}
+				case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+				default:
+					return field{}, nil, 0, "unknown option -" + string(c)
+				}
+			}
+		default:
+			break options
+		}
+	}
+	switch {
+	case cflag:
+		if i >= len(fs) {
+			return field{}, nil, shellModeStdin, "" // "-c: option requires an argument"
+		}
+		return fs[i], fs[i+1:], shellModeScript, ""
+	case sflag || i >= len(fs):
+		return field{}, nil, shellModeStdin, ""
+	}
+	return fs[i], fs[i+1:], shellModeFile, ""
+}
+
+// findExec looks into find's -exec/-execdir/-ok/-okdir actions. {} is the
+// found path, kept as written.
+func (a *analyzer) findExec(fs []field, sc *scope) {
+	for i := 1; i < len(fs); i++ {
+		f := fs[i]
+		if f.dyn != static {
+			continue
+		}
+		switch f.s {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		j := i + 1
+		for j < len(fs) && !(fs[j].dyn == static && (fs[j].s == ";" || fs[j].s == "+")) {
+			j++
+		}
+		if j == i+1 {
+			continue
+		}
+		if sc.depth >= maxWrapperDepth {
+			a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
+			return
+		}
+		a.inner("find "+f.s, fs[i+1:j], sc, false)
+		i = j
+	}
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
