@@ -27,10 +27,10 @@ const StdinArgsMarker = "<stdin-args>"
 
 // Bounds that keep hostile input from costing unbounded time or memory.
 const (
-	maxWrapperDepth = 16     // wrappers and nested shells seen through
-	maxUnits        = 10000  // units in one analysis
-	maxNesting      = 256    // syntactic nesting accepted before parsing
-	maxScriptBytes  = 4 <<20 // larger scripts are not parsed at all
+	maxWrapperDepth = 16      // wrappers and nested shells seen through
+	maxUnits        = 10000   // units in one analysis
+	maxNesting      = 256     // syntactic nesting accepted before parsing
+	maxScriptBytes  = 4 << 20 // larger scripts are not parsed at all
 )
 
 // Unit is one command that would run: a simple command of a script, the
@@ -44,8 +44,8 @@ type Unit struct {
 	// Line is RenderArgv(Argv) with dynamic words as written; for a
 	// sentinel it is "<sentinel>: detail", for display only. Value is
 	// what rules are evaluated against.
-	Line    string
-	Via     []string // wrappers seen through, outermost first: ["env", "bash -c"]
+	Line string
+	Via  []string // wrappers seen through, outermost first: ["env", "bash -c"]
 	// StdinArgs is set when more arguments come from stdin at run time
 	// (xargs); Line then ends with StdinArgsMarker.
 	StdinArgs bool
