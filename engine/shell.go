@@ -168,10 +168,16 @@ func quoteWord(s string, first bool) string {
 		c := s[i]
 		switch c {
 		case ' ', '\t', '\n', '\r', '\'', '"', '\\', '$', '`', ';', '&', '|',
-			'<', '>', '(', ')', '*', '?', '[', ']', '{', '}', '!':
+			'<', '>', '(', ')', '*', '?':
 			needs = true
-		case '#', '~':
-			needs = i == 0
+		case '[':
+			// A lone [ (the test command) is not a glob.
+			needs = strings.IndexByte(s[i+1:], ']') >= 0
+		case '{':
+			// Only {a,b} and {1..3} expand; find's {} does not.
+			needs = braceExpands(s[i+1:])
+		case '#', '~', '!', '}':
+			needs = i == 0 && (c != '}' || len(s) == 1)
 		case '=':
 			// Only a command name can be mistaken for an assignment.
 			needs = first
@@ -192,6 +198,13 @@ func quoteWord(s string, first bool) string {
 		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", `\0`), "'", `'\''`) + "'"
 	}
 	return q
+}
+
+// braceExpands reports whether the text after a '{' makes it a brace
+// expansion: a later '}' with a ',' or ".." before it.
+func braceExpands(rest string) bool {
+	end := strings.IndexByte(rest, '}')
+	return end > 0 && (strings.IndexByte(rest[:end], ',') >= 0 || strings.Contains(rest[:end], ".."))
 }
 
 func printableUTF8(s string) bool {

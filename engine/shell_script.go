@@ -194,10 +194,11 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope) {
 	case *syntax.IfClause:
 		w.ifClause(c, sc)
 	case *syntax.WhileClause:
+		// Later iterations see what earlier ones changed.
+		forgetChanged(c, sc)
 		w.stmts(c.Cond, sc)
 		body := sc.clone()
 		w.stmts(c.Do, body)
-		w.stmts(c.Cond, body)
 		sc.merge(body)
 	case *syntax.ForClause:
 		w.forClause(c, sc)
@@ -256,11 +257,78 @@ func (w *walker) binary(c *syntax.BinaryCmd, sc *scope, top bool) {
 		if top {
 			w.compound(c, sc)
 		}
-		w.andOr(c.X, sc)
-		rest := sc.clone()
-		w.andOr(c.Y, rest)
-		sc.merge(rest)
+		w.andOrList(c, sc)
 	}
+}
+
+// andOrList walks `a && b || c …`. The first element always runs; each
+// later one runs only if the ones before it succeeded (&&) or failed (||),
+// so a chain of && shares one branch state (`cd x && make > log` writes
+// x/log) and whatever any branch changed is unknown afterwards.
+func (w *walker) andOrList(c *syntax.BinaryCmd, sc *scope) {
+	var elems []*syntax.Stmt
+	var ops []syntax.BinCmdOperator
+	var flatten func(s *syntax.Stmt)
+	flatten = func(s *syntax.Stmt) {
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && len(s.Redirs) == 0 && !s.Background && !s.Negated && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
+			flatten(b.X)
+			ops = append(ops, b.Op)
+			flatten(b.Y)
+			return
+		}
+		elems = append(elems, s)
+	}
+	flatten(c.X)
+	ops = append(ops, c.Op)
+	flatten(c.Y)
+
+	w.stmt(elems[0], sc)
+	var branches []*scope
+	cur := sc
+	for i, e := range elems[1:] {
+		if ops[i] == syntax.OrStmt || cur == sc {
+			for _, b := range branches {
+				sc.merge(b)
+			}
+			cur = sc.clone()
+			branches = append(branches, cur)
+		}
+		w.stmt(e, cur)
+	}
+	for _, b := range branches {
+		sc.merge(b)
+	}
+}
+
+// forgetChanged drops what a loop may change (variables it assigns or
+// reads into, the directory if it cd's) before walking it, since every
+// iteration after the first starts from the changed state.
+func forgetChanged(loop syntax.Node, sc *scope) {
+	syntax.Walk(loop, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Assign:
+			if n.Name != nil {
+				sc.forget(n.Name.Value)
+			}
+		case *syntax.WordIter:
+			if n.Name != nil {
+				sc.forget(n.Name.Value)
+			}
+		case *syntax.CallExpr:
+			if len(n.Args) == 0 {
+				break
+			}
+			switch n.Args[0].Lit() {
+			case "cd", "pushd", "popd":
+				sc.dir = ""
+			case "read", "mapfile", "readarray", "getopts", "unset", "printf", "wait":
+				for _, a := range n.Args[1:] {
+					sc.forget(a.Lit())
+				}
+			}
+		}
+		return true
+	})
 }
 
 func (w *walker) pipeElem(s *syntax.Stmt, sc *scope, piped bool) {
@@ -269,14 +337,6 @@ func (w *walker) pipeElem(s *syntax.Stmt, sc *scope, piped bool) {
 		return
 	}
 	sc.pipedStdin = piped
-	w.stmt(s, sc)
-}
-
-func (w *walker) andOr(s *syntax.Stmt, sc *scope) {
-	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && len(s.Redirs) == 0 && !s.Background && !s.Negated && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
-		w.binary(b, sc, false)
-		return
-	}
 	w.stmt(s, sc)
 }
 
@@ -300,6 +360,7 @@ func (w *walker) ifClause(c *syntax.IfClause, sc *scope) {
 }
 
 func (w *walker) forClause(c *syntax.ForClause, sc *scope) {
+	forgetChanged(c, sc)
 	body := sc.clone()
 	switch l := c.Loop.(type) {
 	case *syntax.WordIter:
@@ -463,7 +524,7 @@ func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
 			return
 		}
 	}
-	w.a.wrapped(name, fs, sc)
+	w.a.wrapped(baseName(name), fs, sc)
 }
 
 func shiftDyn(dyn []int, from, to int) []int {
@@ -880,7 +941,7 @@ func unquoteLit(s string, first bool) (string, bool) {
 				return "", false
 			}
 		case '{':
-			if rest := s[i+1:]; strings.IndexByte(rest, '}') > 0 && (strings.Contains(rest[:strings.IndexByte(rest, '}')], ",") || strings.Contains(rest[:strings.IndexByte(rest, '}')], "..")) {
+			if braceExpands(s[i+1:]) {
 				return "", false
 			}
 		}

@@ -505,7 +505,15 @@ func (a *analyzer) findExec(fs []field, sc *scope) {
 			a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
 			return
 		}
-		a.inner("find "+f.s, fs[i+1:j], sc, false)
+		// {} is a path found at run time.
+		cmd := make([]field, j-i-1)
+		copy(cmd, fs[i+1:j])
+		for k := range cmd {
+			if cmd[k].dyn == static && strings.Contains(cmd[k].s, "{}") {
+				cmd[k].dyn = dynOne
+			}
+		}
+		a.inner("find "+f.s, cmd, sc, false)
 		i = j
 	}
 }
