@@ -217,6 +217,8 @@ func (l *Listener) send(r *seccompNotifResp) error {
 			continue // the response was not delivered
 		case unix.ENOENT:
 			return ErrGone
+		case unix.EINPROGRESS:
+			return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SEND: notification %d not received or already answered: %w", r.ID, err)
 		}
 		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SEND: %w", err)
 	}

@@ -1,0 +1,209 @@
+package notify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	auditArchI386 = 0x40000003
+	x32Bit        = 0x40000000
+)
+
+// vmRun runs p in x/net/bpf's VM on one seccomp_data. The VM loads words
+// big-endian while seccomp loads them in host order, so each 32-bit word
+// is stored big-endian: a program that does only 32-bit absolute loads (as
+// seccomp programs must) then sees the values the kernel would.
+func vmRun(t *testing.T, p *Program, nr int32, arch uint32, args [6]uint64) uint32 {
+	t.Helper()
+	insns := make([]bpf.Instruction, len(p.Insns))
+	for i, in := range p.Insns {
+		insns[i] = bpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
+		if _, ok := insns[i].(bpf.RawInstruction); ok {
+			t.Fatalf("instruction %d (%+v) is not one the VM models", i, in)
+		}
+	}
+	vm, err := bpf.NewVM(insns)
+	if err != nil {
+		t.Fatalf("bpf.NewVM: %v", err)
+	}
+	data := make([]byte, 64)
+	binary.BigEndian.PutUint32(data[0:], uint32(nr))
+	binary.BigEndian.PutUint32(data[4:], arch)
+	// ip (8..16) stays zero.
+	for i, a := range args {
+		binary.BigEndian.PutUint32(data[16+8*i:], uint32(a))
+		binary.BigEndian.PutUint32(data[16+8*i+4:], uint32(a>>32))
+	}
+	ret, err := vm.Run(data)
+	if err != nil {
+		t.Fatalf("VM run: %v", err)
+	}
+	return uint32(ret)
+}
+
+const (
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retNotify = unix.SECCOMP_RET_USER_NOTIF
+	retKill   = unix.SECCOMP_RET_KILL_PROCESS
+)
+
+func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+
+func retString(r uint32) string {
+	switch r & unix.SECCOMP_RET_ACTION_FULL {
+	case retAllow:
+		return "ALLOW"
+	case retNotify:
+		return "USER_NOTIF"
+	case retKill:
+		return "KILL_PROCESS"
+	case unix.SECCOMP_RET_ERRNO:
+		return fmt.Sprintf("ERRNO(%s)", unix.ErrnoName(unix.Errno(r&unix.SECCOMP_RET_DATA)))
+	}
+	return fmt.Sprintf("%#x", r)
+}
+
+type vmCase struct {
+	name string
+	nr   int32
+	arch uint32
+	args [6]uint64
+	want uint32
+}
+
+func buildOrFail(t *testing.T, o FilterOptions) *Program {
+	t.Helper()
+	p, err := BuildFilter(o)
+	if err != nil {
+		t.Fatalf("BuildFilter(%+v): %v", o, err)
+	}
+	return p
+}
+
+func runVMCases(t *testing.T, p *Program, cases []vmCase) {
+	t.Helper()
+	for _, c := range cases {
+		arch := c.arch
+		if arch == 0 {
+			arch = unix.AUDIT_ARCH_X86_64
+		}
+		if got := vmRun(t, p, c.nr, arch, c.args); got != c.want {
+			t.Errorf("%s: nr %d arch %#x args %#x: got %s, want %s", c.name, c.nr, arch, c.args, retString(got), retString(c.want))
+		}
+	}
+}
+
+// hi puts garbage in the upper half of a 32-bit argument: the kernel
+// ignores it for int arguments, so the filter must too.
+const hi = 0xdead_beef_0000_0000
+
+// atFdcwd is AT_FDCWD as the kernel sees it in a 64-bit register.
+const atFdcwd = uint64(0xffff_ffff_ffff_ff9c)
+
+func TestFilterVMDefault(t *testing.T) {
+	p := buildOrFail(t, FilterOptions{})
+	cases := []vmCase{
+		{name: "i386 open via int 0x80", nr: 5, arch: auditArchI386, want: retKill},
+		{name: "i386 getpid", nr: 20, arch: auditArchI386, want: retKill},
+		{name: "unknown arch", nr: unix.SYS_GETPID, arch: 0xdeadbeef, want: retKill},
+		{name: "x32 openat", nr: x32Bit | unix.SYS_OPENAT, want: retKill},
+		{name: "x32 getpid", nr: x32Bit | unix.SYS_GETPID, want: retKill},
+		{name: "x32 execve (x32 number 520)", nr: x32Bit | 520, want: retKill},
+		{name: "getpid", nr: unix.SYS_GETPID, want: retAllow},
+		{name: "read", nr: unix.SYS_READ, want: retAllow},
+		{name: "write", nr: unix.SYS_WRITE, want: retAllow},
+		{name: "sendmsg (hand-off)", nr: unix.SYS_SENDMSG, want: retAllow},
+		{name: "close", nr: unix.SYS_CLOSE, want: retAllow},
+		{name: "clone plain", nr: unix.SYS_CLONE, args: [6]uint64{unix.CLONE_VM | unix.CLONE_THREAD}, want: retAllow},
+		{name: "clone3", nr: unix.SYS_CLONE3, want: retErrno(unix.ENOSYS)},
+		{name: "openat O_RDONLY notified by default", nr: unix.SYS_OPENAT, args: [6]uint64{atFdcwd, 0x1000, unix.O_RDONLY}, want: retNotify},
+		{name: "seccomp NEW_LISTENER", nr: unix.SYS_SECCOMP, args: [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 8}, want: retErrno(unix.EPERM)},
+		{name: "seccomp TSYNC|NEW_LISTENER|WAIT_KILLABLE", nr: unix.SYS_SECCOMP, args: [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 0x39}, want: retErrno(unix.EPERM)},
+		{name: "seccomp NEW_LISTENER with high garbage", nr: unix.SYS_SECCOMP, args: [6]uint64{unix.SECCOMP_SET_MODE_FILTER, hi | 8}, want: retErrno(unix.EPERM)},
+		{name: "seccomp flags 0", nr: unix.SYS_SECCOMP, args: [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 0}, want: retAllow},
+		{name: "seccomp TSYNC", nr: unix.SYS_SECCOMP, args: [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 1}, want: retAllow},
+		{name: "ptrace allowed without DenyPtrace", nr: unix.SYS_PTRACE, want: retAllow},
+		{name: "unshare allowed (docs/kernel.md)", nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_NEWNS}, want: retAllow},
+		{name: "invalid nr -1", nr: -1, want: retAllow},
+	}
+	for _, nr := range NotifiedSyscalls {
+		cases = append(cases, vmCase{name: SyscallName(nr), nr: nr, want: retNotify})
+	}
+	for _, d := range deniedSyscalls {
+		cases = append(cases, vmCase{name: SyscallName(d.nr), nr: d.nr, want: retErrno(d.errno)})
+	}
+	runVMCases(t, p, cases)
+}
+
+func TestFilterVMDenyPtrace(t *testing.T) {
+	p := buildOrFail(t, FilterOptions{DenyPtrace: true})
+	runVMCases(t, p, []vmCase{
+		{name: "ptrace", nr: unix.SYS_PTRACE, args: [6]uint64{unix.PTRACE_ATTACH, 1}, want: retErrno(unix.EPERM)},
+		{name: "getpid", nr: unix.SYS_GETPID, want: retAllow},
+		{name: "openat", nr: unix.SYS_OPENAT, want: retNotify},
+	})
+}
+
+func TestFilterVMSkipReadOnlyOpens(t *testing.T) {
+	p := buildOrFail(t, FilterOptions{SkipReadOnlyOpens: true})
+	openat := func(flags uint64) [6]uint64 { return [6]uint64{atFdcwd, 0x1000, flags, 0} }
+	open := func(flags uint64) [6]uint64 { return [6]uint64{0x1000, flags, 0} }
+	cases := []vmCase{
+		{name: "openat O_RDONLY", nr: unix.SYS_OPENAT, args: openat(unix.O_RDONLY), want: retAllow},
+		{name: "openat O_RDONLY|O_CLOEXEC|O_DIRECTORY|O_NOFOLLOW", nr: unix.SYS_OPENAT, args: openat(unix.O_RDONLY | unix.O_CLOEXEC | unix.O_DIRECTORY | unix.O_NOFOLLOW), want: retAllow},
+		{name: "openat O_RDONLY high garbage", nr: unix.SYS_OPENAT, args: openat(hi | unix.O_RDONLY), want: retAllow},
+		{name: "openat O_WRONLY", nr: unix.SYS_OPENAT, args: openat(unix.O_WRONLY), want: retNotify},
+		{name: "openat O_RDWR", nr: unix.SYS_OPENAT, args: openat(unix.O_RDWR), want: retNotify},
+		{name: "openat O_ACCMODE (3)", nr: unix.SYS_OPENAT, args: openat(unix.O_ACCMODE), want: retNotify},
+		{name: "openat O_RDONLY|O_CREAT", nr: unix.SYS_OPENAT, args: openat(unix.O_CREAT), want: retNotify},
+		{name: "openat O_RDONLY|O_TRUNC", nr: unix.SYS_OPENAT, args: openat(unix.O_TRUNC), want: retNotify},
+		{name: "openat O_TMPFILE", nr: unix.SYS_OPENAT, args: openat(unix.O_TMPFILE | unix.O_RDWR), want: retNotify},
+		{name: "openat __O_TMPFILE alone", nr: unix.SYS_OPENAT, args: openat(oTmpfileBit), want: retNotify},
+		{name: "openat O_PATH", nr: unix.SYS_OPENAT, args: openat(unix.O_PATH), want: retNotify},
+		{name: "openat O_WRONLY high garbage", nr: unix.SYS_OPENAT, args: openat(hi | unix.O_WRONLY), want: retNotify},
+		{name: "open O_RDONLY", nr: unix.SYS_OPEN, args: open(unix.O_RDONLY), want: retAllow},
+		{name: "open O_WRONLY|O_APPEND", nr: unix.SYS_OPEN, args: open(unix.O_WRONLY | unix.O_APPEND), want: retNotify},
+		{name: "open O_CREAT", nr: unix.SYS_OPEN, args: open(unix.O_CREAT), want: retNotify},
+		// open's flags are args[1]: a read-only-looking args[2] must not matter.
+		{name: "open O_WRONLY, mode 0", nr: unix.SYS_OPEN, args: [6]uint64{0x1000, unix.O_WRONLY, 0}, want: retNotify},
+		{name: "openat2 always notified", nr: unix.SYS_OPENAT2, args: openat(unix.O_RDONLY), want: retNotify},
+		{name: "creat always notified", nr: unix.SYS_CREAT, want: retNotify},
+		{name: "execve", nr: unix.SYS_EXECVE, want: retNotify},
+		{name: "i386 open still killed", nr: 5, arch: auditArchI386, args: [6]uint64{0x1000, unix.O_RDONLY}, want: retKill},
+		{name: "seccomp NEW_LISTENER", nr: unix.SYS_SECCOMP, args: [6]uint64{1, 8}, want: retErrno(unix.EPERM)},
+	}
+	runVMCases(t, p, cases)
+}
+
+func TestFilterString(t *testing.T) {
+	p := buildOrFail(t, FilterOptions{})
+	if p.Len() == 0 || p.Len() > maxInsns {
+		t.Fatalf("Len() = %d", p.Len())
+	}
+	s := p.String()
+	// The arch check must come first: load arch (offset 4) and compare.
+	if want := "0000: ld [4]\n"; len(s) < len(want) || s[:len(want)] != want {
+		t.Errorf("program does not start with the arch load:\n%s", s)
+	}
+}
+
+func TestSyscallName(t *testing.T) {
+	for nr, want := range map[int32]string{257: "openat", 59: "execve", 463: "setxattrat", 469: "file_setattr", 5000: "syscall_5000", -1: "syscall_-1"} {
+		if got := SyscallName(nr); got != want {
+			t.Errorf("SyscallName(%d) = %q, want %q", nr, got, want)
+		}
+	}
+}
+
+func TestDecodeSockFiltersRejectsPartial(t *testing.T) {
+	for _, n := range []int{0, 7, 9} {
+		if _, err := decodeSockFilters(make([]byte, n)); err == nil {
+			t.Errorf("decodeSockFilters(%d bytes): no error", n)
+		}
+	}
+}

@@ -1,0 +1,508 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const envChildPath = "PERMWRAP_NOTIFY_TEST_PATH"
+
+func init() {
+	registerChildRole("openat", childOpenat)
+	registerChildRole("mkdir", childMkdir)
+	registerChildRole("execve", childExecve)
+	registerChildRole("exit", func() int { return 0 })
+	registerChildRole("open-after-stdin", childOpenAfterStdin)
+	registerChildRole("waitkill", childWaitKill)
+	registerChildRole("threads", childThreads)
+	registerChildRole("bench", childBench)
+}
+
+// childOpenat opens $PATH read-only with O_CLOEXEC and prints what it got:
+// "fd=N cloexec=B data=..." or "err=ERRNO".
+func childOpenat() int {
+	fd, err := unix.Openat(unix.AT_FDCWD, os.Getenv(envChildPath), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Printf("err=%s\n", unix.ErrnoName(err.(unix.Errno)))
+		return 0
+	}
+	fl, _ := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	buf := make([]byte, 256)
+	n, _ := unix.Read(fd, buf)
+	fmt.Printf("fd=%d cloexec=%v data=%q\n", fd, fl&unix.FD_CLOEXEC != 0, buf[:max(n, 0)])
+	return 0
+}
+
+func childMkdir() int {
+	err := unix.Mkdir(os.Getenv(envChildPath), 0o755)
+	fmt.Printf("err=%v\n", errnoName(err))
+	return 0
+}
+
+func childExecve() int {
+	err := unix.Exec("/bin/true", []string{"true", "a", "b c", ""}, []string{"X=1"})
+	fmt.Printf("err=%v\n", errnoName(err))
+	return 0
+}
+
+func childOpenAfterStdin() int {
+	var b [1]byte
+	os.Stdin.Read(b[:])
+	_, err := unix.Openat(unix.AT_FDCWD, "/dev/null", unix.O_RDONLY, 0)
+	fmt.Printf("err=%v\n", errnoName(err))
+	return 0
+}
+
+func childWaitKill() int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGUSR1)
+	fd, err := unix.Openat(unix.AT_FDCWD, "/dev/null", unix.O_RDONLY, 0)
+	got := "no"
+	select {
+	case <-sigs:
+		got = "yes"
+	case <-time.After(5 * time.Second):
+	}
+	fmt.Printf("fd-ok=%v err=%v sigusr1=%s\n", fd >= 0, errnoName(err), got)
+	return 0
+}
+
+// childThreads opens /dev/null from 4 threads, 50 times each.
+func childThreads() int {
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if fd, err := unix.Openat(unix.AT_FDCWD, "/dev/null", unix.O_RDONLY, 0); err == nil {
+					ok.Add(1)
+					unix.Close(fd)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("ok=%d\n", ok.Load())
+	return 0
+}
+
+func childBench() int {
+	n, _ := strconv.Atoi(os.Getenv("PERMWRAP_NOTIFY_BENCH_N"))
+	path := os.Getenv(envChildPath)
+	for range n {
+		fd, err := unix.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fmt.Printf("err=%v\n", err)
+			return 1
+		}
+		unix.Close(fd)
+	}
+	return 0
+}
+
+func errnoName(err error) string {
+	if err == nil {
+		return "none"
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return unix.ErrnoName(e)
+	}
+	return err.Error()
+}
+
+func TestKernelContinueAndReadString(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hello")
+	if err := os.WriteFile(path, []byte("from disk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startFilteredChild(t, "openat", "", envChildPath+"="+path)
+	n := receiveOrFail(t, c.L)
+	if n.Nr != unix.SYS_OPENAT || n.Arch != unix.AUDIT_ARCH_X86_64 {
+		t.Fatalf("got %v arch %#x, want openat on x86_64", &n, n.Arch)
+	}
+	got, err := ReadString(int(n.Pid), n.Args[1], PathMax)
+	if err != nil {
+		t.Fatalf("ReadString: %v", err)
+	}
+	if got != path {
+		t.Errorf("ReadString = %q, want %q", got, path)
+	}
+	if n.Args[2]&unix.O_ACCMODE != unix.O_RDONLY || n.Args[2]&unix.O_CLOEXEC == 0 {
+		t.Errorf("flags %#x, want O_RDONLY|O_CLOEXEC", n.Args[2])
+	}
+	if err := c.L.IDValid(n.ID); err != nil {
+		t.Errorf("IDValid on a pending notification: %v", err)
+	}
+	if err := c.L.Continue(n.ID); err != nil {
+		t.Fatalf("Continue: %v", err)
+	}
+	if err := c.L.IDValid(n.ID); err != ErrGone {
+		t.Errorf("IDValid after the answer = %v, want ErrGone", err)
+	}
+	// The kernel answers EINPROGRESS while the answered notification is
+	// still queued and ENOENT once the target has taken it.
+	if err := c.L.Continue(n.ID); err != ErrGone && !errors.Is(err, unix.EINPROGRESS) {
+		t.Errorf("second Continue = %v, want ErrGone or EINPROGRESS", err)
+	}
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v, stderr: %s", err, c.stderr.String())
+	}
+	if !strings.Contains(out, `data="from disk"`) {
+		t.Errorf("child output %q, want the file's content", out)
+	}
+}
+
+func TestKernelRespondError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "made")
+	c := startFilteredChild(t, "mkdir", "", envChildPath+"="+dir)
+	n := receiveOrFail(t, c.L)
+	if n.Nr != unix.SYS_MKDIRAT && n.Nr != unix.SYS_MKDIR {
+		t.Fatalf("got %v, want mkdir", &n)
+	}
+	if err := c.L.RespondError(n.ID, unix.EACCES); err != nil {
+		t.Fatalf("RespondError: %v", err)
+	}
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if strings.TrimSpace(out) != "err=EACCES" {
+		t.Errorf("child output %q, want err=EACCES", out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("denied mkdir created %s (stat: %v)", dir, err)
+	}
+	if err := c.L.RespondError(1, 0); err == nil {
+		t.Error("RespondError with errno 0 accepted")
+	}
+}
+
+func TestKernelRespondValue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "made")
+	c := startFilteredChild(t, "mkdir", "", envChildPath+"="+dir)
+	n := receiveOrFail(t, c.L)
+	// Emulation: the supervisor does the work and reports success.
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.L.RespondValue(n.ID, 0); err != nil {
+		t.Fatalf("RespondValue: %v", err)
+	}
+	out, _ := c.Wait()
+	if strings.TrimSpace(out) != "err=none" {
+		t.Errorf("child output %q, want success", out)
+	}
+}
+
+func TestKernelAddFD(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "parent-file")
+	if err := os.WriteFile(secret, []byte("parent content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const asked = "/nonexistent-permwrap/child-path"
+	c := startFilteredChild(t, "openat", "", envChildPath+"="+asked)
+	n := receiveOrFail(t, c.L)
+	if got, err := ReadString(int(n.Pid), n.Args[1], PathMax); err != nil || got != asked {
+		t.Fatalf("ReadString = %q, %v; want %q", got, err, asked)
+	}
+	f, err := os.Open(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tfd, err := c.L.AddFD(n.ID, int(f.Fd()), n.Args[2]&unix.O_CLOEXEC != 0)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			requireKernel(t, "ADDFD with SEND: %v", err)
+		}
+		t.Fatalf("AddFD: %v", err)
+	}
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	want := fmt.Sprintf("fd=%d cloexec=true data=%q", tfd, "parent content")
+	if strings.TrimSpace(out) != want {
+		t.Errorf("child output %q, want %q", out, want)
+	}
+	if _, err := c.L.AddFD(n.ID, int(f.Fd()), true); err != ErrGone {
+		t.Errorf("AddFD on an answered id = %v, want ErrGone", err)
+	}
+}
+
+func TestKernelReadArgv(t *testing.T) {
+	c := startFilteredChild(t, "execve", "")
+	n := receiveOrFail(t, c.L)
+	if n.Nr != unix.SYS_EXECVE {
+		t.Fatalf("got %v, want execve", &n)
+	}
+	pid := int(n.Pid)
+	if p, err := ReadString(pid, n.Args[0], PathMax); err != nil || p != "/bin/true" {
+		t.Errorf("path = %q, %v", p, err)
+	}
+	argv, err := ReadArgv(pid, n.Args[1], 64, 4096)
+	if err != nil {
+		t.Fatalf("ReadArgv: %v", err)
+	}
+	if want := []string{"true", "a", "b c", ""}; fmt.Sprintf("%q", argv) != fmt.Sprintf("%q", want) {
+		t.Errorf("argv = %q, want %q", argv, want)
+	}
+	env, err := ReadArgv(pid, n.Args[2], 64, 4096)
+	if err != nil || len(env) != 1 || env[0] != "X=1" {
+		t.Errorf("envp = %q, %v", env, err)
+	}
+	if _, err := ReadArgv(pid, n.Args[1], 3, 4096); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("ReadArgv over maxArgs: %v, want E2BIG", err)
+	}
+	if _, err := ReadArgv(pid, n.Args[1], 64, 10); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("ReadArgv over maxBytes: %v, want E2BIG", err)
+	}
+	if err := c.L.IDValid(n.ID); err != nil {
+		t.Errorf("IDValid: %v", err)
+	}
+	if err := c.L.RespondError(n.ID, unix.EPERM); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := c.Wait(); strings.TrimSpace(out) != "err=EPERM" {
+		t.Errorf("child output %q", out)
+	}
+}
+
+func TestKernelEOFWhenChildExits(t *testing.T) {
+	c := startFilteredChild(t, "exit", "")
+	if _, err := c.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n Notif
+			errs[i] = c.L.Receive(&n)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != io.EOF {
+			t.Errorf("receiver %d: %v, want io.EOF", i, err)
+		}
+	}
+}
+
+func TestKernelCloseWakesReceiversAndFailsClosed(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := startFilteredChildStdin(t, r, "open-after-stdin", "")
+	r.Close()
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			var n Notif
+			done <- c.L.Receive(&n)
+		}()
+	}
+	// Both receivers are (or will be) waiting: one in poll, one on the mutex.
+	if err := c.L.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != ErrClosed {
+				t.Errorf("Receive after Close = %v, want ErrClosed", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Close did not wake a blocked Receive")
+		}
+	}
+	if err := c.L.Continue(1); err != ErrClosed {
+		t.Errorf("Continue after Close = %v, want ErrClosed", err)
+	}
+	// With no listener left the watched syscall fails instead of running.
+	w.Write([]byte{1})
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if strings.TrimSpace(out) != "err=ENOSYS" {
+		t.Errorf("watched syscall after Close: child printed %q, want err=ENOSYS", out)
+	}
+}
+
+// sigPending reports whether sig is pending for thread tid of pid.
+func sigPending(t *testing.T, pid, tid int, sig unix.Signal) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+	if err != nil {
+		t.Fatalf("reading thread status: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigPnd:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("parsing %q: %v", line, err)
+			}
+			return mask&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	t.Fatal("no SigPnd line")
+	return false
+}
+
+// TestKernelWaitKillable: with WAIT_KILLABLE_RECV a non-fatal signal sent
+// to the thread after RECV stays pending and the syscall survives it.
+func TestKernelWaitKillable(t *testing.T) {
+	c := startFilteredChild(t, "waitkill", "")
+	if !c.Used.WaitKillable {
+		requireKernel(t, "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+)")
+	}
+	n := receiveOrFail(t, c.L)
+	pid := c.Cmd.Process.Pid
+	if err := unix.Tgkill(pid, int(n.Pid), unix.SIGUSR1); err != nil {
+		t.Fatalf("tgkill: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !sigPending(t, pid, int(n.Pid), unix.SIGUSR1) {
+		if time.Now().After(deadline) {
+			t.Fatal("SIGUSR1 was not left pending: the signal interrupted the notified syscall")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.L.IDValid(n.ID); err != nil {
+		t.Fatalf("IDValid with a signal pending: %v", err)
+	}
+	if err := c.L.Continue(n.ID); err != nil {
+		t.Fatalf("Continue: %v", err)
+	}
+	out, _ := c.Wait()
+	if strings.TrimSpace(out) != "fd-ok=true err=none sigusr1=yes" {
+		t.Errorf("child output %q", out)
+	}
+}
+
+// TestKernelWithoutWaitKillable is the control: without the flag the same
+// signal aborts the notification and the restarted syscall is notified
+// again, which is what Install's flag prevents.
+func TestKernelWithoutWaitKillable(t *testing.T) {
+	c := startFilteredChild(t, "waitkill", "nowaitkill")
+	n := receiveOrFail(t, c.L)
+	if err := unix.Tgkill(c.Cmd.Process.Pid, int(n.Pid), unix.SIGUSR1); err != nil {
+		t.Fatalf("tgkill: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for c.L.IDValid(n.ID) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("notification still valid 20s after SIGUSR1 without WAIT_KILLABLE_RECV")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.L.Continue(n.ID); err != ErrGone {
+		t.Fatalf("Continue on the interrupted id = %v, want ErrGone", err)
+	}
+	again := receiveOrFail(t, c.L)
+	if again.Nr != unix.SYS_OPENAT || again.ID == n.ID {
+		t.Fatalf("restart: got %v, want a new openat notification", &again)
+	}
+	if err := c.L.Continue(again.ID); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := c.Wait()
+	if !strings.HasPrefix(strings.TrimSpace(out), "fd-ok=true err=none") {
+		t.Errorf("child output %q", out)
+	}
+}
+
+// TestKernelReceivePool serves a multi-threaded child from a pool of
+// receivers, then sees every receiver end with io.EOF.
+func TestKernelReceivePool(t *testing.T) {
+	c := startFilteredChild(t, "threads", "")
+	var served atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				var n Notif
+				err := c.L.Receive(&n)
+				if err == ErrGone {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := c.L.Continue(n.ID); err != nil && err != ErrGone {
+					errs <- fmt.Errorf("Continue: %w", err)
+					return
+				}
+				if n.Nr == unix.SYS_OPENAT {
+					served.Add(1)
+				}
+			}
+		}()
+	}
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != io.EOF {
+			t.Errorf("receiver ended with %v, want io.EOF", err)
+		}
+	}
+	if strings.TrimSpace(out) != "ok=200" {
+		t.Errorf("child output %q, want ok=200", out)
+	}
+	if got := served.Load(); got < 200 {
+		t.Errorf("served %d openat notifications, want at least 200", got)
+	}
+}
+
+func TestKernelSkipReadOnlyOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro")
+	if err := os.WriteFile(path, []byte("plain read"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startFilteredChild(t, "openat", "skipro", envChildPath+"="+path)
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if !strings.Contains(out, `data="plain read"`) {
+		t.Errorf("read-only open under SkipReadOnlyOpens: child printed %q", out)
+	}
+}
+
+func TestKernelSetSyncWakeUp(t *testing.T) {
+	c := startFilteredChild(t, "exit", "")
+	if err := c.L.SetSyncWakeUp(); err != nil {
+		if errors.Is(err, ErrNotSupported) {
+			requireKernel(t, "%v", err)
+		}
+		t.Fatalf("SetSyncWakeUp: %v", err)
+	}
+}
