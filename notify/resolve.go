@@ -1,0 +1,893 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ResolveFlags say which lookup semantics the intercepted call asked for.
+// OpenResolveFlags and AtResolveFlags translate a call's own flags.
+type ResolveFlags uint32
+
+const (
+	// FollowLast follows a symlink in the last component (open without
+	// O_NOFOLLOW, stat, chmod, truncate, ...).
+	FollowLast ResolveFlags = 1 << iota
+	// AllowEmpty is AT_EMPTY_PATH: an empty path names the dirfd itself.
+	AllowEmpty
+	// MustBeDir is O_DIRECTORY: an existing, non-symlink last component that
+	// is not a directory is ENOTDIR.
+	MustBeDir
+	// NoMagicLinks is openat2's RESOLVE_NO_MAGICLINKS, asked by the caller.
+	NoMagicLinks
+	// NoSymlinks is openat2's RESOLVE_NO_SYMLINKS, asked by the caller.
+	NoSymlinks
+	// Beneath is openat2's RESOLVE_BENEATH, asked by the caller.
+	Beneath
+	// InRoot is openat2's RESOLVE_IN_ROOT, asked by the caller.
+	InRoot
+	// NoXdev is openat2's RESOLVE_NO_XDEV, asked by the caller.
+	NoXdev
+	// ParentOnly marks calls that look up only the parent and handle the
+	// last component themselves: unlink, rmdir, rename, mkdir, mknod, the new
+	// name of link and symlink, and open with O_CREAT. For every other call
+	// the kernel treats a trailing slash as "follow the last symlink and
+	// require a directory" (lstat("link/") follows); for these it does not
+	// (unlink("link-to-dir/") is ENOTDIR).
+	ParentOnly
+)
+
+// OpenResolveFlags returns the ResolveFlags an open/openat/creat with these
+// open flags needs. O_CREAT|O_EXCL never follows the last symlink (the kernel
+// fails with EEXIST on it), O_NOFOLLOW does not either.
+func OpenResolveFlags(openFlags int) ResolveFlags {
+	var f ResolveFlags
+	creat := openFlags&unix.O_CREAT != 0 && openFlags&unix.O_TMPFILE != unix.O_TMPFILE
+	if openFlags&unix.O_NOFOLLOW == 0 && !(creat && openFlags&unix.O_EXCL != 0) {
+		f |= FollowLast
+	}
+	if creat {
+		f |= ParentOnly
+	}
+	if openFlags&unix.O_DIRECTORY != 0 {
+		f |= MustBeDir
+	}
+	return f
+}
+
+// OpenHowResolveFlags adds openat2's how.resolve bits to OpenResolveFlags.
+func OpenHowResolveFlags(openFlags int, resolve uint64) ResolveFlags {
+	f := OpenResolveFlags(openFlags)
+	if resolve&unix.RESOLVE_NO_MAGICLINKS != 0 {
+		f |= NoMagicLinks
+	}
+	if resolve&unix.RESOLVE_NO_SYMLINKS != 0 {
+		f |= NoSymlinks | NoMagicLinks
+	}
+	if resolve&unix.RESOLVE_BENEATH != 0 {
+		f |= Beneath
+	}
+	if resolve&unix.RESOLVE_IN_ROOT != 0 {
+		f |= InRoot
+	}
+	if resolve&unix.RESOLVE_NO_XDEV != 0 {
+		f |= NoXdev
+	}
+	return f
+}
+
+// AtResolveFlags returns the ResolveFlags of an *at call with these AT_*
+// flags: AT_SYMLINK_NOFOLLOW clears FollowLast, AT_SYMLINK_FOLLOW (linkat)
+// sets it, AT_EMPTY_PATH sets AllowEmpty. followByDefault says whether the
+// call follows without flags (fchmodat, fchownat, utimensat: yes; linkat:
+// no).
+func AtResolveFlags(atFlags int, followByDefault bool) ResolveFlags {
+	var f ResolveFlags
+	if followByDefault && atFlags&unix.AT_SYMLINK_NOFOLLOW == 0 {
+		f |= FollowLast
+	}
+	if atFlags&unix.AT_SYMLINK_FOLLOW != 0 {
+		f |= FollowLast
+	}
+	if atFlags&unix.AT_EMPTY_PATH != 0 {
+		f |= AllowEmpty
+	}
+	return f
+}
+
+// Kind tells what a Resolved names.
+type Kind uint8
+
+const (
+	// KindPath is a filesystem object named by Path.
+	KindPath Kind = iota
+	// KindAnon is an object with no usable path, reached through a /proc
+	// magic link or AT_EMPTY_PATH: pipe:[…], socket:[…], anon_inode:…, a
+	// deleted file or directory, a memfd. Path holds the readlink text.
+	KindAnon
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindPath:
+		return "path"
+	case KindAnon:
+		return "anon"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// rsvLast is the kernel's last_type, which decides several errnos
+// (rmdir("x/.") is EINVAL, rename("x/..", …) EBUSY, mkdir("/") EEXIST).
+type rsvLast uint8
+
+const (
+	rsvLastNorm   rsvLast = iota // an ordinary name in Dir
+	rsvLastDot                   // "."
+	rsvLastDotDot                // ".."
+	rsvLastRoot                  // "/" (or a followed symlink to it)
+	rsvLastObject                // reached through a magic link or AT_EMPTY_PATH
+)
+
+// Resolved is a path resolved for one thread, pinned by file descriptors so
+// nothing the thread does afterwards can redirect it. Close it when done.
+type Resolved struct {
+	// Path is the canonical absolute path the policy judges: symlinks
+	// resolved as the call would, magic links replaced by their target's
+	// path. It is the supervisor's view of the path, which equals the
+	// target's unless the target is chrooted. For KindAnon it is the
+	// readlink text.
+	Path string
+	Kind Kind
+	// Dir is an O_PATH fd of the directory holding the last component. It
+	// is nil when the object is only reachable as Object: the root, ".",
+	// "..", a magic-link target or an AT_EMPTY_PATH dirfd.
+	Dir *os.File
+	// Name is the last component inside Dir, without a trailing slash; ""
+	// for the root; "." or ".." when the path ended so.
+	Name string
+	// Exists reports whether the last component existed at resolution.
+	Exists bool
+	// Stat is the lstat of the last component (the fstat of Object) when
+	// Exists.
+	Stat unix.Stat_t
+	// Object is an O_PATH fd of the object itself. Unlike the first API
+	// sketch it is set whenever Exists, so metadata operations act on the
+	// inode that was checked, not on whatever has the name later. Dir == nil
+	// marks the cases where Object is the only handle.
+	Object *os.File
+	// TrailingSlash reports a trailing slash after the last component.
+	TrailingSlash bool
+	// Cred is the thread's filesystem identity at resolution; the emulation
+	// primitives act with it. Nil means "as the supervisor".
+	Cred *Cred
+	// Umask is the thread's umask at resolution.
+	Umask uint32
+	// Tgid is the thread's process id.
+	Tgid int
+
+	last rsvLast
+}
+
+// Close releases the pinned descriptors.
+func (r *Resolved) Close() error {
+	if r == nil {
+		return nil
+	}
+	var err error
+	if r.Dir != nil {
+		err = r.Dir.Close()
+		r.Dir = nil
+	}
+	if r.Object != nil {
+		if e := r.Object.Close(); err == nil {
+			err = e
+		}
+		r.Object = nil
+	}
+	return err
+}
+
+func (r *Resolved) String() string {
+	if r == nil {
+		return "<nil>"
+	}
+	s := r.Path
+	if r.Kind != KindPath {
+		s = r.Kind.String() + ":" + s
+	}
+	if !r.Exists {
+		s += " (absent)"
+	}
+	return s
+}
+
+// rsvMaxLinks is the kernel's MAXSYMLINKS: symlinks followed in one lookup,
+// nested or not.
+const rsvMaxLinks = 40
+
+// Errno returns the errno to give the target for an error from this package:
+// the unix.Errno inside err, or EACCES when there is none (a failure that is
+// not the target's own still denies, never allows).
+func Errno(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	var e unix.Errno
+	if errors.As(err, &e) && e != 0 {
+		return e
+	}
+	return unix.EACCES
+}
+
+// Resolve resolves path for the thread tid relative to dirfd (unix.AT_FDCWD
+// = the thread's cwd) exactly as the kernel would for flags.
+//
+// It walks component by component with O_PATH|O_NOFOLLOW fds (no string is
+// ever re-resolved), follows symlinks itself (at most 40, else ELOOP), keeps
+// ".." at the thread's root, substitutes /proc/self and /proc/thread-self
+// with the target's ids, and follows /proc/PID/{fd/N,cwd,root,exe} magic
+// links (of the target's own process only) by opening them from the
+// supervisor, continuing from that fd with the path read back from it.
+// Target-visible failures are bare unix.Errno values to return as they are;
+// other failures wrap an errno (see Errno) and a readable reason.
+func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, error) {
+	if len(path) >= unix.PathMax {
+		return nil, unix.ENAMETOOLONG
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		return nil, fmt.Errorf("notify: path %q contains NUL: %w", path, unix.EINVAL)
+	}
+	if path == "" && flags&AllowEmpty == 0 {
+		return nil, unix.ENOENT
+	}
+	st, err := rsvReadStatus(tid)
+	if err != nil {
+		return nil, err
+	}
+	w := &rsvWalker{tid: tid, st: st, flags: flags, root: -1, cur: -1}
+	defer w.release()
+	// The target's own handles (cwd, fds, root) are opened as the
+	// supervisor: the target needs no permission to use them, and a
+	// non-dumpable target would refuse a /proc open done with its creds.
+	if err := w.start(dirfd, path); err != nil {
+		return nil, err
+	}
+	var r *Resolved
+	err = rsvAs(&st.cred, func() error {
+		var err error
+		r, err = w.walk(path)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Cred = &st.cred
+	r.Umask = st.umask
+	r.Tgid = st.tgid
+	return r, nil
+}
+
+type rsvWalker struct {
+	tid   int
+	st    *rsvStatus
+	flags ResolveFlags
+	links int
+
+	root     int // -1 until needed
+	rootPath string
+	rootID   rsvID
+	haveRoot bool
+
+	startMnt uint64 // NoXdev
+
+	cur     int
+	curPath string
+	curIsRt bool // cur was reached as the root itself (cheap ".." test)
+}
+
+type rsvID struct{ mnt, ino uint64 }
+
+func (w *rsvWalker) release() {
+	if w.cur >= 0 {
+		unix.Close(w.cur)
+		w.cur = -1
+	}
+	if w.root >= 0 {
+		unix.Close(w.root)
+		w.root = -1
+	}
+}
+
+func (w *rsvWalker) scoped() bool { return w.flags&(Beneath|InRoot) != 0 }
+
+// start pins the directory the walk begins in (or, for an empty path, the
+// object itself) and, for scoped lookups, the root.
+func (w *rsvWalker) start(dirfd int, path string) error {
+	abs := strings.HasPrefix(path, "/")
+	if abs && !w.scoped() {
+		return w.ensureRoot()
+	}
+	var fd int
+	var err error
+	switch {
+	case dirfd == unix.AT_FDCWD:
+		fd, err = rsvOpenProcLink(w.tid, "cwd", 0)
+	case dirfd < 0:
+		return unix.EBADF
+	default:
+		fd, err = rsvOpenProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
+	}
+	if err != nil {
+		return err
+	}
+	w.cur = fd
+	p, err := rsvFdPath(fd)
+	if err != nil {
+		return err
+	}
+	w.curPath = p
+	if path == "" {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("notify: fstat start dir: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return unix.ENOTDIR
+	}
+	if w.scoped() {
+		// RESOLVE_BENEATH / RESOLVE_IN_ROOT: the dirfd is the root.
+		if abs && w.flags&InRoot == 0 {
+			return unix.EXDEV
+		}
+		rfd, err := rsvDup(fd)
+		if err != nil {
+			return err
+		}
+		w.root, w.rootPath = rfd, p
+		if abs {
+			w.curIsRt = true
+		}
+	}
+	if w.flags&NoXdev != 0 {
+		id, err := rsvStatID(fd)
+		if err != nil {
+			return err
+		}
+		w.startMnt = id.mnt
+	}
+	return nil
+}
+
+// ensureRoot pins the thread's root directory (/proc/TID/root) and, for an
+// absolute start, makes it the current directory.
+func (w *rsvWalker) ensureRoot() error {
+	if w.root < 0 {
+		fd, err := rsvOpenProcLink(w.tid, "root", unix.O_DIRECTORY)
+		if err != nil {
+			return err
+		}
+		w.root = fd
+		p, err := rsvFdPath(fd)
+		if err != nil {
+			return err
+		}
+		w.rootPath = p
+	}
+	if w.cur < 0 {
+		fd, err := rsvDup(w.root)
+		if err != nil {
+			return err
+		}
+		w.cur, w.curPath, w.curIsRt = fd, w.rootPath, true
+		if w.flags&NoXdev != 0 {
+			id, err := rsvStatID(fd)
+			if err != nil {
+				return err
+			}
+			w.startMnt = id.mnt
+		}
+	}
+	return nil
+}
+
+func (w *rsvWalker) rootIdent() (rsvID, error) {
+	if !w.haveRoot {
+		if w.root < 0 {
+			fd, err := rsvOpenProcLink(w.tid, "root", unix.O_DIRECTORY)
+			if err != nil {
+				return rsvID{}, err
+			}
+			w.root = fd
+			p, err := rsvFdPath(fd)
+			if err != nil {
+				return rsvID{}, err
+			}
+			w.rootPath = p
+		}
+		id, err := rsvStatID(w.root)
+		if err != nil {
+			return rsvID{}, err
+		}
+		w.rootID, w.haveRoot = id, true
+	}
+	return w.rootID, nil
+}
+
+// setCur replaces the current directory.
+func (w *rsvWalker) setCur(fd int, p string, isRoot bool) error {
+	if w.flags&NoXdev != 0 {
+		id, err := rsvStatID(fd)
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		if id.mnt != w.startMnt {
+			unix.Close(fd)
+			return unix.EXDEV
+		}
+	}
+	if w.cur >= 0 {
+		unix.Close(w.cur)
+	}
+	w.cur, w.curPath, w.curIsRt = fd, p, isRoot
+	return nil
+}
+
+func rsvJoin(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+func rsvParent(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+func (w *rsvWalker) walk(path string) (*Resolved, error) {
+	if path == "" {
+		return w.finishObject(w.takeCur(), w.curPath, false)
+	}
+	rest := path
+	for {
+		i := 0
+		for i < len(rest) && rest[i] == '/' {
+			i++
+		}
+		rest = rest[i:]
+		if rest == "" {
+			// The path (or a followed trailing symlink) ended at a
+			// directory with no last name: "/", "a/b/" after "a/b" was a
+			// link to "/".
+			return w.finishSpecial(rsvLastRoot, "", false)
+		}
+		name, after := rest, ""
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			name, after = rest[:j], rest[j:]
+		}
+		last := strings.TrimLeft(after, "/") == ""
+		slash := last && after != ""
+		rest = after
+
+		switch name {
+		case ".":
+			if last {
+				return w.finishSpecial(rsvLastDot, ".", slash)
+			}
+			continue
+		case "..":
+			if err := w.dotdot(); err != nil {
+				return nil, err
+			}
+			if last {
+				return w.finishSpecial(rsvLastDotDot, "..", slash)
+			}
+			continue
+		}
+
+		// A trailing slash makes lookup_last follow and want a directory,
+		// except for calls that handle the last name themselves.
+		follow := !last || w.flags&FollowLast != 0 || (slash && w.flags&ParentOnly == 0)
+		wantDir := !last || (slash && w.flags&ParentOnly == 0)
+
+		oflags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if !last {
+			// Fast path: one syscall for an intermediate directory. A
+			// symlink or non-directory fails with ENOTDIR and is sorted
+			// out below.
+			fd, err := rsvOpenat(w.cur, name, oflags|unix.O_DIRECTORY)
+			if err == nil {
+				if err := w.setCur(fd, rsvJoin(w.curPath, name), false); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err != unix.ENOTDIR {
+				return nil, err
+			}
+		}
+		fd, err := rsvOpenat(w.cur, name, oflags)
+		if err != nil {
+			if err == unix.ENOENT && last {
+				return w.finishAbsent(name, slash)
+			}
+			return nil, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("notify: fstat %s: %w", rsvJoin(w.curPath, name), err)
+		}
+		isLink := st.Mode&unix.S_IFMT == unix.S_IFLNK
+		if isLink && follow {
+			res, next, err := w.followLink(fd, name, after, last, slash)
+			if err != nil || res != nil {
+				return res, err
+			}
+			rest = next
+			continue
+		}
+		if !last {
+			unix.Close(fd)
+			return nil, unix.ENOTDIR
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		if !isDir && !isLink && (wantDir || w.flags&MustBeDir != 0) {
+			unix.Close(fd)
+			return nil, unix.ENOTDIR
+		}
+		if w.flags&NoXdev != 0 {
+			if id, err := rsvStatID(fd); err != nil || id.mnt != w.startMnt {
+				unix.Close(fd)
+				if err != nil {
+					return nil, err
+				}
+				return nil, unix.EXDEV
+			}
+		}
+		r := &Resolved{
+			Path:          rsvJoin(w.curPath, name),
+			Kind:          KindPath,
+			Dir:           os.NewFile(uintptr(w.takeCur()), "dir"),
+			Name:          name,
+			Exists:        true,
+			Stat:          st,
+			Object:        os.NewFile(uintptr(fd), name),
+			TrailingSlash: slash,
+			last:          rsvLastNorm,
+		}
+		return r, nil
+	}
+}
+
+func (w *rsvWalker) takeCur() int {
+	fd := w.cur
+	w.cur = -1
+	return fd
+}
+
+// dotdot moves to the parent, staying put at the thread's root (the kernel's
+// follow_dotdot) or failing with EXDEV for RESOLVE_BENEATH.
+func (w *rsvWalker) dotdot() error {
+	atRoot := w.curIsRt
+	if !atRoot {
+		rid, err := w.rootIdent()
+		if err != nil {
+			return err
+		}
+		id, err := rsvStatID(w.cur)
+		if err != nil {
+			return err
+		}
+		atRoot = id == rid
+	}
+	if atRoot {
+		if w.flags&Beneath != 0 {
+			return unix.EXDEV
+		}
+		return nil
+	}
+	fd, err := rsvOpenat(w.cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	return w.setCur(fd, rsvParent(w.curPath), false)
+}
+
+// followLink handles a symlink at cur/name (fd is its O_PATH fd, consumed).
+// It returns either a final result, or the rest of the path to walk next.
+func (w *rsvWalker) followLink(fd int, name, after string, last, slash bool) (*Resolved, string, error) {
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}()
+	if w.flags&NoSymlinks != 0 {
+		return nil, "", unix.ELOOP
+	}
+	w.links++
+	if w.links > rsvMaxLinks {
+		return nil, "", unix.ELOOP
+	}
+	text, err := rsvReadlinkFd(fd)
+	if err != nil {
+		return nil, "", fmt.Errorf("notify: readlink %s: %w", rsvJoin(w.curPath, name), err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(w.cur, &sfs); err != nil {
+		return nil, "", fmt.Errorf("notify: statfs %s: %w", w.curPath, err)
+	}
+	if sfs.Type == unix.PROC_SUPER_MAGIC {
+		var dst unix.Stat_t
+		procRoot := unix.Fstat(w.cur, &dst) == nil && dst.Ino == 1 // PROC_ROOT_INO
+		switch {
+		case procRoot && name == "self":
+			// readlink in the supervisor names the supervisor.
+			text = strconv.Itoa(w.st.tgid)
+		case procRoot && name == "thread-self":
+			text = strconv.Itoa(w.st.tgid) + "/task/" + strconv.Itoa(w.tid)
+		case strings.HasPrefix(text, "/") || strings.Contains(text, ":"):
+			return w.followMagic(name, after, last, slash)
+		}
+	}
+	if text == "" {
+		return nil, "", unix.ENOENT
+	}
+	if strings.HasPrefix(text, "/") {
+		if w.flags&Beneath != 0 {
+			return nil, "", unix.EXDEV
+		}
+		if w.flags&InRoot == 0 {
+			if err := w.ensureRoot(); err != nil {
+				return nil, "", err
+			}
+		}
+		rfd, err := rsvDup(w.root)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := w.setCur(rfd, w.rootPath, true); err != nil {
+			return nil, "", err
+		}
+	}
+	return nil, text + after, nil
+}
+
+// rsvMagicOwner extracts the process a /proc magic link belongs to from its
+// path: …/PID/{fd/N,cwd,root,exe,ns/X} or …/PID/task/TID/….
+func rsvMagicOwner(linkPath string) (pid int, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(linkPath, "/"), "/")
+	n := len(parts)
+	var k int // index of the component right after the pid
+	switch {
+	case n >= 2 && (parts[n-1] == "cwd" || parts[n-1] == "root" || parts[n-1] == "exe"):
+		k = n - 1
+	case n >= 3 && (parts[n-2] == "fd" || parts[n-2] == "ns"):
+		k = n - 2
+	default:
+		return 0, false
+	}
+	if k < 1 {
+		return 0, false
+	}
+	id, err := strconv.Atoi(parts[k-1])
+	if err != nil || id <= 0 {
+		return 0, false
+	}
+	return id, true
+}
+
+// followMagic opens the magic link cur/name from the supervisor, which yields
+// the real object, after checking that the target could have followed it.
+func (w *rsvWalker) followMagic(name, after string, last, slash bool) (*Resolved, string, error) {
+	if w.flags&(NoMagicLinks|NoSymlinks) != 0 {
+		return nil, "", unix.ELOOP
+	}
+	if w.scoped() {
+		return nil, "", unix.EXDEV
+	}
+	linkPath := rsvJoin(w.curPath, name)
+	// The supervisor may open any process's links; the target only its
+	// own and those ptrace_may_access allows. Following only the target's
+	// own process keeps the supervisor's fds (and everyone else's) out of
+	// reach, at the price of refusing a sibling's links the kernel would
+	// have allowed.
+	pid, ok := rsvMagicOwner(linkPath)
+	if !ok {
+		return nil, "", fmt.Errorf("notify: refusing unrecognised /proc magic link %s: %w", linkPath, unix.EACCES)
+	}
+	if pid != w.st.tgid && pid != w.tid {
+		tg, err := Tgid(pid)
+		if err != nil || tg != w.st.tgid {
+			return nil, "", fmt.Errorf("notify: refusing magic link %s of another process: %w", linkPath, unix.EACCES)
+		}
+	}
+	ofd, err := rsvOpenat(w.cur, name, unix.O_PATH|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, "", err
+	}
+	text, err := rsvFdPath(ofd)
+	if err != nil {
+		unix.Close(ofd)
+		return nil, "", err
+	}
+	if w.flags&NoXdev != 0 {
+		id, err := rsvStatID(ofd)
+		if err != nil || id.mnt != w.startMnt {
+			unix.Close(ofd)
+			if err != nil {
+				return nil, "", err
+			}
+			return nil, "", unix.EXDEV
+		}
+	}
+	if last {
+		if slash && w.flags&ParentOnly == 0 {
+			var st unix.Stat_t
+			if err := unix.Fstat(ofd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				unix.Close(ofd)
+				return nil, "", unix.ENOTDIR
+			}
+		}
+		r, err := w.finishObject(ofd, text, slash)
+		return r, "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(ofd, &st); err != nil {
+		unix.Close(ofd)
+		return nil, "", fmt.Errorf("notify: fstat %s: %w", linkPath, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(ofd)
+		return nil, "", unix.ENOTDIR
+	}
+	if err := w.setCur(ofd, text, false); err != nil {
+		return nil, "", err
+	}
+	return nil, after, nil
+}
+
+// finishObject builds a result for an object only reachable by its fd (a
+// magic-link target or the AT_EMPTY_PATH dirfd). fd is consumed.
+func (w *rsvWalker) finishObject(fd int, text string, slash bool) (*Resolved, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("notify: fstat %s: %w", text, err)
+	}
+	r := &Resolved{
+		Path:          text,
+		Kind:          rsvKindOf(text, &st),
+		Exists:        true,
+		Stat:          st,
+		Object:        os.NewFile(uintptr(fd), text),
+		TrailingSlash: slash,
+		last:          rsvLastObject,
+	}
+	if r.Kind == KindPath {
+		r.Name = text[strings.LastIndexByte(text, '/')+1:]
+	}
+	return r, nil
+}
+
+// finishSpecial builds the result for a path ending in ".", ".." or at the
+// root: the object is the current directory.
+func (w *rsvWalker) finishSpecial(last rsvLast, name string, slash bool) (*Resolved, error) {
+	fd := w.takeCur()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("notify: fstat %s: %w", w.curPath, err)
+	}
+	if w.flags&NoXdev != 0 {
+		if id, err := rsvStatID(fd); err != nil || id.mnt != w.startMnt {
+			unix.Close(fd)
+			if err != nil {
+				return nil, err
+			}
+			return nil, unix.EXDEV
+		}
+	}
+	return &Resolved{
+		Path:          w.curPath,
+		Kind:          rsvKindOf(w.curPath, &st),
+		Exists:        true,
+		Stat:          st,
+		Object:        os.NewFile(uintptr(fd), w.curPath),
+		Name:          name,
+		TrailingSlash: slash,
+		last:          last,
+	}, nil
+}
+
+// finishAbsent builds the result for a last component that does not exist.
+func (w *rsvWalker) finishAbsent(name string, slash bool) (*Resolved, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(w.cur, &st); err != nil {
+		return nil, fmt.Errorf("notify: fstat %s: %w", w.curPath, err)
+	}
+	if st.Nlink == 0 {
+		// Nothing can be created or found in a removed directory.
+		return nil, unix.ENOENT
+	}
+	return &Resolved{
+		Path:          rsvJoin(w.curPath, name),
+		Kind:          KindPath,
+		Dir:           os.NewFile(uintptr(w.takeCur()), "dir"),
+		Name:          name,
+		TrailingSlash: slash,
+		last:          rsvLastNorm,
+	}, nil
+}
+
+// rsvKindOf classifies a readlink text: anything not an absolute path, or a
+// removed object, has no path the policy could name.
+func rsvKindOf(text string, st *unix.Stat_t) Kind {
+	if !strings.HasPrefix(text, "/") {
+		return KindAnon
+	}
+	if st.Nlink == 0 && strings.HasSuffix(text, " (deleted)") {
+		return KindAnon
+	}
+	return KindPath
+}
+
+func rsvOpenat(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func rsvDup(fd int) (int, error) {
+	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("notify: dup: %w", err)
+	}
+	return nfd, nil
+}
+
+// rsvFdPath is the kernel's d_path of one of the supervisor's own fds.
+func rsvFdPath(fd int) (string, error) {
+	p := "/proc/self/fd/" + strconv.Itoa(fd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink(p, buf)
+	if err != nil {
+		return "", fmt.Errorf("notify: readlink %s: %w", p, err)
+	}
+	return string(buf[:n]), nil
+}
+
+// rsvReadlinkFd reads the symlink an O_PATH|O_NOFOLLOW fd refers to.
+func rsvReadlinkFd(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// rsvStatID identifies a directory by mount and inode, as the kernel's
+// path_equal does (a bind mount of / elsewhere has the same inode).
+func rsvStatID(fd int) (rsvID, error) {
+	var sx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_MNT_ID, &sx); err != nil {
+		return rsvID{}, fmt.Errorf("notify: statx: %w", err)
+	}
+	return rsvID{mnt: sx.Mnt_id, ino: sx.Ino}, nil
+}

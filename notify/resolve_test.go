@@ -1,0 +1,508 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// rsvNeedKernel skips when the kernel lacks what the test needs, unless
+// PERMWRAP_REQUIRE_KERNEL=1 (CI), where a missing feature is a failure.
+func rsvNeedKernel(t testing.TB, feature string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("PERMWRAP_REQUIRE_KERNEL") == "1" {
+		t.Fatalf("kernel feature %s unavailable: %v", feature, err)
+	}
+	t.Skipf("kernel feature %s unavailable: %v", feature, err)
+}
+
+func rsvProbe(t testing.TB) {
+	t.Helper()
+	fd, err := unix.Openat2(unix.AT_FDCWD, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: rsvResolveOne})
+	if err == nil {
+		unix.Close(fd)
+	}
+	rsvNeedKernel(t, "openat2", err)
+	_, err = os.Stat("/proc/self/status")
+	rsvNeedKernel(t, "procfs", err)
+}
+
+// rsvTree builds a directory tree with every kind of link the table needs.
+func rsvTree(t testing.TB) string {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(base+"/d/sub", 0o755))
+	must(os.WriteFile(base+"/d/f", []byte("F"), 0o644))
+	must(os.WriteFile(base+"/d/sub/g", []byte("G"), 0o644))
+	for name, target := range map[string]string{
+		"link_d":    "d",
+		"link_f":    "d/f",
+		"abs_link":  base + "/d",
+		"loop1":     "loop2",
+		"loop2":     "loop1",
+		"dangling":  "d/newfile",
+		"rel_up":    "../" + filepath.Base(base) + "/d",
+		"chain1":    "chain2",
+		"chain2":    "chain3",
+		"chain3":    "link_f",
+		"link_root": "/",
+		"empty_dir": "d/sub/",
+		"d/sub/up":  "../..",
+		"trail":     "d/",
+		"link_dot":  ".",
+	} {
+		must(os.Symlink(target, base+"/"+name))
+	}
+	return base
+}
+
+var rsvCases = []string{
+	"d/f", "d//f", "./d/./f", "d/sub/../f", "d/sub/g", "link_d/f", "link_f",
+	"abs_link/sub/g", "loop1", "loop1/x", "dangling", "d/f/", "d/", "link_d/",
+	"link_f/", "d/f/x", "nonexist/x", "d/nonexist", "../../../../../../../..",
+	"d/../../../../../../../../", ".", "..", "chain1", "link_root/etc",
+	"link_root", "d/.", "d/..", "d/sub/up/d/f", "rel_up/f", "empty_dir",
+	"empty_dir/g", "trail", "trail/f", "link_dot/link_dot/d", "dangling/",
+	strings.Repeat("a", 300), "d/" + strings.Repeat("b", 256), "d/f/.", "d/f/..",
+}
+
+// rsvCompare checks Resolve against the kernel's own openat(O_PATH) of the
+// same path from the same process.
+func rsvCompare(t *testing.T, tid, dirfd int, p string, follow bool) {
+	t.Helper()
+	kflags := unix.O_PATH | unix.O_CLOEXEC
+	var flags ResolveFlags
+	if follow {
+		flags |= FollowLast
+	} else {
+		kflags |= unix.O_NOFOLLOW
+	}
+	kfd, kerr := unix.Openat(dirfd, p, kflags, 0)
+	r, err := Resolve(tid, dirfd, p, flags)
+	if r != nil {
+		defer r.Close()
+	}
+	label := fmt.Sprintf("%q follow=%v", p, follow)
+	if kerr != nil {
+		switch {
+		case kerr == unix.ENOENT && err == nil && !r.Exists:
+			// Resolve reports an absent last name: the parent exists.
+		case err == nil:
+			t.Errorf("%s: kernel %v, Resolve succeeded with %v", label, kerr, r)
+		case !errors.Is(err, kerr):
+			t.Errorf("%s: kernel %v, Resolve %v", label, kerr, err)
+		}
+		return
+	}
+	defer unix.Close(kfd)
+	if err != nil {
+		t.Errorf("%s: kernel opened it, Resolve: %v", label, err)
+		return
+	}
+	if !r.Exists {
+		t.Errorf("%s: kernel opened it, Resolve says absent (%v)", label, r)
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(kfd, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Dev != r.Stat.Dev || st.Ino != r.Stat.Ino {
+		t.Errorf("%s: kernel reached ino %d, Resolve ino %d (%v)", label, st.Ino, r.Stat.Ino, r)
+	}
+	kp, err := rsvFdPath(kfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kp != r.Path {
+		t.Errorf("%s: kernel path %q, Resolve path %q", label, kp, r.Path)
+	}
+}
+
+func TestResolveMatchesKernelDirfd(t *testing.T) {
+	rsvProbe(t)
+	base := rsvTree(t)
+	dfd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	pid := os.Getpid()
+	for _, p := range rsvCases {
+		for _, follow := range []bool{true, false} {
+			rsvCompare(t, pid, dfd, p, follow)
+			rsvCompare(t, pid, unix.AT_FDCWD, base+"/"+p, follow)
+		}
+	}
+	// A path as long as the kernel accepts, and one byte more.
+	long := strings.Repeat("./", unix.PathMax/2-2) + "d/f"
+	rsvCompare(t, pid, dfd, long, true)
+	rsvCompare(t, pid, dfd, long+"/", true)
+	rsvCompare(t, pid, dfd, "./"+long, true)
+	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd)+"/d/f", true)
+	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd)+"/d/../link_f", true)
+	rsvCompare(t, pid, dfd, "/proc/thread-self/../../self/cwd", true)
+	rsvCompare(t, pid, dfd, "/proc/self/root/"+base+"/d/f", true)
+	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd), false)
+	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd), true)
+}
+
+// rsvChild starts `sleep` in dir with extra files as fds 3, 4, ...
+func rsvChild(t *testing.T, dir string, stdin io.Reader, extra ...*os.File) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.Dir = dir
+	cmd.Stdin = stdin
+	cmd.ExtraFiles = extra
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Wait until the child is sleep, not the forked test binary, so its
+	// /proc view (cwd, fds) is final.
+	for range 200 {
+		if exe, err := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"); err == nil && strings.HasSuffix(exe, "sleep") {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cmd
+}
+
+func TestResolveChildCwdAndFds(t *testing.T) {
+	rsvProbe(t)
+	base := rsvTree(t)
+	dir, err := os.Open(base + "/d/sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	file, err := os.Open(base + "/d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	child := rsvChild(t, base, pr, dir, file)
+	pr.Close()
+	pid := child.Process.Pid
+
+	bfd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(bfd)
+	// The child's cwd is base: cwd-relative resolution for it must equal
+	// base-relative resolution by the kernel here.
+	for _, p := range rsvCases {
+		kfd, kerr := unix.Openat(bfd, p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		r, err := Resolve(pid, unix.AT_FDCWD, p, FollowLast)
+		switch {
+		case kerr != nil:
+			if err == nil && !(kerr == unix.ENOENT && !r.Exists) {
+				t.Errorf("%q: kernel %v, Resolve %v", p, kerr, r)
+			} else if err != nil && !errors.Is(err, kerr) {
+				t.Errorf("%q: kernel %v, Resolve %v", p, kerr, err)
+			}
+		case err != nil:
+			t.Errorf("%q: kernel ok, Resolve %v", p, err)
+		default:
+			want, _ := rsvFdPath(kfd)
+			if r.Path != want {
+				t.Errorf("%q: Path %q, want %q", p, r.Path, want)
+			}
+		}
+		if kerr == nil {
+			unix.Close(kfd)
+		}
+		r.Close()
+	}
+
+	checks := []struct {
+		dirfd int
+		path  string
+		flags ResolveFlags
+		want  string // Path, or "errno:<name>"
+		kind  Kind
+	}{
+		{3, "g", FollowLast, base + "/d/sub/g", KindPath},
+		{3, "../f", FollowLast, base + "/d/f", KindPath},
+		{3, "", FollowLast | AllowEmpty, base + "/d/sub", KindPath},
+		{3, "", FollowLast, "errno:" + unix.ENOENT.Error(), 0},
+		{4, "", AllowEmpty, base + "/d/f", KindPath},
+		{4, "x", FollowLast, "errno:" + unix.ENOTDIR.Error(), 0},
+		{50, "x", FollowLast, "errno:" + unix.EBADF.Error(), 0},
+		{50, base + "/d/f", FollowLast, base + "/d/f", KindPath}, // absolute: dirfd ignored
+		{unix.AT_FDCWD, "/proc/self/cwd/d/f", FollowLast, base + "/d/f", KindPath},
+		{unix.AT_FDCWD, "/proc/thread-self/cwd/link_f", FollowLast, base + "/d/f", KindPath},
+		{unix.AT_FDCWD, "/proc/self/fd/3/g", FollowLast, base + "/d/sub/g", KindPath},
+		{unix.AT_FDCWD, "/proc/self/fd/4", FollowLast, base + "/d/f", KindPath},
+		{unix.AT_FDCWD, "/proc/self/fd/4", 0, "/proc/" + strconv.Itoa(pid) + "/fd/4", KindPath},
+		{unix.AT_FDCWD, "/proc/self/fd/4", FollowLast | NoMagicLinks, "errno:" + unix.ELOOP.Error(), 0},
+		{unix.AT_FDCWD, "/proc/self/fd/4/x", FollowLast, "errno:" + unix.ENOTDIR.Error(), 0},
+		{unix.AT_FDCWD, "/proc/" + strconv.Itoa(pid) + "/root/etc/hostname", FollowLast, "/etc/hostname", KindPath},
+		{unix.AT_FDCWD, "/dev/stdin", FollowLast, "pipe:", KindAnon},
+		{unix.AT_FDCWD, "/dev/fd/0", FollowLast, "pipe:", KindAnon},
+		// Another process's magic links stay out of reach.
+		{unix.AT_FDCWD, "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/0", FollowLast, "errno:" + unix.EACCES.Error(), 0},
+		{unix.AT_FDCWD, "/proc/" + strconv.Itoa(os.Getpid()) + "/cwd/x", FollowLast, "errno:" + unix.EACCES.Error(), 0},
+		{unix.AT_FDCWD, "d/f", FollowLast | Beneath, base + "/d/f", KindPath},
+		{unix.AT_FDCWD, "../x", FollowLast | Beneath, "errno:" + unix.EXDEV.Error(), 0},
+		{unix.AT_FDCWD, "abs_link/f", FollowLast | Beneath, "errno:" + unix.EXDEV.Error(), 0},
+		{unix.AT_FDCWD, "link_f", FollowLast | NoSymlinks, "errno:" + unix.ELOOP.Error(), 0},
+		{unix.AT_FDCWD, "/../d/f", FollowLast | InRoot, base + "/d/f", KindPath},
+	}
+	for _, c := range checks {
+		r, err := Resolve(pid, c.dirfd, c.path, c.flags)
+		got := ""
+		if err != nil {
+			got = "errno:" + Errno(err).Error()
+		} else {
+			got = r.Path
+			if c.kind == KindAnon && strings.HasPrefix(got, c.want) {
+				got = c.want
+			}
+			if r.Kind != c.kind {
+				t.Errorf("fd %d %q: kind %v, want %v", c.dirfd, c.path, r.Kind, c.kind)
+			}
+			r.Close()
+		}
+		if got != c.want {
+			t.Errorf("fd %d %q flags %b: got %s, want %s", c.dirfd, c.path, c.flags, got, c.want)
+		}
+	}
+
+	// Reopening /dev/stdin reaches the very pipe the child holds.
+	r, err := Resolve(pid, unix.AT_FDCWD, "/dev/stdin", FollowLast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenResolved(r, unix.O_RDONLY, 0, 0)
+	r.Close()
+	if err != nil {
+		t.Fatalf("reopen pipe: %v", err)
+	}
+	defer f.Close()
+	if _, err := pw.Write([]byte("through")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(f, buf); err != nil || string(buf) != "through" {
+		t.Errorf("read from reopened stdin: %q %v", buf, err)
+	}
+}
+
+func TestResolveDeletedCwd(t *testing.T) {
+	rsvProbe(t)
+	base := rsvTree(t)
+	gone := base + "/gone"
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	child := rsvChild(t, gone, nil)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	pid := child.Process.Pid
+	for _, p := range []string{"x", "x/y"} {
+		r, err := Resolve(pid, unix.AT_FDCWD, p, FollowLast|ParentOnly)
+		if !errors.Is(err, unix.ENOENT) {
+			t.Errorf("%q in deleted cwd: got %v %v, want ENOENT", p, r, err)
+		}
+	}
+	r, err := Resolve(pid, unix.AT_FDCWD, ".", FollowLast)
+	if err != nil {
+		t.Fatalf(". in deleted cwd: %v", err)
+	}
+	defer r.Close()
+	if r.Kind != KindAnon {
+		t.Errorf(". in deleted cwd: kind %v path %q, want anon", r.Kind, r.Path)
+	}
+}
+
+// TestResolveRaceSwapDirForSymlink swaps a directory component for a symlink
+// to a secret directory while resolving and opening through it: every file
+// opened must be the one whose path was checked.
+func TestResolveRaceSwapDirForSymlink(t *testing.T) {
+	rsvProbe(t)
+	base := rsvTree(t)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(base+"/a/b", 0o755))
+	must(os.WriteFile(base+"/a/b/file", []byte("good"), 0o644))
+	must(os.MkdirAll(base+"/secret", 0o755))
+	must(os.WriteFile(base+"/secret/file", []byte("secret"), 0o644))
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			os.Rename(base+"/a/b", base+"/a/real")
+			os.Symlink(base+"/secret", base+"/a/b")
+			os.Remove(base + "/a/b")
+			os.Rename(base+"/a/real", base+"/a/b")
+		}
+	}()
+	pid := os.Getpid()
+	var opened, viaSecret int
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline) || opened < 50; i++ {
+		if i > 1_000_000 {
+			break
+		}
+		r, err := Resolve(pid, unix.AT_FDCWD, base+"/a/b/file", FollowLast)
+		if err != nil {
+			continue
+		}
+		f, err := OpenResolved(r, unix.O_RDONLY, 0, 0)
+		if err != nil {
+			r.Close()
+			continue
+		}
+		var st unix.Stat_t
+		must(unix.Fstat(int(f.Fd()), &st))
+		data, _ := io.ReadAll(f)
+		f.Close()
+		opened++
+		if st.Ino != r.Stat.Ino || st.Dev != r.Stat.Dev {
+			t.Fatalf("opened ino %d, checked %s ino %d", st.Ino, r.Path, r.Stat.Ino)
+		}
+		isSecret := strings.HasPrefix(r.Path, base+"/secret/")
+		if isSecret {
+			viaSecret++
+		}
+		if (string(data) == "secret") != isSecret {
+			t.Fatalf("checked %q but read %q", r.Path, data)
+		}
+		r.Close()
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d opens, %d through the swapped symlink", opened, viaSecret)
+	if opened == 0 {
+		t.Fatal("no open succeeded")
+	}
+}
+
+// TestResolveFdLeak guards against pinned descriptors leaking on any path.
+func TestResolveFdLeak(t *testing.T) {
+	rsvProbe(t)
+	base := rsvTree(t)
+	count := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	pid := os.Getpid()
+	before := count()
+	for range 3 {
+		for _, p := range rsvCases {
+			for _, fl := range []ResolveFlags{0, FollowLast, FollowLast | Beneath, ParentOnly, FollowLast | NoXdev} {
+				r, err := Resolve(pid, unix.AT_FDCWD, base+"/"+p, fl)
+				if err == nil {
+					r.Close()
+				}
+			}
+		}
+	}
+	if after := count(); after != before {
+		t.Errorf("fds before %d, after %d", before, after)
+	}
+}
+
+func TestParseStatusRejectsGarbage(t *testing.T) {
+	for _, in := range []string{"", "Tgid: x\n", "Tgid:\t12\nUmask:\t0022\nUid:\t1 2 3\nGid:\t1 2 3 4\nGroups:\t\nCapEff:\t0\n"} {
+		if _, err := rsvParseStatus(1, []byte(in)); err == nil {
+			t.Errorf("parsed %q without error", in)
+		}
+	}
+	st, err := rsvParseStatus(1, []byte("Name:\tx\nUmask:\t0027\nTgid:\t7\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t10 11\nCapEff:\t0000000000000004\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.tgid != 7 || st.umask != 0o27 || st.cred.UID != 4 || st.cred.GID != 8 || len(st.cred.Groups) != 2 || st.cred.CapEff != 4 {
+		t.Errorf("parsed %+v", st)
+	}
+}
+
+func FuzzParseStatus(f *testing.F) {
+	f.Add([]byte("Tgid:\t7\nUmask:\t0022\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t\nCapEff:\t0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := rsvParseStatus(1, b)
+		if err == nil && (st.tgid <= 0 || st.umask > 0o777) {
+			t.Fatalf("accepted %+v", st)
+		}
+	})
+}
+
+func BenchmarkResolve5(b *testing.B) {
+	rsvProbe(b)
+	base := rsvTree(b)
+	if err := os.MkdirAll(base+"/p1/p2/p3/p4", 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(base+"/p1/p2/p3/p4/file.go", nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	pid := os.Getpid()
+	for _, tc := range []struct {
+		name, path string
+		dirfd      int
+	}{
+		{"absolute", base + "/p1/p2/p3/p4/file.go", unix.AT_FDCWD},
+		{"relative", "p1/p2/p3/p4/file.go", -1},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			dirfd := tc.dirfd
+			if dirfd == -1 {
+				f, err := os.Open(base)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				dirfd = int(f.Fd())
+			}
+			for b.Loop() {
+				r, err := Resolve(pid, dirfd, tc.path, FollowLast)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+		})
+	}
+}
