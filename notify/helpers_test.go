@@ -154,6 +154,8 @@ func startFilteredChildStdin(t testing.TB, stdin *os.File, role string, opts str
 	c := &filteredChild{}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChildRole+"="+role, envChildOpts+"="+opts)
+	// The race runtime sleeps 1s at exit by default; the children are many.
+	cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.ExtraFiles = []*os.File{childEnd}
 	cmd.Stdout = &c.stdout

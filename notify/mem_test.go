@@ -1,0 +1,205 @@
+package notify
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// guardedPage maps two pages and makes the second inaccessible, so tests
+// can place data right before an unmapped boundary. It returns the first
+// page and the address of the guard page.
+func guardedPage(t testing.TB) ([]byte, uint64) {
+	t.Helper()
+	ps := os.Getpagesize()
+	m, err := unix.Mmap(-1, 0, 2*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	t.Cleanup(func() { unix.Munmap(m) })
+	if err := unix.Mprotect(m[ps:], unix.PROT_NONE); err != nil {
+		t.Fatalf("mprotect: %v", err)
+	}
+	return m[:ps], addrOf(m[ps:])
+}
+
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
+
+// placeAtEnd copies s to the end of page so its last byte touches the guard.
+func placeAtEnd(page []byte, s string) uint64 {
+	off := len(page) - len(s)
+	copy(page[off:], s)
+	return addrOf(page[off:])
+}
+
+func TestReadStringSelf(t *testing.T) {
+	pid := os.Getpid()
+	page, guard := guardedPage(t)
+
+	// Ends exactly at the guard page: must not read past the NUL.
+	addr := placeAtEnd(page, "/etc/hostname\x00")
+	if s, err := ReadString(pid, addr, PathMax); err != nil || s != "/etc/hostname" {
+		t.Errorf("string ending at guard: %q, %v", s, err)
+	}
+	// No NUL before the guard: the read faults, it is not a string.
+	addr = placeAtEnd(page, "/no/terminator")
+	if _, err := ReadString(pid, addr, PathMax); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("unterminated string before guard: %v, want EFAULT", err)
+	}
+	if _, err := ReadString(pid, 0, PathMax); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("NULL: %v, want EFAULT", err)
+	}
+	if _, err := ReadString(pid, guard, PathMax); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("unmapped: %v, want EFAULT", err)
+	}
+	if s, err := ReadString(pid, placeAtEnd(page, "\x00"), PathMax); err != nil || s != "" {
+		t.Errorf("empty string: %q, %v", s, err)
+	}
+}
+
+func TestReadStringLimits(t *testing.T) {
+	pid := os.Getpid()
+	// max counts the NUL: a 4095-byte path fits PathMax, 4096 does not.
+	for _, c := range []struct {
+		n   int
+		max int
+		ok  bool
+	}{{4095, PathMax, true}, {4096, PathMax, false}, {3, 4, true}, {4, 4, false}, {10000, 20000, true}} {
+		buf := []byte(strings.Repeat("a", c.n) + "\x00")
+		s, err := ReadString(pid, addrOf(buf), c.max)
+		switch {
+		case c.ok && (err != nil || len(s) != c.n):
+			t.Errorf("len %d max %d: got len %d, %v", c.n, c.max, len(s), err)
+		case !c.ok && !errors.Is(err, unix.ENAMETOOLONG):
+			t.Errorf("len %d max %d: %v, want ENAMETOOLONG", c.n, c.max, err)
+		}
+	}
+	if _, err := ReadString(pid, 0x1000, 0); err == nil {
+		t.Error("max 0 accepted")
+	}
+}
+
+func TestReadBytesSelf(t *testing.T) {
+	pid := os.Getpid()
+	page, _ := guardedPage(t)
+	addr := placeAtEnd(page, "0123456789abcdef")
+	b, err := ReadBytes(pid, addr, 16)
+	if err != nil || string(b) != "0123456789abcdef" {
+		t.Errorf("ReadBytes = %q, %v", b, err)
+	}
+	if _, err := ReadBytes(pid, addr, 17); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("ReadBytes across guard: %v, want EFAULT", err)
+	}
+	// Crossing a mapped page boundary works.
+	big := make([]byte, 3*os.Getpagesize())
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	got, err := ReadBytes(pid, addrOf(big)+100, len(big)-100)
+	if err != nil || string(got) != string(big[100:]) {
+		t.Errorf("multi-page ReadBytes: %v", err)
+	}
+	if b, err := ReadBytes(pid, 0, 0); err != nil || len(b) != 0 {
+		t.Errorf("zero-length read: %v", err)
+	}
+}
+
+func TestReadArgvSelf(t *testing.T) {
+	pid := os.Getpid()
+	strs := [][]byte{[]byte("ls\x00"), []byte("-l\x00"), []byte("a b\x00")}
+	ptrs := make([]uint64, 0, 4)
+	for _, s := range strs {
+		ptrs = append(ptrs, addrOf(s))
+	}
+	ptrs = append(ptrs, 0)
+	arr := addrOf(unsafe.Slice((*byte)(unsafe.Pointer(&ptrs[0])), len(ptrs)*8))
+	argv, err := ReadArgv(pid, arr, 16, 1024)
+	if err != nil || len(argv) != 3 || argv[0] != "ls" || argv[1] != "-l" || argv[2] != "a b" {
+		t.Fatalf("ReadArgv = %q, %v", argv, err)
+	}
+	// Exactly at the bounds: 3 args, 3+3+4 = 10 bytes with NULs.
+	if _, err := ReadArgv(pid, arr, 3, 10); err != nil {
+		t.Errorf("at the bounds: %v", err)
+	}
+	if _, err := ReadArgv(pid, arr, 2, 1024); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("too many args: %v, want E2BIG", err)
+	}
+	if _, err := ReadArgv(pid, arr, 16, 9); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("too many bytes: %v, want E2BIG", err)
+	}
+	if argv, err := ReadArgv(pid, 0, 16, 1024); err != nil || len(argv) != 0 {
+		t.Errorf("NULL argv: %q, %v", argv, err)
+	}
+	runtime.KeepAlive(strs)
+	runtime.KeepAlive(ptrs)
+}
+
+func TestReadPointerArrayGuard(t *testing.T) {
+	pid := os.Getpid()
+	page, _ := guardedPage(t)
+	// Two non-NULL pointers and no terminator before the guard page.
+	addr := placeAtEnd(page, "\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00")
+	if _, err := ReadPointerArray(pid, addr, 100); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("unterminated array before guard: %v, want EFAULT", err)
+	}
+	// Misaligned arrays are read too.
+	// A misaligned array whose second entry straddles the guard page.
+	addr = placeAtEnd(page, "\x05\x00\x00\x00\x00\x00\x00\x00\x01")
+	if p, err := ReadPointerArray(pid, addr, 100); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("misaligned array running into guard: %v, %v; want EFAULT", p, err)
+	}
+	buf := make([]byte, 8*3+1)
+	buf[1] = 9
+	p, err := ReadPointerArray(pid, addrOf(buf)+1, 10)
+	if err != nil || len(p) != 1 || p[0] != 9 {
+		t.Errorf("misaligned: %v, %v", p, err)
+	}
+	if _, err := ReadPointerArray(pid, 0, 10); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("NULL array: %v", err)
+	}
+}
+
+func TestReadFromGoneProcess(t *testing.T) {
+	// A pid far above pid_max never exists.
+	if _, err := ReadString(1<<30, 0x1000, PathMax); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("ReadString from a missing pid: %v, want ESRCH", err)
+	}
+}
+
+func FuzzReadString(f *testing.F) {
+	f.Add([]byte("/etc/passwd\x00"), 4096)
+	f.Add([]byte("no nul"), 10)
+	f.Add([]byte("\x00"), 1)
+	pid := os.Getpid()
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		if len(data) == 0 || max <= 0 || max > 1<<16 {
+			return
+		}
+		page, _ := guardedPage(t)
+		if len(data) > len(page) {
+			data = data[:len(page)]
+		}
+		addr := placeAtEnd(page, string(data))
+		s, err := ReadString(pid, addr, max)
+		nul := strings.IndexByte(string(data), 0)
+		switch {
+		case nul >= 0 && nul < max:
+			if err != nil || s != string(data[:nul]) {
+				t.Fatalf("got %q, %v; want %q", s, err, data[:nul])
+			}
+		case nul < 0 && len(data) < max:
+			if !errors.Is(err, unix.EFAULT) {
+				t.Fatalf("unterminated before guard: %q, %v", s, err)
+			}
+		default:
+			if !errors.Is(err, unix.ENAMETOOLONG) {
+				t.Fatalf("no NUL within %d: %q, %v", max, s, err)
+			}
+		}
+	})
+}
