@@ -1,0 +1,298 @@
+package authority
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+// ptyScreen lends a real pseudo-terminal to the prompt, like the
+// supervisor's relay does; the test types on the master side.
+type ptyScreen struct {
+	tty, ptmx *os.File
+	mu        sync.Mutex
+	out       bytes.Buffer
+	acquired  int
+	released  int
+}
+
+func newPtyScreen(t *testing.T) *ptyScreen {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	s := &ptyScreen{tty: tty, ptmx: ptmx}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			s.mu.Lock()
+			s.out.Write(buf[:n])
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { ptmx.Close(); tty.Close() })
+	return s
+}
+
+func (s *ptyScreen) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, func(), error) {
+	s.mu.Lock()
+	s.acquired++
+	s.mu.Unlock()
+	return s.tty, s.tty, 100, 30, func() { s.mu.Lock(); s.released++; s.mu.Unlock() }, nil
+}
+
+var ansiSeq = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07]*\x07`)
+
+// screenText is everything the prompt drew, escape sequences removed.
+func (s *ptyScreen) screenText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ansiSeq.ReplaceAllString(s.out.String(), "")
+}
+
+func (s *ptyScreen) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(s.screenText(), want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("prompt never showed %q; screen:\n%s", want, s.screenText())
+}
+
+// typeKeys sends keys one at a time, so each is read as its own key.
+func (s *ptyScreen) typeKeys(t *testing.T, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if _, err := s.ptmx.Write([]byte(k)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+func (s *ptyScreen) clear() { s.mu.Lock(); s.out.Reset(); s.mu.Unlock() }
+
+const (
+	keyDown  = "\x1b[B"
+	keyEnter = "\r"
+	keyCtrlU = "\x15"
+)
+
+func promptRequest() Request {
+	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "git checkout main"})
+	r.Process = Process{PID: 4242, Comm: "git", Exe: "/usr/bin/git"}
+	r.Agent = []string{"claude", "--model", "x"}
+	r.Access = "exec"
+	r.Rule = engine.Rule{Surface: engine.SurfaceBash, Pattern: "git *", Action: engine.Ask, Origin: engine.OriginGlobal, Pos: engine.Position{File: "policy.jsonc", Line: 9, Column: 5}}
+	r.Suggested = SessionPattern{Surface: engine.SurfaceBash, Pattern: "git checkout *"}
+	return r
+}
+
+func runPrompt(t *testing.T, s *ptyScreen, r Request) <-chan Decision {
+	t.Helper()
+	p := NewPromptTerminal(s, PromptOptions{AskTimeout: time.Minute})
+	ch := make(chan Decision, 1)
+	go func() { ch <- p.Decide(context.Background(), r) }()
+	return ch
+}
+
+func await(t *testing.T, ch <-chan Decision) Decision {
+	t.Helper()
+	select {
+	case d := <-ch:
+		return d
+	case <-time.After(20 * time.Second):
+		t.Fatal("no decision")
+	}
+	return Decision{}
+}
+
+func TestPromptAllowOnce(t *testing.T) {
+	s := newPtyScreen(t)
+	ch := runPrompt(t, s, promptRequest())
+	s.waitFor(t, "Allow once")
+	text := s.screenText()
+	for _, want := range []string{"who:   git (pid 4242) under claude --model x", "what:  bash (exec) git checkout main", "why:   rule bash:git * (ask, policy.jsonc:9:5)", "Allow for this session: bash:git checkout *"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, text)
+		}
+	}
+	s.typeKeys(t, keyEnter)
+	d := await(t, ch)
+	if d.Action() != engine.Allow || d.DecidedBy() != (ByUser{Via: "dialog"}) {
+		t.Fatalf("%v", d)
+	}
+	if _, ok := d.SessionRule(); ok {
+		t.Fatal("allow once carries a session rule")
+	}
+	if s.acquired != 1 || s.released != 1 {
+		t.Fatalf("screen acquired %d released %d", s.acquired, s.released)
+	}
+}
+
+func TestPromptAllowForSessionEdited(t *testing.T) {
+	s := newPtyScreen(t)
+	ch := runPrompt(t, s, promptRequest())
+	s.waitFor(t, "Allow once")
+	s.clear()
+	s.typeKeys(t, keyDown, keyEnter)
+	s.waitFor(t, "git checkout *")
+	s.typeKeys(t, keyCtrlU)
+	s.typeKeys(t, strings.Split("git checkout feature/*", "")...)
+	s.typeKeys(t, keyEnter)
+	d := await(t, ch)
+	p, ok := d.SessionRule()
+	if d.Action() != engine.Allow || !ok || p != (SessionPattern{engine.SurfaceBash, "git checkout feature/*"}) {
+		t.Fatalf("%v", d)
+	}
+	if d.DecidedBy().Kind() != "user" {
+		t.Fatalf("%v", d.DecidedBy())
+	}
+}
+
+func TestPromptDenyWithReason(t *testing.T) {
+	s := newPtyScreen(t)
+	ch := runPrompt(t, s, promptRequest())
+	s.waitFor(t, "Allow once")
+	s.typeKeys(t, keyDown, keyDown, keyDown, keyEnter)
+	s.waitFor(t, "Reason")
+	s.typeKeys(t, strings.Split("stay on the feature branch", "")...)
+	s.typeKeys(t, keyEnter)
+	d := await(t, ch)
+	if d.Action() != engine.Deny || d.Reason() != "stay on the feature branch" || d.DecidedBy().Kind() != "user" {
+		t.Fatalf("%v", d)
+	}
+}
+
+func TestPromptFullRequestThenDeny(t *testing.T) {
+	s := newPtyScreen(t)
+	r := promptRequest()
+	r.Units = []string{"git checkout main", "git pull --rebase"}
+	ch := runPrompt(t, s, r)
+	s.waitFor(t, "Allow once")
+	s.typeKeys(t, keyDown, keyDown, keyDown, keyDown, keyEnter)
+	s.waitFor(t, "unit 2:  git pull --rebase")
+	s.clear()
+	s.typeKeys(t, keyEnter) // Back
+	s.waitFor(t, "Allow once")
+	s.typeKeys(t, keyDown, keyDown, keyEnter)
+	d := await(t, ch)
+	if d.Action() != engine.Deny || d.Reason() != ReasonDeniedByUser {
+		t.Fatalf("%v", d)
+	}
+}
+
+func TestPromptHumanOnlyHasNoSessionOption(t *testing.T) {
+	s := newPtyScreen(t)
+	r := promptRequest()
+	r.HumanOnly = true
+	ch := runPrompt(t, s, r)
+	s.waitFor(t, "Allow once")
+	if strings.Contains(s.screenText(), "for this session") {
+		t.Fatalf("session option on a human-only prompt:\n%s", s.screenText())
+	}
+	s.typeKeys(t, keyDown, keyEnter) // second option is Deny here
+	if d := await(t, ch); d.Action() != engine.Deny {
+		t.Fatalf("%v", d)
+	}
+}
+
+// fakeScreen hands out nothing; the dialog is replaced.
+type fakeScreen struct{ err error }
+
+func (f fakeScreen) Acquire(context.Context) (io.Reader, io.Writer, int, int, func(), error) {
+	return nil, nil, 80, 24, func() {}, f.err
+}
+
+func TestPromptQueueAndShare(t *testing.T) {
+	p := NewPromptTerminal(fakeScreen{}, PromptOptions{AskTimeout: time.Minute})
+	var mu sync.Mutex
+	var shown []string
+	active := 0
+	release := make(chan struct{})
+	p.dialog = func(ctx context.Context, _ io.Reader, _ io.Writer, _, _ int, r Request) (Decision, error) {
+		mu.Lock()
+		active++
+		if active > 1 {
+			t.Error("two prompts on screen at once")
+		}
+		shown = append(shown, r.Check.Value)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		active--
+		mu.Unlock()
+		return AllowedForSession(ByUser{Via: "dialog"}, r.Suggested), nil
+	}
+	reqs := []Request{promptRequest(), promptRequest(), promptRequest()}
+	reqs[2].Check.Value = "git status"
+	var wg sync.WaitGroup
+	out := make([]Decision, len(reqs))
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() { defer wg.Done(); out[i] = p.Decide(context.Background(), r) }()
+		time.Sleep(20 * time.Millisecond) // in order: the first owns the prompt
+	}
+	release <- struct{}{}
+	release <- struct{}{}
+	wg.Wait()
+	if len(shown) != 2 || shown[0] != "git checkout main" || shown[1] != "git status" {
+		t.Fatalf("prompts shown: %q", shown)
+	}
+	var sessionRules int
+	for _, d := range out {
+		if d.Action() != engine.Allow || d.DecidedBy().Kind() != "user" {
+			t.Fatalf("%v", d)
+		}
+		if _, ok := d.SessionRule(); ok {
+			sessionRules++
+		}
+	}
+	if sessionRules != 2 { // the sharer gets the answer, not a second copy of the rule
+		t.Fatalf("%d session rules", sessionRules)
+	}
+}
+
+func TestPromptTimeout(t *testing.T) {
+	p := NewPromptTerminal(fakeScreen{}, PromptOptions{AskTimeout: 50 * time.Millisecond})
+	p.dialog = func(ctx context.Context, _ io.Reader, _ io.Writer, _, _ int, r Request) (Decision, error) {
+		<-ctx.Done()
+		return Decision{}, ctx.Err()
+	}
+	d := p.Decide(context.Background(), promptRequest())
+	if d.Action() != engine.Deny || d.Reason() != ReasonTimedOut || d.DecidedBy() != (ByUnavailable{Reason: ReasonTimedOut}) {
+		t.Fatalf("%v", d)
+	}
+	if OutcomeEvent(true, d) != EventTimedOut {
+		t.Fatalf("event %s", OutcomeEvent(true, d))
+	}
+}
+
+func TestPromptScreenUnavailable(t *testing.T) {
+	p := NewPromptTerminal(fakeScreen{err: io.ErrClosedPipe}, PromptOptions{})
+	d := p.Decide(context.Background(), promptRequest())
+	if d.Action() != engine.Deny || d.DecidedBy().Kind() != "unavailable" {
+		t.Fatalf("%v", d)
+	}
+}

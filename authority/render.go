@@ -1,0 +1,193 @@
+package authority
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/mattn/go-runewidth"
+)
+
+// DefaultPromptRows is the row budget of the facts when the screen size is
+// unknown.
+const DefaultPromptRows = 24
+
+// RenderRequest renders the facts of a request, one per line, for a
+// screen width columns wide, in at most rows lines. Each line is cut to
+// the width with "…" marking the cut; when the facts do not fit, the last
+// line says how many were left out. Control characters from the request
+// (a path can hold an escape sequence) are shown escaped, never sent to
+// the terminal.
+//
+// It is pure: the prompt, tests and `permwrap explain` can all use it.
+func RenderRequest(r Request, width, rows int) []string {
+	if width < 20 {
+		width = 20
+	}
+	if rows < 1 {
+		rows = 1
+	}
+	facts := requestFacts(r, width)
+	var out []string
+	for i, f := range facts {
+		if len(out) == rows-1 && i < len(facts)-1 {
+			out = append(out, fitWidth(fmt.Sprintf("… %d more (choose \"show the full request\")", len(facts)-i), width))
+			break
+		}
+		out = append(out, fitWidth(f, width))
+		if len(out) == rows {
+			break
+		}
+	}
+	return out
+}
+
+// RenderFullRequest renders every fact in full, long values wrapped at
+// width rather than cut: what the prompt shows when asked for everything.
+func RenderFullRequest(r Request, width int) []string {
+	if width < 20 {
+		width = 20
+	}
+	var out []string
+	add := func(label, v string) {
+		out = append(out, wrapLine(fmt.Sprintf("%-8s %s", label+":", printable(v)), width)...)
+	}
+	add("request", string(r.ID))
+	if r.Node != "" {
+		add("node", r.Node)
+	}
+	add("process", fmt.Sprintf("%s (pid %d)", r.Process.Comm, r.Process.PID))
+	add("exe", r.Process.Exe)
+	add("cmdline", strings.Join(r.Process.Cmdline, " "))
+	add("agent", strings.Join(r.Agent, " "))
+	add("surface", r.Check.Surface.String())
+	add("access", r.Access)
+	add("value", r.Check.Value)
+	for _, x := range r.Runs {
+		add("runs", x)
+	}
+	for i, u := range r.Units {
+		add("unit "+strconv.Itoa(i+1), u)
+	}
+	add("why", whyLine(r))
+	if r.HumanOnly {
+		add("note", "protected write: only a person can allow it, and only once")
+	} else if r.Suggested.Pattern != "" {
+		add("session", r.Suggested.String())
+	}
+	return out
+}
+
+// requestFacts are the prompt's lines in priority order: when rows run
+// out, the last ones are left for the full view.
+func requestFacts(r Request, width int) []string {
+	who := fmt.Sprintf("who:   %s (pid %d)", printable(r.Process.Comm), r.Process.PID)
+	if len(r.Agent) > 0 {
+		who += " under " + printable(strings.Join(r.Agent, " "))
+	}
+	if r.Node != "" {
+		who += " [node " + printable(r.Node) + "]"
+	}
+	what := "what:  " + r.Check.Surface.String()
+	if r.Access != "" && r.Access != r.Check.Surface.String() {
+		what += " (" + printable(r.Access) + ")"
+	}
+	// The end of a path or command (the file name, the last argument) is
+	// what a person checks first, so a long value loses its middle.
+	what += " " + elideMiddle(printable(r.Check.Value), width-runewidth.StringWidth(what)-1)
+	facts := []string{who, what, "why:   " + whyLine(r)}
+	if len(r.Runs) > 0 {
+		facts = append(facts, "runs:  "+printable(strings.Join(r.Runs, " → ")))
+	}
+	if len(r.Units) > 0 {
+		facts = append(facts, fmt.Sprintf("units: %s", printable(strings.Join(r.Units, " ; "))))
+	}
+	if r.HumanOnly {
+		facts = append(facts, "note:  protected write: allow once or deny")
+	}
+	return facts
+}
+
+func whyLine(r Request) string {
+	if !r.HasRule() {
+		return "no rule (asking is the default)"
+	}
+	return "rule " + printable(r.Rule.String())
+}
+
+// printable escapes control and format characters so that nothing from a
+// request can move the cursor, change colours or hide text on screen.
+func printable(s string) string {
+	clean := true
+	for _, c := range s {
+		if isHidden(c) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, c := range s {
+		if isHidden(c) {
+			q := strconv.QuoteRune(c)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func isHidden(c rune) bool {
+	return c == unicode.ReplacementChar || unicode.IsControl(c) || unicode.Is(unicode.Cf, c)
+}
+
+// elideMiddle cuts s to width columns by replacing its middle with "…",
+// keeping a third of the room for the start and the rest for the end.
+func elideMiddle(s string, width int) string {
+	if width < 8 || runewidth.StringWidth(s) <= width {
+		return s
+	}
+	room := width - 1
+	head := runewidth.Truncate(s, room/3, "")
+	tailWidth := room - runewidth.StringWidth(head)
+	rs := []rune(s)
+	i := len(rs)
+	for w := 0; i > 0; i-- {
+		cw := runewidth.RuneWidth(rs[i-1])
+		if w+cw > tailWidth {
+			break
+		}
+		w += cw
+	}
+	return head + "…" + string(rs[i:])
+}
+
+func fitWidth(s string, width int) string {
+	if runewidth.StringWidth(s) <= width {
+		return s
+	}
+	return runewidth.Truncate(s, width, "…")
+}
+
+func wrapLine(s string, width int) []string {
+	var out []string
+	for runewidth.StringWidth(s) > width {
+		head := runewidth.Truncate(s, width, "")
+		if head == "" { // a single rune wider than the screen
+			head = string([]rune(s)[:1])
+		}
+		out = append(out, head)
+		s = "         " + s[len(head):]
+	}
+	return append(out, s)
+}
+
+// String renders a request on one line for logs and tests:
+// "write /x/y by bash (pid 12)".
+func (r Request) String() string {
+	return fmt.Sprintf("%s %s by %s (pid %d)", r.Check.Surface, printable(r.Check.Value), printable(r.Process.Comm), r.Process.PID)
+}

@@ -1,0 +1,108 @@
+package authority
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mattn/go-runewidth"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func renderFixture() Request {
+	r := Request{
+		ID:      "0190a0b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b",
+		Time:    time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC),
+		Process: Process{PID: 31337, Comm: "bash", Exe: "/usr/bin/bash", Cmdline: []string{"bash", "-c", "make deploy"}},
+		Agent:   []string{"claude", "--dangerously-skip-nothing"},
+		Check:   engine.Check{Surface: engine.SurfaceBash, Value: "env AWS_PROFILE=prod nice -n 10 ./deploy.sh --region eu-west-1 --really"},
+		Access:  "exec",
+		Runs:    []string{"nice -n 10 ./deploy.sh --region eu-west-1 --really", "./deploy.sh --region eu-west-1 --really"},
+		Units:   []string{"terraform apply -auto-approve", "aws s3 sync ./dist s3://bucket"},
+		Rule:    engine.Rule{Surface: engine.SurfaceBash, Pattern: "*deploy*", Action: engine.Ask, Origin: engine.OriginGlobal, Pos: engine.Position{File: "/home/u/.config/permwrap/policy.jsonc", Line: 40, Column: 9}},
+	}
+	r.Suggested = SessionPattern{Surface: engine.SurfaceBash, Pattern: "env AWS_PROFILE=prod nice -n 10 ./deploy.sh *"}
+	return r
+}
+
+func TestRenderRequestGolden(t *testing.T) {
+	noRule := renderFixture()
+	noRule.Rule = engine.Rule{}
+	noRule.Runs, noRule.Units = nil, nil
+	noRule.Check = engine.Check{Surface: engine.SurfaceWrite, Value: "/home/u/project/src/日本語/ファイル.go"}
+	noRule.Access = "create"
+
+	hostile := renderFixture()
+	hostile.Check = engine.Check{Surface: engine.SurfaceWrite, Value: "/tmp/\x1b[2J\x1b[Hinnocent\u202etxt.exe\nsecond line"}
+	hostile.Process.Comm = "evil\x07"
+	hostile.HumanOnly = true
+
+	cases := []struct {
+		name        string
+		r           Request
+		width, rows int
+		full        bool
+	}{
+		{"wide", renderFixture(), 120, 24, false},
+		{"narrow", renderFixture(), 40, 24, false},
+		{"budget", renderFixture(), 80, 3, false},
+		{"norule_wide_runes", noRule, 30, 24, false},
+		{"hostile", hostile, 80, 24, false},
+		{"full_narrow", renderFixture(), 40, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var lines []string
+			if c.full {
+				lines = RenderFullRequest(c.r, c.width)
+			} else {
+				lines = RenderRequest(c.r, c.width, c.rows)
+				if len(lines) > c.rows {
+					t.Fatalf("%d lines for a budget of %d", len(lines), c.rows)
+				}
+			}
+			for _, l := range lines {
+				if w := runewidth.StringWidth(l); w > c.width {
+					t.Errorf("line %d columns wide, budget %d: %q", w, c.width, l)
+				}
+				if strings.ContainsAny(l, "\x1b\x07\n\u202e") {
+					t.Errorf("control character reached the screen: %q", l)
+				}
+			}
+			got := strings.Join(lines, "\n") + "\n"
+			golden := filepath.Join("testdata", "render", c.name+".golden")
+			if *update {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if got != string(want) {
+				t.Errorf("render differs from %s:\n got:\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+func TestRenderRequestSmallBudgets(t *testing.T) {
+	r := renderFixture()
+	for rows := 1; rows <= 8; rows++ {
+		lines := RenderRequest(r, 60, rows)
+		if len(lines) > rows || len(lines) == 0 {
+			t.Fatalf("rows %d: %d lines", rows, len(lines))
+		}
+		if !strings.HasPrefix(lines[0], "who:") && !strings.HasPrefix(lines[0], "…") {
+			t.Fatalf("rows %d: first line %q", rows, lines[0])
+		}
+	}
+}
