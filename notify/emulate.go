@@ -424,8 +424,14 @@ func Link(from, to *Resolved, flags int) error {
 				return unix.Linkat(int(from.Dir.Fd()), from.name(), int(to.Dir.Fd()), to.name(), 0)
 			})
 		}
-		if flags&unix.AT_EMPTY_PATH != 0 && from.Cred != nil && from.Cred.CapEff&capDacReadSearch == 0 {
-			return unix.ENOENT
+		if flags&unix.AT_EMPTY_PATH != 0 {
+			st, err := rsvReadStatus(from.tid)
+			if err != nil {
+				return err
+			}
+			if st.cred.CapEff&capDacReadSearch == 0 {
+				return unix.ENOENT
+			}
 		}
 		return rsvRetry(func() error {
 			return unix.Linkat(unix.AT_FDCWD, rsvSelfFd(from.Object), int(to.Dir.Fd()), to.name(), unix.AT_SYMLINK_FOLLOW)

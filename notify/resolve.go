@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -163,15 +164,15 @@ type Resolved struct {
 	Object *os.File
 	// TrailingSlash reports a trailing slash after the last component.
 	TrailingSlash bool
-	// Cred is the thread's filesystem identity at resolution; the emulation
-	// primitives act with it. Nil means "as the supervisor".
+	// Cred is the thread's filesystem identity at resolution when it
+	// differs from the supervisor's; the emulation primitives act with it.
+	// Nil means the thread's fs uid and gid are the supervisor's.
 	Cred *Cred
-	// Umask is the thread's umask at resolution.
-	Umask uint32
 	// Tgid is the thread's process id.
 	Tgid int
 
 	last rsvLast
+	tid  int
 }
 
 // Close releases the pinned descriptors.
@@ -246,7 +247,7 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 	if path == "" && flags&AllowEmpty == 0 {
 		return nil, unix.ENOENT
 	}
-	st, err := rsvReadStatus(tid)
+	st, err := rsvQuickStatus(tid)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +260,7 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 		return nil, err
 	}
 	var r *Resolved
-	err = rsvAs(&st.cred, func() error {
+	err = rsvAs(st.credp(), func() error {
 		var err error
 		r, err = w.walk(path)
 		return err
@@ -267,9 +268,9 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 	if err != nil {
 		return nil, err
 	}
-	r.Cred = &st.cred
-	r.Umask = st.umask
+	r.Cred = st.credp()
 	r.Tgid = st.tgid
+	r.tid = tid
 	return r, nil
 }
 
@@ -289,6 +290,7 @@ type rsvWalker struct {
 	cur     int
 	curPath string
 	curIsRt bool // cur was reached as the root itself (cheap ".." test)
+	noFast  bool // the fast prefix lookup failed once; walk the rest
 }
 
 type rsvID struct{ mnt, ino uint64 }
@@ -375,7 +377,7 @@ func (w *rsvWalker) ensureRoot() error {
 			return err
 		}
 		w.root = fd
-		p, err := rsvFdPath(fd)
+		p, err := rsvRootPath(fd)
 		if err != nil {
 			return err
 		}
@@ -406,7 +408,7 @@ func (w *rsvWalker) rootIdent() (rsvID, error) {
 				return rsvID{}, err
 			}
 			w.root = fd
-			p, err := rsvFdPath(fd)
+			p, err := rsvRootPath(fd)
 			if err != nil {
 				return rsvID{}, err
 			}
@@ -472,6 +474,11 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			// directory with no last name: "/", "a/b/" after "a/b" was a
 			// link to "/".
 			return w.finishSpecial(rsvLastRoot, "", false)
+		}
+		if !w.noFast {
+			if err := w.fastPrefix(&rest); err != nil {
+				return nil, err
+			}
 		}
 		name, after := rest, ""
 		if j := strings.IndexByte(rest, '/'); j >= 0 {
@@ -570,6 +577,46 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 		}
 		return r, nil
 	}
+}
+
+// fastPrefix opens every directory before the last component of rest in one
+// openat2 with RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS when that prefix has
+// no "..": without symlinks and "..", the kernel's walk is exactly ours and
+// the canonical path is lexical. Anything else (a symlink, a missing or
+// forbidden component) falls back to the component walk, which gives the
+// precise result and errno.
+func (w *rsvWalker) fastPrefix(rest *string) error {
+	trimmed := strings.TrimRight(*rest, "/")
+	i := strings.LastIndexByte(trimmed, '/')
+	if i <= 0 {
+		return nil
+	}
+	prefix := trimmed[:i]
+	p := w.curPath
+	for c := range strings.SplitSeq(prefix, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			return nil
+		default:
+			p = rsvJoin(p, c)
+		}
+	}
+	res := uint64(unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS)
+	if w.flags&NoXdev != 0 {
+		res |= unix.RESOLVE_NO_XDEV
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: res}
+	fd, err := unix.Openat2(w.cur, prefix, &how)
+	if err != nil {
+		w.noFast = true
+		return nil
+	}
+	if err := w.setCur(fd, p, false); err != nil {
+		return err
+	}
+	*rest = (*rest)[i+1:]
+	return nil
 }
 
 func (w *rsvWalker) takeCur() int {
@@ -870,6 +917,27 @@ func rsvFdPath(fd int) (string, error) {
 		return "", fmt.Errorf("notify: readlink %s: %w", p, err)
 	}
 	return string(buf[:n]), nil
+}
+
+var rsvOwnRoot = sync.OnceValues(func() (rsvID, error) {
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return rsvID{}, err
+	}
+	defer unix.Close(fd)
+	return rsvStatID(fd)
+})
+
+// rsvRootPath names a thread's root directory. It is almost always the
+// supervisor's own "/", which one statx confirms more cheaply than a
+// readlink.
+func rsvRootPath(fd int) (string, error) {
+	if own, err := rsvOwnRoot(); err == nil {
+		if id, err := rsvStatID(fd); err == nil && id == own {
+			return "/", nil
+		}
+	}
+	return rsvFdPath(fd)
 }
 
 // rsvReadlinkFd reads the symlink an O_PATH|O_NOFOLLOW fd refers to.
