@@ -8,6 +8,7 @@ package notify
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -232,5 +233,29 @@ func receiveOrFail(t testing.TB, l *Listener) Notif {
 			t.Fatalf("Receive: %v", err)
 		}
 		return n
+	}
+}
+
+// serveContinueAll answers every notification with CONTINUE until the
+// filter has no users left, and returns how many it served.
+func serveContinueAll(t testing.TB, l *Listener) int {
+	t.Helper()
+	served := 0
+	for {
+		var n Notif
+		err := l.Receive(&n)
+		switch {
+		case err == ErrGone:
+			continue
+		case err != nil:
+			if err != io.EOF {
+				t.Errorf("Receive: %v", err)
+			}
+			return served
+		}
+		served++
+		if err := l.Continue(n.ID); err != nil && err != ErrGone {
+			t.Errorf("Continue %v: %v", &n, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -17,7 +18,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const envChildPath = "PERMWRAP_NOTIFY_TEST_PATH"
+const (
+	envChildPath = "PERMWRAP_NOTIFY_TEST_PATH"
+	envChildArgv = "PERMWRAP_NOTIFY_TEST_ARGV"
+)
 
 func init() {
 	registerChildRole("openat", childOpenat)
@@ -28,6 +32,8 @@ func init() {
 	registerChildRole("waitkill", childWaitKill)
 	registerChildRole("threads", childThreads)
 	registerChildRole("bench", childBench)
+	registerChildRole("exec-env-argv", childExecArgv)
+	registerChildRole("nested", childNested)
 }
 
 // childOpenat opens $PATH read-only with O_CLOEXEC and prints what it got:
@@ -97,6 +103,28 @@ func childThreads() int {
 	}
 	wg.Wait()
 	fmt.Printf("ok=%d\n", ok.Load())
+	return 0
+}
+
+// childExecArgv execs the command in $PERMWRAP_NOTIFY_TEST_ARGV
+// (separated by \x1f) under the filter.
+func childExecArgv() int {
+	argv := strings.Split(os.Getenv(envChildArgv), "\x1f")
+	err := unix.Exec(argv[0], argv, os.Environ())
+	fmt.Printf("exec: %v\n", err)
+	return 1
+}
+
+// childNested tries to install a second listener, then a plain filter.
+func childNested() int {
+	allow := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+	fd, err := sysSeccompSetFilter(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, allow)
+	fmt.Printf("listener=%s ", errnoName(err))
+	if err == nil {
+		unix.Close(fd)
+	}
+	_, err = sysSeccompSetFilter(0, allow)
+	fmt.Printf("plain=%s\n", errnoName(err))
 	return 0
 }
 
@@ -504,5 +532,62 @@ func TestKernelSetSyncWakeUp(t *testing.T) {
 			requireKernel(t, "%v", err)
 		}
 		t.Fatalf("SetSyncWakeUp: %v", err)
+	}
+}
+
+// TestKernelNamespaceCannotAlias: a process in its own user and mount
+// namespace bind-mounts a directory under another name. Bare, that works
+// (so the test can fail); under the filter the mount family is EPERM, which
+// is why docs/kernel.md lets namespaces through.
+func TestKernelNamespaceCannotAlias(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1) binary")
+	}
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "denied"), filepath.Join(dir, "allowed")
+	for _, d := range []string{src, dst} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("mount --bind %s %s; echo rc=$?; cat %s/f", src, dst, dst)
+	argv := []string{unshare, "-Urm", "--propagation", "unchanged", "sh", "-c", script}
+
+	bare, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if !strings.Contains(string(bare), "rc=0") || !strings.Contains(string(bare), "SECRET") {
+		requireKernel(t, "unprivileged user+mount namespaces with bind mounts (bare run: %v: %s)", err, bare)
+	}
+
+	c := startFilteredChild(t, "exec-env-argv", "", envChildArgv+"="+strings.Join(argv, "\x1f"))
+	if n := serveContinueAll(t, c.L); n == 0 {
+		t.Error("no notification served: the exec was not watched")
+	}
+	out, _ := c.Wait()
+	out += c.stderr.String()
+	t.Logf("under the filter:\n%s", out)
+	if strings.Contains(out, "SECRET") || strings.Contains(out, "rc=0") {
+		t.Errorf("bind mount inside a namespace worked under the filter:\n%s", out)
+	}
+	if !strings.Contains(out, "rc=") {
+		t.Errorf("the script did not run under the filter:\n%s", out)
+	}
+}
+
+// TestKernelNestedListenerRefused: the filter refuses a second listener
+// with EPERM itself (not the kernel's EBUSY, which lasts only while ours is
+// open) and lets a plain nested filter through.
+func TestKernelNestedListenerRefused(t *testing.T) {
+	c := startFilteredChild(t, "nested", "")
+	serveContinueAll(t, c.L)
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, c.stderr.String())
+	}
+	if strings.TrimSpace(out) != "listener=EPERM plain=none" {
+		t.Errorf("child printed %q, want listener=EPERM plain=none", out)
 	}
 }
