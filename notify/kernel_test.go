@@ -364,8 +364,8 @@ func TestKernelCloseWakesReceiversAndFailsClosed(t *testing.T) {
 			t.Fatal("Close did not wake a blocked Receive")
 		}
 	}
-	if err := c.L.Continue(1); err != ErrClosed {
-		t.Errorf("Continue after Close = %v, want ErrClosed", err)
+	if err := c.L.Continue(1); err != ErrClosed || !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Continue after Close = %v, want ErrClosed matching os.ErrClosed", err)
 	}
 	// With no listener left the watched syscall fails instead of running.
 	w.Write([]byte{1})

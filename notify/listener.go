@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -14,8 +15,9 @@ var (
 	// a signal aborted the syscall). Nothing was done; the caller moves on
 	// to the next notification. It also answers IDValid for a dead id.
 	ErrGone = errors.New("notify: notification no longer valid (target interrupted or gone)")
-	// ErrClosed: the Listener was closed by its owner.
-	ErrClosed = errors.New("notify: listener closed")
+	// ErrClosed: the Listener was closed by its owner. It matches
+	// os.ErrClosed, as a closed net.Conn or os.File does.
+	ErrClosed = fmt.Errorf("notify: listener closed: %w", os.ErrClosed)
 	// ErrNotSupported: the running kernel lacks the feature asked for.
 	ErrNotSupported = errors.New("notify: not supported by this kernel")
 )
