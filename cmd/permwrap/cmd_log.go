@@ -1,12 +1,331 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/authority"
 )
 
-// cmdLog is a placeholder until its issue lands.
+const logUsage = `usage: permwrap log [--file F] [--follow] [--since DUR] [--decided-by KIND] [--denied] [--json]
+
+Show the review log, one line per decision: time, outcome, surface,
+value, and who decided.
+
+  --file F           the log to read (default $XDG_STATE_HOME/permwrap/review.jsonl)
+  --follow           keep printing decisions as they are written
+  --since DUR        only records newer than DUR ago (90s, 15m, 2h, 3d) or than a time (RFC 3339)
+  --decided-by KIND  only decisions made by KIND: ` + "user, authorizer, rule, session_approval, yolo, unavailable, error, forwarded" + `
+  --denied           only denials
+  --json             print the matching records as they are stored (every record kind)
+`
+
+// logFilter is what `permwrap log` selects.
+type logFilter struct {
+	since     time.Time
+	decidedBy string
+	denied    bool
+	json      bool
+}
+
+// isDecision reports whether a record is the outcome of a request.
+func isDecision(e authority.Event) bool {
+	switch e {
+	case authority.EventAllowed, authority.EventDenied, authority.EventApproved, authority.EventRejected, authority.EventTimedOut:
+		return true
+	}
+	return false
+}
+
+func (f logFilter) match(r authority.LogRecord) bool {
+	if !f.since.IsZero() && r.Time.Before(f.since) {
+		return false
+	}
+	if f.denied || f.decidedBy != "" || !f.json {
+		if !isDecision(r.Event) {
+			return false
+		}
+	}
+	if f.denied && r.Action != "deny" {
+		return false
+	}
+	if f.decidedBy != "" && (r.DecidedBy == nil || r.DecidedBy.Kind() != f.decidedBy) {
+		return false
+	}
+	return true
+}
+
 func cmdLog(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "permwrap log: not implemented yet")
-	return exitInternal
+	fs := flag.NewFlagSet("permwrap log", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, logUsage) }
+	file := fs.String("file", "", "")
+	follow := fs.Bool("follow", false, "")
+	since := fs.String("since", "", "")
+	decidedBy := fs.String("decided-by", "", "")
+	denied := fs.Bool("denied", false, "")
+	asJSON := fs.Bool("json", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInternal
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "permwrap log: unexpected argument %q\n%s", fs.Arg(0), logUsage)
+		return exitInternal
+	}
+	f := logFilter{decidedBy: *decidedBy, denied: *denied, json: *asJSON}
+	if f.decidedBy != "" && !slices.Contains(authority.DecidedByKinds, f.decidedBy) {
+		fmt.Fprintf(stderr, "permwrap log: --decided-by %q is not one of %s\n", f.decidedBy, strings.Join(authority.DecidedByKinds, ", "))
+		return exitInternal
+	}
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "permwrap log: --since: %v\n", err)
+			return exitInternal
+		}
+		f.since = t
+	}
+	path := *file
+	if path == "" {
+		var err error
+		if path, err = authority.DefaultLogPath(); err != nil {
+			fmt.Fprintf(stderr, "permwrap log: %v\n", err)
+			return exitInternal
+		}
+	}
+	color := !f.json && isTerminal(stdout) && os.Getenv("NO_COLOR") == ""
+
+	ctx := context.Background()
+	if *follow {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	return showLog(ctx, path, *follow, f, color, stdout, stderr)
+}
+
+// showLog prints the matching records of the log at path; with follow it
+// keeps reading what is appended until ctx ends.
+func showLog(ctx context.Context, path string, follow bool, f logFilter, color bool, stdout, stderr io.Writer) int {
+	file, err := os.Open(path)
+	for err != nil && follow && errors.Is(err, os.ErrNotExist) {
+		// Following a log that does not exist yet: wait for permwrap to create it.
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(followPoll):
+		}
+		file, err = os.Open(path)
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "permwrap log: no review log at %s (nothing decided yet, or see --file)\n", path)
+			return exitFailure
+		}
+		fmt.Fprintf(stderr, "permwrap log: %v\n", err)
+		return exitInternal
+	}
+	defer func() { file.Close() }()
+
+	broken := 0
+	emit := func(r authority.LogRecord) error {
+		if !f.match(r) {
+			return nil
+		}
+		var err error
+		if f.json {
+			_, err = fmt.Fprintf(stdout, "%s\n", r.Raw)
+		} else {
+			_, err = fmt.Fprintln(stdout, formatRecord(r, color))
+		}
+		return err
+	}
+	n, err := authority.ReadLog(file, emit)
+	broken += n
+	if err == nil && follow {
+		broken += followLog(ctx, path, &file, emit, stderr)
+	}
+	if broken > 0 {
+		fmt.Fprintf(stderr, "permwrap log: skipped %d broken line(s)\n", broken)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "permwrap log: %v\n", err)
+		return exitInternal
+	}
+	return exitOK
+}
+
+const followPoll = 200 * time.Millisecond
+
+// followLog reads what is appended to *file after its current offset,
+// line by line, until ctx ends. A file that shrinks or is replaced (log
+// rotation) is read again from its start.
+func followLog(ctx context.Context, path string, file **os.File, emit func(authority.LogRecord) error, stderr io.Writer) (broken int) {
+	var partial []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := (*file).Read(buf)
+		if n > 0 {
+			partial = append(partial, buf[:n]...)
+			for {
+				i := bytes.IndexByte(partial, '\n')
+				if i < 0 {
+					break
+				}
+				line := partial[:i]
+				if len(bytes.TrimSpace(line)) > 0 {
+					if rec, perr := authority.ParseLogLine(line); perr != nil {
+						broken++
+					} else if emit(rec) != nil {
+						return broken
+					}
+				}
+				partial = partial[i+1:]
+			}
+			if len(partial) > 1<<20 { // a line that never ends is not a record
+				partial, broken = nil, broken+1
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			fmt.Fprintf(stderr, "permwrap log: %v\n", err)
+			return broken
+		}
+		select {
+		case <-ctx.Done():
+			return broken
+		case <-time.After(followPoll):
+		}
+		if rotated(*file, path) {
+			if nf, err := os.Open(path); err == nil {
+				(*file).Close()
+				*file, partial = nf, nil
+			}
+		}
+	}
+}
+
+// rotated reports whether path now names a different file than f, or f
+// was truncated below the offset already read.
+func rotated(f *os.File, path string) bool {
+	cur, err1 := f.Stat()
+	now, err2 := os.Stat(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if !os.SameFile(cur, now) {
+		return true
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	return err == nil && now.Size() < off
+}
+
+// parseSince reads a duration ago (Go syntax, plus "d" for days) or an
+// RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || n < 0 {
+			return time.Time{}, fmt.Errorf("%q is not a duration like 90s, 15m, 2h or 3d, nor an RFC 3339 time", s)
+		}
+		return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("%q is not a duration like 90s, 15m, 2h or 3d, nor an RFC 3339 time", s)
+	}
+	return now.Add(-d), nil
+}
+
+var outcomeWords = map[authority.Event]string{
+	authority.EventAllowed:  "allowed",
+	authority.EventDenied:   "denied",
+	authority.EventApproved: "approved",
+	authority.EventRejected: "rejected",
+	authority.EventTimedOut: "timed out",
+}
+
+const (
+	ansiReset  = "\x1b[0m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiDim    = "\x1b[2m"
+)
+
+// formatRecord is one readable line:
+// "2026-12-01 06:00:00  denied     write  /etc/hosts  by rule write:/etc/** (global) — system files".
+func formatRecord(r authority.LogRecord, color bool) string {
+	word := outcomeWords[r.Event]
+	if word == "" {
+		word = string(r.Event)
+	}
+	by := "unknown"
+	if r.DecidedBy != nil {
+		by = r.DecidedBy.String()
+	}
+	var b strings.Builder
+	stamp := r.Time.Local().Format("2006-01-02 15:04:05")
+	paint := func(code, s string) string {
+		if !color {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	b.WriteString(paint(ansiDim, stamp))
+	b.WriteString("  ")
+	code := ansiGreen
+	switch r.Event {
+	case authority.EventDenied, authority.EventRejected:
+		code = ansiRed
+	case authority.EventTimedOut:
+		code = ansiYellow
+	}
+	b.WriteString(paint(code, fmt.Sprintf("%-9s", word)))
+	fmt.Fprintf(&b, "  %-5s  %s  by %s", safeText(r.Surface), safeText(r.Value), safeText(by))
+	if r.Reason != "" {
+		b.WriteString(" — " + safeText(r.Reason))
+	}
+	if r.Node != "" {
+		b.WriteString(" [node " + safeText(r.Node) + "]")
+	}
+	return b.String()
+}
+
+// safeText keeps a log value from driving the terminal: the log holds
+// paths and command lines the agent chose.
+func safeText(s string) string {
+	if !strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
