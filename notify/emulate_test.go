@@ -1,0 +1,537 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+const rsvTestUmask = 0o027
+
+// rsvScene is the starting tree for every emulation case, built twice: once
+// for the kernel to act on, once for the emulation.
+func rsvScene(t *testing.T, dir string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(dir+"/d/sub", 0o755))
+	must(os.Mkdir(dir+"/e", 0o755))
+	must(os.WriteFile(dir+"/f", []byte("file"), 0o644))
+	must(os.WriteFile(dir+"/f2", []byte("file2"), 0o644))
+	must(os.WriteFile(dir+"/d/x", []byte("x"), 0o644))
+	must(os.Symlink("f", dir+"/link_f"))
+	must(os.Symlink("e", dir+"/link_e"))
+	must(os.Symlink("d/newfile", dir+"/dangling"))
+	must(unix.Mkfifo(dir+"/fifo", 0o644))
+	must(os.Chmod(dir+"/fifo", 0o644))
+}
+
+// rsvState describes a tree: names, types, modes, sizes, link targets,
+// user xattrs and explicitly set (old) mtimes. Inode numbers and ordinary
+// times differ between the twins and are left out.
+func rsvState(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			lines = append(lines, p+": "+err.Error())
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		st := fi.Sys().(*syscall.Stat_t)
+		line := fmt.Sprintf("%s %o uid=%d gid=%d", rel, st.Mode, st.Uid, st.Gid)
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			b, _ := os.ReadFile(p)
+			line += fmt.Sprintf(" %q nlink=%d", b, st.Nlink)
+		case unix.S_IFLNK:
+			l, _ := os.Readlink(p)
+			line += " -> " + l
+		}
+		if st.Mtim.Sec < 1_000_000_000 {
+			line += fmt.Sprintf(" mtime=%d", st.Mtim.Sec)
+		}
+		buf := make([]byte, 64)
+		if n, err := unix.Lgetxattr(p, "user.t", buf); err == nil {
+			line += fmt.Sprintf(" user.t=%q", buf[:n])
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+type rsvEmuCase struct {
+	name   string
+	kernel func(dirfd int) error
+	emu    func(tid, dirfd int) error
+}
+
+func rsvRes(tid, dirfd int, p string, fl ResolveFlags) (*Resolved, error) {
+	return Resolve(tid, dirfd, p, fl)
+}
+
+// rsvOne resolves p and runs op on it.
+func rsvOne(tid, dirfd int, p string, fl ResolveFlags, op func(r *Resolved) error) error {
+	r, err := rsvRes(tid, dirfd, p, fl)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return op(r)
+}
+
+// rsvTwo resolves two paths and runs op on them.
+func rsvTwo(tid, dirfd int, a string, fa ResolveFlags, b string, fb ResolveFlags, op func(a, b *Resolved) error) error {
+	ra, err := rsvRes(tid, dirfd, a, fa)
+	if err != nil {
+		return err
+	}
+	defer ra.Close()
+	rb, err := rsvRes(tid, dirfd, b, fb)
+	if err != nil {
+		return err
+	}
+	defer rb.Close()
+	return op(ra, rb)
+}
+
+func rsvOpenCase(p string, flags int, mode uint32) rsvEmuCase {
+	return rsvEmuCase{
+		name: fmt.Sprintf("open %q %#o", p, flags),
+		kernel: func(dirfd int) error {
+			fd, err := unix.Openat(dirfd, p, flags|unix.O_CLOEXEC, mode)
+			if err == nil {
+				unix.Close(fd)
+			}
+			return err
+		},
+		emu: func(tid, dirfd int) error {
+			return rsvOne(tid, dirfd, p, OpenResolveFlags(flags), func(r *Resolved) error {
+				f, err := OpenResolved(r, flags, mode, rsvTestUmask)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			})
+		},
+	}
+}
+
+func rsvUnlinkCase(p string, rmdir bool) rsvEmuCase {
+	fl := 0
+	if rmdir {
+		fl = unix.AT_REMOVEDIR
+	}
+	return rsvEmuCase{
+		name:   fmt.Sprintf("unlink %q rmdir=%v", p, rmdir),
+		kernel: func(dirfd int) error { return unix.Unlinkat(dirfd, p, fl) },
+		emu: func(tid, dirfd int) error {
+			return rsvOne(tid, dirfd, p, ParentOnly, func(r *Resolved) error { return Unlink(r, rmdir) })
+		},
+	}
+}
+
+func rsvRenameCase(a, b string, flags uint) rsvEmuCase {
+	return rsvEmuCase{
+		name:   fmt.Sprintf("rename %q %q %d", a, b, flags),
+		kernel: func(dirfd int) error { return unix.Renameat2(dirfd, a, dirfd, b, flags) },
+		emu: func(tid, dirfd int) error {
+			return rsvTwo(tid, dirfd, a, ParentOnly, b, ParentOnly, func(x, y *Resolved) error { return Rename(x, y, flags) })
+		},
+	}
+}
+
+func rsvMkdirCase(p string) rsvEmuCase {
+	return rsvEmuCase{
+		name:   fmt.Sprintf("mkdir %q", p),
+		kernel: func(dirfd int) error { return unix.Mkdirat(dirfd, p, 0o1777) },
+		emu: func(tid, dirfd int) error {
+			return rsvOne(tid, dirfd, p, ParentOnly, func(r *Resolved) error { return Mkdir(r, 0o1777, rsvTestUmask) })
+		},
+	}
+}
+
+func rsvLinkCase(a, b string, flags int) rsvEmuCase {
+	return rsvEmuCase{
+		name:   fmt.Sprintf("link %q %q %#x", a, b, flags),
+		kernel: func(dirfd int) error { return unix.Linkat(dirfd, a, dirfd, b, flags) },
+		emu: func(tid, dirfd int) error {
+			return rsvTwo(tid, dirfd, a, AtResolveFlags(flags, false), b, ParentOnly, func(x, y *Resolved) error { return Link(x, y, flags) })
+		},
+	}
+}
+
+func rsvMetaCase(name, p string, follow bool, kernel func(dirfd int, p string, atFlags int) error, op func(r *Resolved) error) rsvEmuCase {
+	at := 0
+	if !follow {
+		at = unix.AT_SYMLINK_NOFOLLOW
+	}
+	return rsvEmuCase{
+		name:   fmt.Sprintf("%s %q follow=%v", name, p, follow),
+		kernel: func(dirfd int) error { return kernel(dirfd, p, at) },
+		emu: func(tid, dirfd int) error {
+			return rsvOne(tid, dirfd, p, AtResolveFlags(at, true), op)
+		},
+	}
+}
+
+func rsvEmuCases() []rsvEmuCase {
+	var cs []rsvEmuCase
+	for _, c := range []struct {
+		p     string
+		flags int
+	}{
+		{"new", unix.O_CREAT | unix.O_WRONLY},
+		{"new", unix.O_CREAT | unix.O_EXCL | unix.O_RDWR},
+		{"f", unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY},
+		{"f", unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC},
+		{"f", unix.O_WRONLY | unix.O_APPEND},
+		{"f/", unix.O_RDONLY},
+		{"new/", unix.O_CREAT | unix.O_WRONLY},
+		{"f/", unix.O_CREAT | unix.O_WRONLY},
+		{"d", unix.O_CREAT | unix.O_RDONLY},
+		{"d", unix.O_WRONLY},
+		{"d/.", unix.O_CREAT | unix.O_RDONLY},
+		{"d/..", unix.O_RDONLY | unix.O_DIRECTORY},
+		{"dangling", unix.O_CREAT | unix.O_WRONLY},
+		{"dangling", unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY},
+		{"dangling", unix.O_RDONLY},
+		{"link_f", unix.O_RDONLY | unix.O_NOFOLLOW},
+		{"link_f", unix.O_PATH | unix.O_NOFOLLOW},
+		{"link_f", unix.O_WRONLY | unix.O_TRUNC},
+		{"link_e/", unix.O_RDONLY | unix.O_NOFOLLOW},
+		{"f", unix.O_RDONLY | unix.O_DIRECTORY},
+		{"new", unix.O_CREAT | unix.O_DIRECTORY},
+		{"d", unix.O_TMPFILE | unix.O_RDWR},
+		{"f", unix.O_TMPFILE | unix.O_RDWR},
+		{"nope/x", unix.O_CREAT | unix.O_WRONLY},
+		{"fifo", unix.O_RDONLY | unix.O_NONBLOCK},
+		{"fifo", unix.O_WRONLY | unix.O_NONBLOCK},
+	} {
+		cs = append(cs, rsvOpenCase(c.p, c.flags, 0o666))
+	}
+	cs = append(cs, rsvOpenCase("new", unix.O_CREAT|unix.O_WRONLY, 0o4777))
+	for _, p := range []string{"f", "d", "e", "f/", "nope", "d/.", "d/..", "link_e/", "link_e", "e/", "dangling"} {
+		cs = append(cs, rsvUnlinkCase(p, false), rsvUnlinkCase(p, true))
+	}
+	for _, c := range []struct {
+		a, b  string
+		flags uint
+	}{
+		{"f", "g", 0}, {"f", "d", 0}, {"d", "f", 0}, {"e", "d", 0}, {"d", "e", 0},
+		{"f", "f2", unix.RENAME_NOREPLACE}, {"f", "f2", 0}, {"f", "d", unix.RENAME_EXCHANGE},
+		{"f", "nope", unix.RENAME_EXCHANGE}, {"d", "d/sub/x", 0}, {"d/.", "g", 0}, {"f", "d/..", 0},
+		{"f", "d/..", unix.RENAME_NOREPLACE}, {"f/", "g", 0}, {"e/", "g/", 0}, {"link_e/", "g", 0},
+		{"link_e", "g", 0}, {"nope", "g", 0}, {"f", "g", unix.RENAME_WHITEOUT},
+		{"f", "f", 0}, {"f", "link_f", 0},
+	} {
+		cs = append(cs, rsvRenameCase(c.a, c.b, c.flags))
+	}
+	for _, p := range []string{"n", "n/", "d", "f/", "d/.", "nope/x", "dangling", "dangling/", "d/sub/n"} {
+		cs = append(cs, rsvMkdirCase(p))
+	}
+	for _, c := range []struct {
+		a, b  string
+		flags int
+	}{
+		{"f", "h", 0}, {"d", "h", 0}, {"f", "d", 0}, {"link_f", "h", 0},
+		{"link_f", "h", unix.AT_SYMLINK_FOLLOW}, {"dangling", "h", unix.AT_SYMLINK_FOLLOW},
+		{"f", "h/", 0}, {"f/", "h", 0}, {"nope", "h", 0}, {"f", "d/.", 0},
+	} {
+		cs = append(cs, rsvLinkCase(c.a, c.b, c.flags))
+	}
+	for _, c := range []struct{ target, p string }{{"f", "s"}, {"x", "f"}, {"x", "s/"}, {"", "s"}, {"x", "d/."}} {
+		cs = append(cs, rsvEmuCase{
+			name:   fmt.Sprintf("symlink %q %q", c.target, c.p),
+			kernel: func(dirfd int) error { return unix.Symlinkat(c.target, dirfd, c.p) },
+			emu: func(tid, dirfd int) error {
+				return rsvOne(tid, dirfd, c.p, ParentOnly, func(r *Resolved) error { return Symlink(c.target, r) })
+			},
+		})
+	}
+	for _, c := range []struct {
+		p    string
+		mode uint32
+	}{{"p", unix.S_IFIFO | 0o666}, {"p", 0o644}, {"f", unix.S_IFIFO | 0o666}, {"p", unix.S_IFDIR | 0o755}, {"p", unix.S_IFSOCK | 0o777}} {
+		cs = append(cs, rsvEmuCase{
+			name:   fmt.Sprintf("mknod %q %o", c.p, c.mode),
+			kernel: func(dirfd int) error { return unix.Mknodat(dirfd, c.p, c.mode, 0) },
+			emu: func(tid, dirfd int) error {
+				return rsvOne(tid, dirfd, c.p, ParentOnly, func(r *Resolved) error { return Mknod(r, c.mode, 0, rsvTestUmask) })
+			},
+		})
+	}
+	for _, c := range []struct {
+		p   string
+		len int64
+	}{{"f", 2}, {"d", 0}, {"link_f", 1}, {"fifo", 0}, {"nope", 0}, {"f/", 0}, {"f", -1}} {
+		cs = append(cs, rsvEmuCase{
+			name:   fmt.Sprintf("truncate %q %d", c.p, c.len),
+			kernel: func(dirfd int) error { return unix.Truncate(rsvAt(dirfd, c.p), c.len) },
+			emu: func(tid, dirfd int) error {
+				if c.len < 0 { // the kernel checks the length before the path
+					return Truncate(nil, c.len)
+				}
+				return rsvOne(tid, dirfd, c.p, FollowLast, func(r *Resolved) error { return Truncate(r, c.len) })
+			},
+		})
+	}
+	for _, p := range []string{"f", "link_f", "d", "nope", "dangling"} {
+		for _, follow := range []bool{true, false} {
+			cs = append(cs,
+				rsvMetaCase("chmod", p, follow,
+					func(dirfd int, p string, at int) error { return unix.Fchmodat(dirfd, p, 0o4710, at) },
+					func(r *Resolved) error { return Chmod(r, 0o4710) }),
+				rsvMetaCase("chown", p, follow,
+					func(dirfd int, p string, at int) error { return unix.Fchownat(dirfd, p, 1234, 5678, at) },
+					func(r *Resolved) error { return Chown(r, 1234, 5678, follow) }),
+				rsvMetaCase("utimens", p, follow,
+					func(dirfd int, p string, at int) error {
+						ts := []unix.Timespec{{Sec: 1000}, {Sec: 2000}}
+						return unix.UtimesNanoAt(dirfd, p, ts, at)
+					},
+					func(r *Resolved) error {
+						return Utimens(r, &[2]unix.Timespec{{Sec: 1000}, {Sec: 2000}}, follow)
+					}),
+				rsvMetaCase("setxattr", p, follow,
+					func(dirfd int, p string, at int) error {
+						if at != 0 {
+							return unix.Lsetxattr(rsvAt(dirfd, p), "user.t", []byte("v"), 0)
+						}
+						return unix.Setxattr(rsvAt(dirfd, p), "user.t", []byte("v"), 0)
+					},
+					func(r *Resolved) error { return Setxattr(r, "user.t", []byte("v"), 0, follow) }),
+				rsvMetaCase("removexattr", p, follow,
+					func(dirfd int, p string, at int) error {
+						if at != 0 {
+							return unix.Lremovexattr(rsvAt(dirfd, p), "user.t")
+						}
+						return unix.Removexattr(rsvAt(dirfd, p), "user.t")
+					},
+					func(r *Resolved) error { return Removexattr(r, "user.t", follow) }),
+			)
+		}
+	}
+	return cs
+}
+
+// rsvAt names dirfd/p for the path-only syscalls (truncate, setxattr) the
+// kernel side of a case uses.
+func rsvAt(dirfd int, p string) string {
+	return fmt.Sprintf("/proc/self/fd/%d/%s", dirfd, p)
+}
+
+// TestEmulationMatchesKernel runs each operation once by the kernel and once
+// emulated, on identical trees, and requires the same errno and the same
+// resulting tree.
+func TestEmulationMatchesKernel(t *testing.T) {
+	rsvProbe(t)
+	old := unix.Umask(rsvTestUmask)
+	defer unix.Umask(old)
+	tid := os.Getpid()
+	for _, c := range rsvEmuCases() {
+		root := t.TempDir()
+		kdir, edir := root+"/k", root+"/e"
+		for _, d := range []string{kdir, edir} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rsvScene(t, d)
+		}
+		kfd, err := unix.Open(kdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		efd, err := unix.Open(edir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kerr := c.kernel(kfd)
+		eerr := c.emu(tid, efd)
+		unix.Close(kfd)
+		unix.Close(efd)
+		if Errno(kerr) != Errno(eerr) {
+			t.Errorf("%s: kernel %v, emulation %v", c.name, kerr, eerr)
+			continue
+		}
+		if ks, es := rsvState(t, kdir), rsvState(t, edir); ks != es {
+			t.Errorf("%s (%v): trees differ\nkernel:\n%s\nemulation:\n%s", c.name, kerr, ks, es)
+		}
+	}
+}
+
+// TestEmulationExdev renames across two mounts when the machine has them.
+func TestEmulationExdev(t *testing.T) {
+	rsvProbe(t)
+	a := t.TempDir()
+	b, err := os.MkdirTemp("/dev/shm", "rsv")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	defer os.RemoveAll(b)
+	if err := os.WriteFile(a+"/f", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kerr := unix.Rename(a+"/f", b+"/f")
+	if kerr == nil {
+		t.Skip("TempDir and /dev/shm share a mount")
+	}
+	tid := os.Getpid()
+	eerr := rsvTwo(tid, unix.AT_FDCWD, a+"/f", ParentOnly, b+"/f", ParentOnly, func(x, y *Resolved) error { return Rename(x, y, 0) })
+	if !errors.Is(kerr, unix.EXDEV) || Errno(eerr) != unix.EXDEV {
+		t.Errorf("kernel %v, emulation %v, want EXDEV", kerr, eerr)
+	}
+	eerr = rsvTwo(tid, unix.AT_FDCWD, a+"/f", 0, b+"/f", ParentOnly, func(x, y *Resolved) error { return Link(x, y, 0) })
+	if Errno(eerr) != unix.EXDEV {
+		t.Errorf("link across mounts: %v, want EXDEV", eerr)
+	}
+}
+
+// TestEmulationTmpfileLink gives an O_TMPFILE file a name through the
+// /proc/self/fd magic link, the way programs do it without privileges.
+func TestEmulationTmpfileLink(t *testing.T) {
+	rsvProbe(t)
+	dir := t.TempDir()
+	tid := os.Getpid()
+	f, err := func() (*os.File, error) {
+		r, err := Resolve(tid, unix.AT_FDCWD, dir, OpenResolveFlags(unix.O_TMPFILE|unix.O_RDWR))
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return OpenResolved(r, unix.O_TMPFILE|unix.O_RDWR, 0o640, 0o022)
+	}()
+	if err != nil {
+		t.Fatalf("O_TMPFILE: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("tmp"); err != nil {
+		t.Fatal(err)
+	}
+	from, err := Resolve(tid, unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), FollowLast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	if from.Kind != KindAnon {
+		t.Errorf("tmpfile kind %v (%q), want anon", from.Kind, from.Path)
+	}
+	to, err := Resolve(tid, unix.AT_FDCWD, dir+"/named", ParentOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer to.Close()
+	if err := Link(from, to, unix.AT_SYMLINK_FOLLOW); err != nil {
+		t.Fatalf("link: %v", err)
+	}
+	b, err := os.ReadFile(dir + "/named")
+	if err != nil || string(b) != "tmp" {
+		t.Errorf("named tmpfile: %q %v", b, err)
+	}
+	if fi, err := os.Stat(dir + "/named"); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("named tmpfile mode: %v %v, want 0640", fi.Mode(), err)
+	}
+}
+
+// TestEmulationAsOtherUser acts for a target that dropped to another uid:
+// permissions are the target's and new files are the target's.
+func TestEmulationAsOtherUser(t *testing.T) {
+	rsvProbe(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a target under another uid")
+	}
+	const uid, gid = 65534, 65534
+	// t.TempDir's parent is 0700; the target must be able to reach base.
+	base, err := os.MkdirTemp("", "rsv-cred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	open := base + "/open"
+	shut := base + "/shut"
+	for _, d := range []string{open, shut} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shut, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shut+"/secret", []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.Dir = base
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cannot start sleep as %d: %v", uid, err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	tid := cmd.Process.Pid
+	// Wait until the child has dropped its ids.
+	for range 200 {
+		if u, _, _, err := FsCreds(tid); err == nil && u == uid {
+			break
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 5e6}, nil)
+	}
+
+	r, err := Resolve(tid, unix.AT_FDCWD, "open/new", OpenResolveFlags(unix.O_CREAT|unix.O_WRONLY))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cred == nil || r.Cred.UID != uid {
+		t.Fatalf("Cred %+v, want uid %d", r.Cred, uid)
+	}
+	f, err := OpenResolved(r, unix.O_CREAT|unix.O_WRONLY, 0o666, 0o022)
+	r.Close()
+	if err != nil {
+		t.Fatalf("create as %d: %v", uid, err)
+	}
+	f.Close()
+	var st unix.Stat_t
+	if err := unix.Stat(open+"/new", &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != uid || st.Gid != gid || st.Mode&0o777 != 0o644 {
+		t.Errorf("new file uid %d gid %d mode %o, want %d %d 644", st.Uid, st.Gid, st.Mode&0o777, uid, gid)
+	}
+	// The kernel would stop the target at the 0700 directory.
+	if _, err := Resolve(tid, unix.AT_FDCWD, "shut/secret", FollowLast); !errors.Is(err, unix.EACCES) {
+		t.Errorf("resolve through 0700 dir as %d: %v, want EACCES", uid, err)
+	}
+	if err := rsvOne(tid, unix.AT_FDCWD, "shut/x", ParentOnly, func(r *Resolved) error { return Mkdir(r, 0o777, 0) }); !errors.Is(err, unix.EACCES) {
+		t.Errorf("mkdir in 0700 dir as %d: %v, want EACCES", uid, err)
+	}
+	// And the supervisor is itself again afterwards.
+	for i := range 20 {
+		p := fmt.Sprintf("%s/mine%d", base, i)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Stat(p, &st); err != nil || st.Uid != uint32(os.Geteuid()) {
+			t.Fatalf("supervisor file owned by %d: %v", st.Uid, err)
+		}
+		os.Remove(p)
+	}
+}
