@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"path"
+	"sort"
+	"strings"
+)
+
+// PathRulePrefixes lists, for every rule on a path surface (hard guards,
+// protected writes, the policy layers and session rules), the literal
+// directory its expanded pattern is anchored in: "/home/u/.ssh" for
+// "~/.ssh/**", "/w/secret" for "${WORKSPACE}/secret/*.key". Basename and
+// leading-"**" patterns match anywhere and have no anchor.
+//
+// The supervisor uses it for the aliasing rule: renaming or linking a
+// directory moves everything beneath it, so each anchored place beneath
+// the source must not gain access at the destination.
+func (p *Policy) PathRulePrefixes() []string {
+	seen := map[string]bool{}
+	add := func(l *ruleList) {
+		visit := func(r *compiledRule) {
+			if r.path == nil || r.path.basename || r.path.anyValue {
+				return
+			}
+			if pre := literalDir(r.path.expanded); pre != "" && pre != "/" {
+				seen[pre] = true
+			}
+		}
+		for _, r := range l.exact {
+			visit(r)
+		}
+		for _, r := range l.rules {
+			visit(r)
+		}
+	}
+	for s := range p.hard {
+		if Surface(s).IsPath() {
+			add(&p.hard[s])
+		}
+	}
+	add(&p.protected)
+	for s := range p.rules {
+		if Surface(s).IsPath() {
+			add(&p.rules[s])
+		}
+	}
+	if sess := p.session.Load(); sess != nil {
+		for s := range sess.lists {
+			if Surface(s).IsPath() {
+				add(&sess.lists[s])
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// literalDir is the longest wildcard-free leading run of whole path
+// components of an expanded pattern ("" when it does not start with '/').
+func literalDir(pattern string) string {
+	if !strings.HasPrefix(pattern, "/") {
+		return ""
+	}
+	cut := strings.IndexAny(pattern, `*?[\`)
+	if cut < 0 {
+		return path.Clean(pattern)
+	}
+	i := strings.LastIndexByte(pattern[:cut], '/')
+	if i <= 0 {
+		return "/"
+	}
+	return path.Clean(pattern[:i])
+}
