@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -73,10 +74,16 @@ func (a *analyzer) script(src string, sc *scope) {
 	w.stmts(f.Stmts, sc)
 }
 
+// Parsers are reused: building one allocates its read buffers, a
+// noticeable share of analysing a short command. Parse resets all state.
+var bashParsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
 // parse reads src as bash, falling back to POSIX sh for the rare script
 // only the stricter grammar accepts; the bash error is the one reported.
 func parse(src string) (*syntax.File, error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	p := bashParsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	bashParsers.Put(p)
 	if err == nil {
 		return f, nil
 	}
@@ -457,10 +464,10 @@ func (w *walker) call(c *syntax.CallExpr, s *syntax.Stmt, sc *scope) {
 		}
 		return
 	}
-	var fs []field
+	fs := make([]field, 0, len(c.Args))
 	for _, arg := range c.Args {
 		w.word(arg, sc)
-		fs = append(fs, w.fields(arg, sc)...)
+		fs = w.appendFields(fs, arg, sc)
 	}
 	w.command(fs, s, sc)
 }
@@ -747,35 +754,54 @@ func (w *walker) test(x syntax.TestExpr, sc *scope) {
 // fields expands a command word as far as it is statically known. A word
 // with any unknown part is one field holding its source text.
 func (w *walker) fields(wd *syntax.Word, sc *scope) []field {
-	var fs []field
+	return w.appendFields(nil, wd, sc)
+}
+
+// appendFields is fields appending to dst; the common one-part word
+// takes no builder.
+func (w *walker) appendFields(dst []field, wd *syntax.Word, sc *scope) []field {
+	if len(wd.Parts) == 1 {
+		switch p := wd.Parts[0].(type) {
+		case *syntax.Lit:
+			if v, ok := unquoteLit(p.Value, true); ok {
+				return append(dst, field{s: v})
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return append(dst, field{s: p.Value})
+			}
+		}
+	}
+	fs := dst
 	var cur strings.Builder
 	have := false // cur holds a field, possibly empty ("")
 	for _, p := range wd.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			v, ok := unquoteLit(p.Value, len(fs) == 0 && !have && cur.Len() == 0)
+			v, ok := unquoteLit(p.Value, len(fs) == len(dst) && !have && cur.Len() == 0)
 			if !ok {
-				return w.dynamic(wd, dynSplit)
+				return w.appendDynamic(dst, wd, dynSplit)
 			}
 			cur.WriteString(v)
 			have = true
 		case *syntax.SglQuoted:
-			if p.Dollar {
-				return w.dynamic(wd, dynOne)
+			v, ok := sglQuoted(p)
+			if !ok {
+				return w.appendDynamic(dst, wd, quotedKind(wd))
 			}
-			cur.WriteString(p.Value)
+			cur.WriteString(v)
 			have = true
 		case *syntax.DblQuoted:
 			v, ok := w.dblQuoted(p, sc)
 			if !ok {
-				return w.dynamic(wd, quotedKind(wd))
+				return w.appendDynamic(dst, wd, quotedKind(wd))
 			}
 			cur.WriteString(v)
 			have = true
 		case *syntax.ParamExp:
 			v, ok := w.param(p, sc)
 			if !ok || strings.ContainsAny(v, "*?[") {
-				return w.dynamic(wd, dynSplit)
+				return w.appendDynamic(dst, wd, dynSplit)
 			}
 			// Unquoted: the value is split into words on whitespace.
 			parts := strings.Fields(v)
@@ -803,7 +829,7 @@ func (w *walker) fields(wd *syntax.Word, sc *scope) []field {
 				have = false
 			}
 		default:
-			return w.dynamic(wd, dynSplit)
+			return w.appendDynamic(dst, wd, dynSplit)
 		}
 	}
 	if have {
@@ -814,6 +840,10 @@ func (w *walker) fields(wd *syntax.Word, sc *scope) []field {
 
 func (w *walker) dynamic(wd *syntax.Word, k dynKind) []field {
 	return []field{{s: w.text(wd), dyn: k}}
+}
+
+func (w *walker) appendDynamic(dst []field, wd *syntax.Word, k dynKind) []field {
+	return append(dst, field{s: w.text(wd), dyn: k})
 }
 
 // quotedKind is dynOne for a word made only of quoted parts, which always
@@ -855,10 +885,11 @@ func (w *walker) literal(wd *syntax.Word, sc *scope, tildeIsDynamic bool) (strin
 			}
 			b.WriteString(v)
 		case *syntax.SglQuoted:
-			if p.Dollar {
+			v, ok := sglQuoted(p)
+			if !ok {
 				return "", false
 			}
-			b.WriteString(p.Value)
+			b.WriteString(v)
 		case *syntax.DblQuoted:
 			v, ok := w.dblQuoted(p, sc)
 			if !ok {
@@ -972,4 +1003,90 @@ func unescapeDbl(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+func sglQuoted(q *syntax.SglQuoted) (string, bool) {
+	if !q.Dollar {
+		return q.Value, true
+	}
+	return decodeANSIC(q.Value)
+}
+
+// decodeANSIC decodes the body of a $'…' string. Escapes it does not know
+// make the word unknown rather than guessed.
+func decodeANSIC(s string) (string, bool) {
+	if !strings.Contains(s, `\`) {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := s[i]; e {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(e)
+		case 'x', 'u', 'U', '0', '1', '2', '3', '4', '5', '6', '7':
+			base, max := 16, map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			j := i + 1
+			if max == 0 {
+				base, max, j = 8, 3, i
+			}
+			n, k := 0, j
+			for ; k < len(s) && k-j < max; k++ {
+				d := hexDigit(s[k])
+				if d < 0 || d >= base {
+					break
+				}
+				n = n*base + d
+			}
+			if k == j {
+				return "", false
+			}
+			if e == 'u' || e == 'U' {
+				b.WriteRune(rune(n))
+			} else {
+				if n == 0 {
+					// A NUL ends the word in bash.
+					return "", false
+				}
+				b.WriteByte(byte(n))
+			}
+			i = k - 1
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func hexDigit(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func FuzzAnalyzeScript(f *testing.F) {
+	for _, s := range []string{
+		"cd x && npm test", "echo $(date) > out", "for f in *.txt; do mv \"$f\" x; done",
+		"bash -c 'sh -c \"git push\"'", "X=rm; $X -rf /", "cat <<EOF\n$(id)\nEOF\n",
+		"echo 'unterminated", "((((", "${a:-$(b)}", "f() { g; }; f", "case x in a) b;; esac",
+		"xargs -I{} sh -c 'echo {}'", "find . -exec sh -c 'eval $1' _ {} +",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		a := AnalyzeScript(src)
+		if len(a.Units) > maxUnits+1 {
+			t.Fatalf("%d units exceed the cap", len(a.Units))
+		}
+		for _, u := range a.Units {
+			if u.Sentinel == "" && len(u.Argv) == 0 {
+				t.Fatalf("unit without words or sentinel: %+v", u)
+			}
+			if u.Value() == "" {
+				t.Fatalf("unit with an empty bash value: %+v", u)
+			}
+		}
+	})
+}
+
+func FuzzAnalyzeArgv(f *testing.F) {
+	f.Add("env\x00-i\x00bash\x00-c\x00git push")
+	f.Add("xargs\x00-I\x00{}\x00sh\x00-c\x00echo {}")
+	f.Add("sudo\x00-u\x00root\x00--\x00rm\x00-rf\x00/")
+	f.Add("flock\x00/tmp/l\x00-c\x00make && make install")
+	f.Add("watch\x00-n\x001\x00ls | wc -l")
+	f.Fuzz(func(t *testing.T, joined string) {
+		argv := strings.Split(joined, "\x00")
+		a := AnalyzeArgv(argv)
+		if len(a.Units) == 0 {
+			t.Fatal("no units")
+		}
+		if a.Units[0].Sentinel == "" && a.Units[0].Line != RenderArgv(argv) {
+			t.Fatalf("Units[0] is not the exec itself: %q", a.Units[0].Line)
+		}
+		_ = SuggestBashPattern(argv)
+	})
+}
+
+// TestRenderArgvRoundTrip checks that what RenderArgv prints is read back
+// by the shell parser as the same words.
+func TestRenderArgvRoundTrip(t *testing.T) {
+	words := []string{"git", "commit", "-m", "a b", "it's", `"q"`, "$HOME", "`x`", "a\\b",
+		"tab\there", "nl\nx", "", "*.go", "[x]", "[", "]", "{a,b}", "{}", "{1..3}", "~", "~/x", "a~b",
+		"#c", "a#c", "!x", "a!", "}", "x=y", "--format=%H", "é", "\x01", "semi;colon", "p|q", "r&s",
+		"<in", ">out", "(x)", "\u00a0nbsp", "\x7f"}
+	for _, w := range words {
+		for _, first := range []bool{true, false} {
+			argv := []string{"cmd", w}
+			if first {
+				argv = []string{w, "arg"}
+			}
+			line := RenderArgv(argv)
+			a := AnalyzeScript(line)
+			if len(a.Units) != 1 || a.Units[0].Sentinel != "" || len(a.Units[0].Dynamic) != 0 {
+				t.Errorf("RenderArgv(%q) = %s, which reads back as %v", argv, line, a.Units)
+				continue
+			}
+			if got := a.Units[0].Argv; len(got) != 2 || got[0] != argv[0] || got[1] != argv[1] {
+				t.Errorf("RenderArgv(%q) = %s, which reads back as %q", argv, line, got)
+			}
+		}
+	}
+}
+
+func TestAnalyzeScriptHugeInput(t *testing.T) {
+	line := "echo hello world > out.txt && git status | grep modified\n"
+	src := strings.Repeat(line, (1<<20)/len(line))
+	a := AnalyzeScript(src)
+	last := a.Units[len(a.Units)-1]
+	if last.Sentinel != SentinelUnparseable || !strings.Contains(last.Detail, "too large") {
+		t.Fatalf("a 1 MB script of %d commands should end in a too-large sentinel, got %v", 3*(1<<20)/len(line), last)
+	}
+	if len(a.Units) != maxUnits+1 {
+		t.Fatalf("got %d units, want the cap %d plus the sentinel", len(a.Units), maxUnits)
+	}
+}
+
+func TestAnalyzeScriptDeepNesting(t *testing.T) {
+	for name, src := range map[string]string{
+		"subshells":     strings.Repeat("(", 1000) + "true" + strings.Repeat(")", 1000),
+		"cmdsubst":      strings.Repeat("echo $(", 1000) + "true" + strings.Repeat(")", 1000),
+		"groups":        strings.Repeat("{ ", 1000) + "true" + strings.Repeat("; }", 1000),
+		"ifs":           strings.Repeat("if true; then ", 1000) + "true" + strings.Repeat("; fi", 1000),
+		"backquotes":    strings.Repeat("`", 1000),
+		"unclosed":      strings.Repeat("$((", 1<<18),
+		"bash -c chain": nestedBashC(20),
+		"arith":         "echo $((" + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + "))",
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := AnalyzeScript(src)
+			if !a.Opaque() {
+				t.Fatalf("nesting 1000 deep should yield a sentinel, got %d units", len(a.Units))
+			}
+		})
+	}
+}
+
+// nestedBashC builds bash -c 'bash -c ...' n levels deep with correct quoting.
+func nestedBashC(n int) string {
+	s := "git push"
+	for i := 0; i < n; i++ {
+		s = RenderArgv([]string{"bash", "-c", s})
+	}
+	return s
+}
+
+func TestNestingWithinBoundsIsAnalysed(t *testing.T) {
+	src := strings.Repeat("(", 100) + "git push" + strings.Repeat(")", 100)
+	a := AnalyzeScript(src)
+	if len(a.Units) != 1 || a.Units[0].Line != "git push" {
+		t.Fatalf("100 nested subshells: got %v", a.Units)
+	}
+	a = AnalyzeScript(nestedBashC(15))
+	last := a.Units[len(a.Units)-1]
+	if last.Line != "git push" || len(last.Via) != 15 {
+		t.Fatalf("15 nested bash -c: last unit %v", last)
+	}
+	a = AnalyzeScript(nestedBashC(18))
+	if !a.Opaque() {
+		t.Fatalf("18 nested bash -c should exceed the depth bound")
+	}
+}
+
+func TestQuoteWordValidUTF8(t *testing.T) {
+	for _, w := range []string{"\xff", "a\xc3", "ok"} {
+		got := RenderArgv([]string{w})
+		if !utf8.ValidString(got) {
+			t.Errorf("RenderArgv(%q) = %q is not valid UTF-8", w, got)
+		}
+	}
+}
