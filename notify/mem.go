@@ -4,13 +4,19 @@ package notify
 // decides on the bytes returned here, never on memory read again, and
 // checks Listener.IDValid afterwards before trusting them (the target may
 // have died and its tid been reused).
+//
+// Reads go page by page through process_vm_readv: within a page a read is
+// all or nothing, and a read that runs into an unmapped page comes back
+// short. On the VMs permwrap targets the syscall, not the copy, is the
+// cost (about 2 µs, whatever the size up to a page), so a reader fetches
+// whole pages and keeps the few it has read for the rest of one argument
+// (argv strings usually share pages).
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,11 +25,52 @@ import (
 // terminating NUL.
 const PathMax = 4096
 
-var pageSize = uint64(os.Getpagesize())
+// memPageSize is the x86_64 base page size; mappings never start or end
+// inside one.
+const memPageSize = 4096
 
-// memReadChunk reads exactly len(buf) bytes at addr, which must not cross a
-// page boundary: process_vm_readv reports a read that runs into an unmapped
-// page as short, and within a page it is all or nothing.
+// memMaxCachedPages bounds what one reader keeps; past it pages are read
+// again rather than held.
+const memMaxCachedPages = 16
+
+type memPage struct {
+	base uint64
+	data [memPageSize]byte
+}
+
+// memReader reads one target's memory for one argument.
+type memReader struct {
+	pid   int
+	pages []*memPage
+}
+
+// page returns the page containing addr, reading it on first use.
+func (r *memReader) page(addr uint64) (*memPage, error) {
+	base := addr &^ (memPageSize - 1)
+	for _, p := range r.pages {
+		if p.base == base {
+			return p, nil
+		}
+	}
+	if base == 0 {
+		return nil, unix.EFAULT // the NULL page is never mapped for user code
+	}
+	var p *memPage
+	if len(r.pages) < memMaxCachedPages {
+		p = new(memPage)
+		r.pages = append(r.pages, p)
+	} else {
+		p = r.pages[len(r.pages)-1] // reuse the newest slot; older pages are the pointer arrays
+	}
+	p.base = ^uint64(0) // invalid until the read succeeds
+	if err := memReadChunk(r.pid, base, p.data[:]); err != nil {
+		return nil, err
+	}
+	p.base = base
+	return p, nil
+}
+
+// memReadChunk reads exactly len(buf) bytes at addr, within one page.
 func memReadChunk(pid int, addr uint64, buf []byte) error {
 	if addr == 0 {
 		return unix.EFAULT
@@ -46,18 +93,69 @@ func memReadChunk(pid int, addr uint64, buf []byte) error {
 	}
 }
 
-// memChunkLen is how many bytes can be read at addr without crossing a page
-// boundary, at most want.
-func memChunkLen(addr uint64, want int) int {
-	room := pageSize - addr%pageSize
-	if uint64(want) < room {
-		return want
-	}
-	return int(room)
-}
-
 func memError(what string, pid int, addr uint64, err error) error {
 	return fmt.Errorf("notify: reading %s of tid %d at %#x: %w", what, pid, addr, err)
+}
+
+func (r *memReader) readString(addr uint64, max int) (string, error) {
+	if max <= 0 {
+		return "", fmt.Errorf("notify: ReadString with max %d", max)
+	}
+	var out []byte
+	cur := addr
+	for len(out) < max {
+		p, err := r.page(cur)
+		if err != nil {
+			return "", err
+		}
+		off := int(cur - p.base)
+		chunk := p.data[off:min(memPageSize, off+max-len(out))]
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			if out == nil {
+				return string(chunk[:i]), nil
+			}
+			return string(append(out, chunk[:i]...)), nil
+		}
+		out = append(out, chunk...)
+		if cur+uint64(len(chunk)) < cur {
+			return "", unix.EFAULT
+		}
+		cur += uint64(len(chunk))
+	}
+	return "", unix.ENAMETOOLONG
+}
+
+func (r *memReader) readBytes(addr uint64, out []byte) error {
+	if addr+uint64(len(out)) < addr {
+		return unix.EFAULT
+	}
+	for off := 0; off < len(out); {
+		p, err := r.page(addr + uint64(off))
+		if err != nil {
+			return err
+		}
+		po := int(addr + uint64(off) - p.base)
+		off += copy(out[off:], p.data[po:])
+	}
+	return nil
+}
+
+func (r *memReader) readPointerArray(addr uint64, maxEntries int) ([]uint64, error) {
+	var out []uint64
+	var b [8]byte
+	for cur := addr; ; cur += 8 {
+		if err := r.readBytes(cur, b[:]); err != nil {
+			return nil, err
+		}
+		p := binary.LittleEndian.Uint64(b[:])
+		if p == 0 {
+			return out, nil
+		}
+		if len(out) >= maxEntries {
+			return nil, unix.E2BIG
+		}
+		out = append(out, p)
+	}
 }
 
 // ReadString reads a NUL-terminated string at addr. max counts the NUL, as
@@ -67,22 +165,26 @@ func ReadString(pid int, addr uint64, max int) (string, error) {
 	if max <= 0 {
 		return "", fmt.Errorf("notify: ReadString with max %d", max)
 	}
-	if addr == 0 {
-		return "", memError("string", pid, addr, unix.EFAULT)
-	}
+	// One path, usually one page: read from addr to the page end into a
+	// stack buffer, with no page cache to allocate.
+	var buf [memPageSize]byte
 	var out []byte
-	var page [4096]byte
 	cur := addr
 	for len(out) < max {
-		n := memChunkLen(cur, min(max-len(out), len(page)))
-		if err := memReadChunk(pid, cur, page[:n]); err != nil {
+		if cur == 0 {
+			return "", memError("string", pid, addr, unix.EFAULT)
+		}
+		n := min(max-len(out), int(memPageSize-cur%memPageSize))
+		if err := memReadChunk(pid, cur, buf[:n]); err != nil {
 			return "", memError("string", pid, addr, err)
 		}
-		if i := bytes.IndexByte(page[:n], 0); i >= 0 {
-			out = append(out, page[:i]...)
-			return string(out), nil
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			if out == nil {
+				return string(buf[:i]), nil
+			}
+			return string(append(out, buf[:i]...)), nil
 		}
-		out = append(out, page[:n]...)
+		out = append(out, buf[:n]...)
 		if cur+uint64(n) < cur {
 			return "", memError("string", pid, addr, unix.EFAULT)
 		}
@@ -101,15 +203,9 @@ func ReadBytes(pid int, addr uint64, n int) ([]byte, error) {
 	if n == 0 {
 		return out, nil
 	}
-	if addr == 0 || addr+uint64(n) < addr {
-		return nil, memError("bytes", pid, addr, unix.EFAULT)
-	}
-	for off := 0; off < n; {
-		c := memChunkLen(addr+uint64(off), n-off)
-		if err := memReadChunk(pid, addr+uint64(off), out[off:off+c]); err != nil {
-			return nil, memError("bytes", pid, addr, err)
-		}
-		off += c
+	r := memReader{pid: pid}
+	if err := r.readBytes(addr, out); err != nil {
+		return nil, memError("bytes", pid, addr, err)
 	}
 	return out, nil
 }
@@ -117,54 +213,14 @@ func ReadBytes(pid int, addr uint64, n int) ([]byte, error) {
 // ReadPointerArray reads a NULL-terminated array of pointers (argv, envp).
 // More than maxEntries non-NULL entries is E2BIG, never a truncation.
 // A NULL array is EFAULT; callers wanting execve's "NULL argv means empty"
-// check for addr 0 themselves.
+// check for addr 0 themselves (ReadArgv does).
 func ReadPointerArray(pid int, addr uint64, maxEntries int) ([]uint64, error) {
-	if addr == 0 {
-		return nil, memError("pointer array", pid, addr, unix.EFAULT)
+	r := memReader{pid: pid}
+	ptrs, err := r.readPointerArray(addr, maxEntries)
+	if err != nil {
+		return nil, memError("pointer array", pid, addr, err)
 	}
-	if addr%8 != 0 {
-		// The kernel accepts misaligned arrays; so do we, reading
-		// element by element across the page boundary.
-		return readPointerArraySlow(pid, addr, maxEntries)
-	}
-	var out []uint64
-	var page [4096]byte
-	cur := addr
-	for {
-		n := memChunkLen(cur, len(page))
-		if err := memReadChunk(pid, cur, page[:n]); err != nil {
-			return nil, memError("pointer array", pid, addr, err)
-		}
-		for i := 0; i+8 <= n; i += 8 {
-			p := binary.LittleEndian.Uint64(page[i:])
-			if p == 0 {
-				return out, nil
-			}
-			if len(out) == maxEntries {
-				return nil, memError("pointer array", pid, addr, unix.E2BIG)
-			}
-			out = append(out, p)
-		}
-		cur += uint64(n)
-	}
-}
-
-func readPointerArraySlow(pid int, addr uint64, maxEntries int) ([]uint64, error) {
-	var out []uint64
-	for i := 0; ; i++ {
-		b, err := ReadBytes(pid, addr+uint64(i)*8, 8)
-		if err != nil {
-			return nil, memError("pointer array", pid, addr, err)
-		}
-		p := binary.LittleEndian.Uint64(b)
-		if p == 0 {
-			return out, nil
-		}
-		if len(out) == maxEntries {
-			return nil, memError("pointer array", pid, addr, unix.E2BIG)
-		}
-		out = append(out, p)
-	}
+	return ptrs, nil
 }
 
 // ReadArgv reads an argv (or envp) array: at most maxArgs strings totalling
@@ -176,22 +232,23 @@ func ReadArgv(pid int, addr uint64, maxArgs, maxBytes int) ([]string, error) {
 	if addr == 0 {
 		return []string{}, nil
 	}
-	ptrs, err := ReadPointerArray(pid, addr, maxArgs)
+	r := memReader{pid: pid}
+	ptrs, err := r.readPointerArray(addr, maxArgs)
 	if err != nil {
-		return nil, err
+		return nil, memError("argv", pid, addr, err)
 	}
 	out := make([]string, 0, len(ptrs))
 	left := maxBytes
 	for i, p := range ptrs {
 		if left <= 0 {
-			return nil, memError("argv", pid, addr, unix.E2BIG)
+			return nil, fmt.Errorf("notify: argv of tid %d: more than %d bytes: %w", pid, maxBytes, unix.E2BIG)
 		}
-		s, err := ReadString(pid, p, left)
+		s, err := r.readString(p, left)
 		if err != nil {
 			if errors.Is(err, unix.ENAMETOOLONG) {
 				return nil, fmt.Errorf("notify: argv of tid %d: %d arguments exceed %d bytes: %w", pid, i+1, maxBytes, unix.E2BIG)
 			}
-			return nil, fmt.Errorf("notify: argv[%d] of tid %d: %w", i, pid, err)
+			return nil, memError(fmt.Sprintf("argv[%d]", i), pid, p, err)
 		}
 		left -= len(s) + 1
 		out = append(out, s)

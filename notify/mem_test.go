@@ -2,6 +2,7 @@ package notify
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -139,6 +140,37 @@ func TestReadArgvSelf(t *testing.T) {
 	runtime.KeepAlive(ptrs)
 }
 
+// TestReadArgvManyPages spreads argv over more pages than a reader caches,
+// with strings straddling page boundaries and one running into a guard.
+func TestReadArgvManyPages(t *testing.T) {
+	pid := os.Getpid()
+	ps := memPageSize
+	area := make([]byte, 40*ps)
+	var want []string
+	ptrs := make([]uint64, 0, 41)
+	for i := range 39 {
+		s := fmt.Sprintf("arg-%02d-%s", i, strings.Repeat("x", i*3))
+		off := (i+1)*ps - 5 // straddles the boundary into the next page
+		copy(area[off:], s+"\x00")
+		want = append(want, s)
+		ptrs = append(ptrs, addrOf(area[off:]))
+	}
+	ptrs = append(ptrs, 0)
+	arr := uint64(uintptr(unsafe.Pointer(&ptrs[0])))
+	got, err := ReadArgv(pid, arr, 100, 1<<20)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ReadArgv over 40 pages: %v\n got %q\nwant %q", err, got, want)
+	}
+
+	page, _ := guardedPage(t)
+	ptrs[3] = placeAtEnd(page, "unterminated")
+	if _, err := ReadArgv(pid, arr, 100, 1<<20); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("argv string running into a guard page: %v, want EFAULT", err)
+	}
+	runtime.KeepAlive(area)
+	runtime.KeepAlive(ptrs)
+}
+
 func TestReadPointerArrayGuard(t *testing.T) {
 	pid := os.Getpid()
 	page, _ := guardedPage(t)
@@ -186,6 +218,11 @@ func FuzzReadString(f *testing.F) {
 		}
 		addr := placeAtEnd(page, string(data))
 		s, err := ReadString(pid, addr, max)
+		// The page-caching reader behind ReadArgv must agree.
+		r := memReader{pid: pid}
+		if s2, err2 := r.readString(addr, max); s2 != s || (err == nil) != (err2 == nil) || (err2 != nil && !errors.Is(err, err2)) {
+			t.Fatalf("ReadString = %q, %v; memReader.readString = %q, %v", s, err, s2, err2)
+		}
 		nul := strings.IndexByte(string(data), 0)
 		switch {
 		case nul >= 0 && nul < max:
@@ -202,4 +239,31 @@ func FuzzReadString(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkReadArgv: a 12-argument command line whose strings share pages,
+// as a shell's do.
+func BenchmarkReadArgv(b *testing.B) {
+	args := strings.Fields("git -c core.pager=cat log --oneline --decorate -n 20 origin/main -- src/ docs/")
+	buf := make([]byte, 0, 512)
+	var offs []int
+	for _, a := range args {
+		offs = append(offs, len(buf))
+		buf = append(buf, a...)
+		buf = append(buf, 0)
+	}
+	ptrs := make([]uint64, len(args)+1)
+	for i, o := range offs {
+		ptrs[i] = addrOf(buf[o:])
+	}
+	arr := uint64(uintptr(unsafe.Pointer(&ptrs[0])))
+	pid := os.Getpid()
+	for b.Loop() {
+		argv, err := ReadArgv(pid, arr, 256, 1<<17)
+		if err != nil || len(argv) != len(args) {
+			b.Fatal(argv, err)
+		}
+	}
+	runtime.KeepAlive(buf)
+	runtime.KeepAlive(ptrs)
 }
