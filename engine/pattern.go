@@ -39,14 +39,16 @@ const (
 	elClass                 // [...]
 	elStar                  // *
 	elDStar                 // **
+	elEps                   // consumes nothing; epsilon edges to the next element and to skip
 )
 
 type elem struct {
 	kind  elemKind
 	c     byte  // elLit
 	class uint8 // elClass: index into automaton.classes
-	// skip is an extra epsilon edge to state skip (0 = none). It makes
-	// `**/` optional as a whole, so `/a/**/b` matches `/a/b`.
+	// skip is elEps's extra epsilon edge. It makes `**/` optional as a
+	// whole, so `/a/**/b` matches `/a/b`; it sits before the `**` so it is
+	// only taken when the group is entered, not after `**` consumed.
 	skip uint16
 }
 
@@ -74,10 +76,9 @@ func (a *automaton) addState(s *stateSet, i int) {
 			return
 		}
 		e := &a.elems[i]
-		if e.skip != 0 {
+		if e.kind == elEps {
 			a.addState(s, int(e.skip))
-		}
-		if e.kind != elStar && e.kind != elDStar {
+		} else if e.kind != elStar && e.kind != elDStar {
 			return
 		}
 		i++ // a star may match nothing
@@ -266,7 +267,7 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 				spec.wildcards += 2
 				if atBoundary && i+1 < len(p) && p[i+1] == '/' {
 					// `**/`: optional as a whole.
-					elems = append(elems, elem{kind: elDStar, skip: uint16(len(elems) + 2)})
+					elems = append(elems, elem{kind: elEps, skip: uint16(len(elems) + 3)}, elem{kind: elDStar})
 					i++
 					elems = append(elems, elem{kind: elLit, c: '/'})
 					anchor = len(elems) - 1

@@ -1,0 +1,661 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tailscale/hujson"
+)
+
+// ConfigError is one problem in a configuration file, at the offending
+// token. Several problems in one file are returned together (errors.Join),
+// so a user fixes them all in one pass.
+type ConfigError struct {
+	Pos Position
+	Msg string
+}
+
+func (e *ConfigError) Error() string {
+	if p := e.Pos.String(); p != "" {
+		return p + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+// Warning is a problem that did not stop permwrap but changed what it
+// does: a --policy scope that failed to load floors every allow to ask.
+type Warning struct {
+	File string
+	Err  error
+}
+
+func (w Warning) String() string {
+	return fmt.Sprintf("warning: %s: policy scope not applied, every allow now asks (fail-closed): %v", w.File, w.Err)
+}
+
+// fileKind says which keys a configuration file may hold.
+type fileKind uint8
+
+const (
+	kindGlobal    fileKind = iota // policy.jsonc or the embedded default
+	kindHardGuard                 // hard-guards.jsonc
+	kindScope                     // a --policy FILE
+)
+
+// AuthorizerSpec is one automated reviewer: a program run with the ask.
+type AuthorizerSpec struct {
+	Command []string
+	Timeout time.Duration // from "timeoutMs"; default 3s
+}
+
+// Delegation limits what automated reviewers may allow.
+type Delegation struct {
+	AllowedSurfaces  []Surface // empty: every surface
+	ExcludedSurfaces []Surface
+}
+
+// TypoPath suggests a corrected path when a denied path matches From.
+type TypoPath struct {
+	From string // pattern as written
+	To   string // ~ and ${VAR} expanded
+	pat  *pathPattern
+}
+
+// Match reports whether path matches the From pattern.
+func (t TypoPath) Match(path string) bool { return t.pat != nil && t.pat.match(path) }
+
+// LogSettings configures the review log.
+type LogSettings struct {
+	Path       string // "" → the review log's default location
+	ReadAllows string // "all" or "none": whether allowed reads are logged
+	FieldWidth int    // longest value written per field before truncation
+}
+
+// Settings is the non-rule configuration. It comes from the global
+// policy only; see docs/policy.md for why a scope may not set it.
+type Settings struct {
+	AuthorizerChain []string
+	Authorizers     map[string]AuthorizerSpec
+	ModelDelegation Delegation
+	AskTimeout      time.Duration
+	DenialNotice    string // "stderr" or "off"
+	TypoPaths       []TypoPath
+	Log             LogSettings
+	Yolo            bool
+}
+
+// Defaults for Settings.
+const (
+	DefaultAskTimeout        = 10 * time.Minute
+	DefaultAuthorizerTimeout = 3 * time.Second
+	DefaultLogFieldWidth     = 512
+)
+
+func defaultSettings() Settings {
+	return Settings{
+		Authorizers:  map[string]AuthorizerSpec{},
+		AskTimeout:   DefaultAskTimeout,
+		DenialNotice: "stderr",
+		Log:          LogSettings{ReadAllows: "all", FieldWidth: DefaultLogFieldWidth},
+	}
+}
+
+// rawRule is a rule read from a file, pattern compiled.
+type rawRule struct {
+	rule Rule
+	path *pathPattern
+	bash *bashPattern
+}
+
+// fileConfig is what one file contributed.
+type fileConfig struct {
+	name      string
+	rules     []rawRule
+	fallback  *Rule // permission["*"]
+	protected []rawRule
+	settings  Settings
+	yolo      bool
+}
+
+// parser walks one hujson document and collects every error in it.
+type parser struct {
+	name  string
+	data  []byte
+	lines []int // byte offset of each line start
+	env   Env
+	errs  []error
+}
+
+func (p *parser) pos(off int) Position {
+	if p.lines == nil {
+		p.lines = []int{0}
+		for i, c := range p.data {
+			if c == '\n' {
+				p.lines = append(p.lines, i+1)
+			}
+		}
+	}
+	l := sort.Search(len(p.lines), func(i int) bool { return p.lines[i] > off }) - 1
+	if l < 0 {
+		l = 0
+	}
+	return Position{File: p.name, Line: l + 1, Column: off - p.lines[l] + 1}
+}
+
+func (p *parser) errorf(off int, format string, args ...any) {
+	p.errs = append(p.errs, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf(format, args...)})
+}
+
+var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
+
+// parseConfig reads one configuration file. The returned error, if any,
+// joins every *ConfigError found.
+func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig, error) {
+	p := &parser{name: name, data: data, env: env}
+	fc := &fileConfig{name: name, settings: defaultSettings()}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &ConfigError{Pos: Position{File: name}, Msg: "empty file: write {} for an empty policy"}
+	}
+	v, err := hujson.Parse(data)
+	if err != nil {
+		msg := err.Error()
+		if m := hujsonPos.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			col, _ := strconv.Atoi(m[2])
+			return nil, &ConfigError{Pos: Position{File: name, Line: line, Column: col}, Msg: "syntax error: " + m[3]}
+		}
+		return nil, &ConfigError{Pos: Position{File: name}, Msg: "syntax error: " + msg}
+	}
+	top, ok := p.object(&v, "the top level")
+	if !ok {
+		return nil, errors.Join(p.errs...)
+	}
+	for _, m := range p.members(top) {
+		key := m.Name.Value.(hujson.Literal).String()
+		off := m.Name.StartOffset
+		val := &m.Value
+		if kind != kindGlobal && key != "permission" && !(kind == kindHardGuard && key == "protectedWrites") {
+			switch kind {
+			case kindScope:
+				p.errorf(off, "key %q is not allowed in a --policy scope: settings come from the global policy.jsonc only", key)
+			default:
+				p.errorf(off, "key %q is not allowed in hard-guards.jsonc: it holds only \"permission\" and \"protectedWrites\"", key)
+			}
+			continue
+		}
+		switch key {
+		case "permission":
+			p.permission(val, kind, fc)
+		case "protectedWrites":
+			if kind != kindHardGuard {
+				p.errorf(off, "unknown key %q: protectedWrites belong in hard-guards.jsonc", key)
+				continue
+			}
+			for _, e := range p.array(val, key) {
+				s, ok := p.str(&e, "a protectedWrites entry")
+				if !ok {
+					continue
+				}
+				if r, ok := p.rule(SurfaceWrite, s, Ask, "", e.StartOffset); ok {
+					r.rule.Origin = OriginHardGuard
+					fc.protected = append(fc.protected, r)
+				}
+			}
+		case "yoloMode":
+			fc.yolo, _ = p.boolean(val, key)
+			fc.settings.Yolo = fc.yolo
+		case "authorizerChain":
+			for _, e := range p.array(val, key) {
+				if s, ok := p.str(&e, "an authorizerChain entry"); ok {
+					if s == "" {
+						p.errorf(e.StartOffset, "empty authorizer name")
+						continue
+					}
+					fc.settings.AuthorizerChain = append(fc.settings.AuthorizerChain, s)
+				}
+			}
+		case "authorizers":
+			obj, ok := p.object(val, key)
+			if !ok {
+				continue
+			}
+			for _, am := range p.members(obj) {
+				name := am.Name.Value.(hujson.Literal).String()
+				if spec, ok := p.authorizer(&am.Value, name); ok {
+					fc.settings.Authorizers[name] = spec
+				}
+			}
+		case "modelDelegation":
+			obj, ok := p.object(val, key)
+			if !ok {
+				continue
+			}
+			for _, dm := range p.members(obj) {
+				k := dm.Name.Value.(hujson.Literal).String()
+				switch k {
+				case "allowedSurfaces":
+					fc.settings.ModelDelegation.AllowedSurfaces = p.surfaces(&dm.Value, k)
+				case "excludedSurfaces":
+					fc.settings.ModelDelegation.ExcludedSurfaces = p.surfaces(&dm.Value, k)
+				default:
+					p.errorf(dm.Name.StartOffset, "unknown key %q in modelDelegation (want allowedSurfaces, excludedSurfaces)", k)
+				}
+			}
+		case "askTimeout":
+			if s, ok := p.str(val, key); ok {
+				d, err := time.ParseDuration(s)
+				switch {
+				case err != nil:
+					p.errorf(val.StartOffset, "askTimeout: %q is not a duration (write e.g. \"10m\", \"90s\")", s)
+				case d <= 0:
+					p.errorf(val.StartOffset, "askTimeout must be positive")
+				default:
+					fc.settings.AskTimeout = d
+				}
+			}
+		case "denialNotice":
+			if s, ok := p.str(val, key); ok {
+				if s != "stderr" && s != "off" {
+					p.errorf(val.StartOffset, "denialNotice: %q is not \"stderr\" or \"off\"", s)
+				} else {
+					fc.settings.DenialNotice = s
+				}
+			}
+		case "typoPaths":
+			for _, e := range p.array(val, key) {
+				if tp, ok := p.typoPath(&e); ok {
+					fc.settings.TypoPaths = append(fc.settings.TypoPaths, tp)
+				}
+			}
+		case "log":
+			p.logSettings(val, &fc.settings.Log)
+		default:
+			p.errorf(off, "unknown key %q (want permission, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, typoPaths, log)", key)
+		}
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return fc, nil
+}
+
+// members returns an object's members, reporting duplicate names (JSON
+// leaves them undefined; a policy must not depend on which one wins).
+func (p *parser) members(obj *hujson.Object) []hujson.ObjectMember {
+	seen := make(map[string]bool, len(obj.Members))
+	out := obj.Members[:0:0]
+	for _, m := range obj.Members {
+		k := m.Name.Value.(hujson.Literal).String()
+		if seen[k] {
+			p.errorf(m.Name.StartOffset, "duplicate key %q", k)
+			continue
+		}
+		seen[k] = true
+		out = append(out, m)
+	}
+	return out
+}
+
+func kindName(v hujson.ValueTrimmed) string {
+	switch v.Kind() {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "an unknown value"
+}
+
+func (p *parser) object(v *hujson.Value, what string) (*hujson.Object, bool) {
+	if o, ok := v.Value.(*hujson.Object); ok {
+		return o, true
+	}
+	p.errorf(v.StartOffset, "%s: want an object, got %s", what, kindName(v.Value))
+	return nil, false
+}
+
+func (p *parser) array(v *hujson.Value, what string) []hujson.Value {
+	if a, ok := v.Value.(*hujson.Array); ok {
+		return a.Elements
+	}
+	p.errorf(v.StartOffset, "%s: want an array, got %s", what, kindName(v.Value))
+	return nil
+}
+
+func (p *parser) str(v *hujson.Value, what string) (string, bool) {
+	if l, ok := v.Value.(hujson.Literal); ok && l.Kind() == '"' {
+		return l.String(), true
+	}
+	p.errorf(v.StartOffset, "%s: want a string, got %s", what, kindName(v.Value))
+	return "", false
+}
+
+func (p *parser) boolean(v *hujson.Value, what string) (bool, bool) {
+	if l, ok := v.Value.(hujson.Literal); ok && (l.Kind() == 't' || l.Kind() == 'f') {
+		return l.Bool(), true
+	}
+	p.errorf(v.StartOffset, "%s: want true or false, got %s", what, kindName(v.Value))
+	return false, false
+}
+
+func (p *parser) integer(v *hujson.Value, what string, min int64) (int64, bool) {
+	if l, ok := v.Value.(hujson.Literal); ok && l.Kind() == '0' {
+		n, err := strconv.ParseInt(string(l), 10, 64)
+		if err == nil && n >= min && n <= 1<<31 {
+			return n, true
+		}
+		p.errorf(v.StartOffset, "%s: want a whole number from %d to %d, got %s", what, min, int64(1)<<31, string(l))
+		return 0, false
+	}
+	p.errorf(v.StartOffset, "%s: want a number, got %s", what, kindName(v.Value))
+	return 0, false
+}
+
+func (p *parser) action(v *hujson.Value, what string) (Action, bool) {
+	s, ok := p.str(v, what)
+	if !ok {
+		return 0, false
+	}
+	a, ok := ParseAction(s)
+	if !ok {
+		p.errorf(v.StartOffset, "unknown action %q (want allow, ask or deny)", s)
+	}
+	return a, ok
+}
+
+// ruleValue reads an action string or {"action": …, "reason": …}.
+func (p *parser) ruleValue(v *hujson.Value) (Action, string, bool) {
+	if _, isObj := v.Value.(*hujson.Object); !isObj {
+		if l, ok := v.Value.(hujson.Literal); !ok || l.Kind() != '"' {
+			p.errorf(v.StartOffset, "rule: want an action string or {\"action\": …, \"reason\": …}, got %s", kindName(v.Value))
+			return 0, "", false
+		}
+		a, ok := p.action(v, "rule")
+		return a, "", ok
+	}
+	obj := v.Value.(*hujson.Object)
+	var (
+		act    Action
+		reason string
+		hasAct bool
+		good   = true
+	)
+	for _, m := range p.members(obj) {
+		k := m.Name.Value.(hujson.Literal).String()
+		switch k {
+		case "action":
+			a, ok := p.action(&m.Value, "action")
+			act, hasAct = a, ok
+			good = good && ok
+		case "reason":
+			s, ok := p.str(&m.Value, "reason")
+			reason = s
+			good = good && ok
+		default:
+			p.errorf(m.Name.StartOffset, "unknown key %q in a rule (want action, reason)", k)
+			good = false
+		}
+	}
+	if !hasAct && good {
+		p.errorf(v.StartOffset, "rule has no \"action\"")
+		good = false
+	}
+	return act, reason, good && hasAct
+}
+
+// rule compiles one pattern on one surface; off is the pattern's offset.
+func (p *parser) rule(s Surface, pattern string, a Action, reason string, off int) (rawRule, bool) {
+	r := rawRule{rule: Rule{Surface: s, Pattern: pattern, Action: a, Reason: reason, Pos: p.pos(off)}}
+	var err error
+	if s == SurfaceBash {
+		r.bash, err = compileBashPattern(pattern)
+	} else {
+		var exp string
+		exp, err = expandPattern(pattern, p.env)
+		if err == nil {
+			r.path, err = compilePathPattern(exp)
+		}
+	}
+	if err != nil {
+		p.errorf(off, "pattern %q: %v", pattern, err)
+		return r, false
+	}
+	return r, true
+}
+
+func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
+	obj, ok := p.object(v, "permission")
+	if !ok {
+		return
+	}
+	for _, m := range p.members(obj) {
+		name := m.Name.Value.(hujson.Literal).String()
+		off := m.Name.StartOffset
+		if name == "*" {
+			if kind == kindHardGuard {
+				p.errorf(off, "a universal fallback \"*\" is not allowed in hard-guards.jsonc: a hard guard names what it guards; put the fallback in policy.jsonc")
+				continue
+			}
+			if a, reason, ok := p.ruleValue(&m.Value); ok {
+				fc.fallback = &Rule{Pattern: "*", Action: a, Reason: reason, Pos: p.pos(off)}
+			}
+			continue
+		}
+		s, ok := ParseSurface(name)
+		if !ok {
+			p.errorf(off, "unknown surface %q (want read, write, exec, bash, path or \"*\")", name)
+			continue
+		}
+		switch m.Value.Value.(type) {
+		case hujson.Literal:
+			// "exec": "allow" means {"*": "allow"}.
+			a, ok := p.action(&m.Value, name)
+			if ok {
+				if r, ok := p.rule(s, "*", a, "", m.Value.StartOffset); ok {
+					fc.rules = append(fc.rules, r)
+				}
+			}
+		case *hujson.Object:
+			for _, rm := range p.members(m.Value.Value.(*hujson.Object)) {
+				pat := rm.Name.Value.(hujson.Literal).String()
+				a, reason, ok := p.ruleValue(&rm.Value)
+				if !ok {
+					continue
+				}
+				if r, ok := p.rule(s, pat, a, reason, rm.Name.StartOffset); ok {
+					fc.rules = append(fc.rules, r)
+				}
+			}
+		default:
+			p.errorf(m.Value.StartOffset, "surface %q: want an action string or an object of pattern: action, got %s", name, kindName(m.Value.Value))
+		}
+	}
+}
+
+func (p *parser) surfaces(v *hujson.Value, what string) []Surface {
+	var out []Surface
+	for _, e := range p.array(v, what) {
+		s, ok := p.str(&e, what+" entry")
+		if !ok {
+			continue
+		}
+		sf, ok := ParseSurface(s)
+		if !ok {
+			p.errorf(e.StartOffset, "unknown surface %q (want read, write, exec, bash or path)", s)
+			continue
+		}
+		out = append(out, sf)
+	}
+	return out
+}
+
+func (p *parser) authorizer(v *hujson.Value, name string) (AuthorizerSpec, bool) {
+	spec := AuthorizerSpec{Timeout: DefaultAuthorizerTimeout}
+	obj, ok := p.object(v, "authorizer "+strconv.Quote(name))
+	if !ok {
+		return spec, false
+	}
+	n := len(p.errs)
+	hasCmd := false
+	for _, m := range p.members(obj) {
+		k := m.Name.Value.(hujson.Literal).String()
+		switch k {
+		case "command":
+			hasCmd = true
+			for _, e := range p.array(&m.Value, "command") {
+				if s, ok := p.str(&e, "a command word"); ok {
+					spec.Command = append(spec.Command, s)
+				}
+			}
+			if len(spec.Command) == 0 && n == len(p.errs) {
+				p.errorf(m.Value.StartOffset, "authorizer %q: command must name a program", name)
+			}
+		case "timeoutMs":
+			if ms, ok := p.integer(&m.Value, "timeoutMs", 1); ok {
+				spec.Timeout = time.Duration(ms) * time.Millisecond
+			}
+		default:
+			p.errorf(m.Name.StartOffset, "unknown key %q in authorizer %q (want command, timeoutMs)", k, name)
+		}
+	}
+	if !hasCmd {
+		p.errorf(v.StartOffset, "authorizer %q has no \"command\"", name)
+	}
+	return spec, n == len(p.errs)
+}
+
+func (p *parser) typoPath(v *hujson.Value) (TypoPath, bool) {
+	var tp TypoPath
+	obj, ok := p.object(v, "a typoPaths entry")
+	if !ok {
+		return tp, false
+	}
+	n := len(p.errs)
+	var hasFrom, hasTo bool
+	for _, m := range p.members(obj) {
+		k := m.Name.Value.(hujson.Literal).String()
+		switch k {
+		case "from":
+			hasFrom = true
+			if s, ok := p.str(&m.Value, "from"); ok {
+				tp.From = s
+				if r, ok := p.rule(SurfacePath, s, Ask, "", m.Value.StartOffset); ok {
+					tp.pat = r.path
+				}
+			}
+		case "to":
+			hasTo = true
+			if s, ok := p.str(&m.Value, "to"); ok {
+				exp, err := expandPattern(s, p.env)
+				if err != nil {
+					p.errorf(m.Value.StartOffset, "to %q: %v", s, err)
+				}
+				tp.To = exp
+			}
+		default:
+			p.errorf(m.Name.StartOffset, "unknown key %q in a typoPaths entry (want from, to)", k)
+		}
+	}
+	if !hasFrom || !hasTo {
+		p.errorf(v.StartOffset, "a typoPaths entry needs both \"from\" and \"to\"")
+	}
+	return tp, n == len(p.errs)
+}
+
+func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
+	obj, ok := p.object(v, "log")
+	if !ok {
+		return
+	}
+	for _, m := range p.members(obj) {
+		k := m.Name.Value.(hujson.Literal).String()
+		switch k {
+		case "path":
+			if s, ok := p.str(&m.Value, "log.path"); ok {
+				exp, err := expandPattern(s, p.env)
+				switch {
+				case err != nil:
+					p.errorf(m.Value.StartOffset, "log.path %q: %v", s, err)
+				case !strings.HasPrefix(exp, "/"):
+					p.errorf(m.Value.StartOffset, "log.path %q must be absolute (~ and ${HOME} are allowed)", s)
+				default:
+					ls.Path = exp
+				}
+			}
+		case "readAllows":
+			if s, ok := p.str(&m.Value, "log.readAllows"); ok {
+				if s != "all" && s != "none" {
+					p.errorf(m.Value.StartOffset, "log.readAllows: %q is not \"all\" or \"none\"", s)
+				} else {
+					ls.ReadAllows = s
+				}
+			}
+		case "fieldWidth":
+			if n, ok := p.integer(&m.Value, "log.fieldWidth", 16); ok {
+				ls.FieldWidth = int(n)
+			}
+		default:
+			p.errorf(m.Name.StartOffset, "unknown key %q in log (want path, readAllows, fieldWidth)", k)
+		}
+	}
+}
+
+// expandPattern expands a leading ~ and ${HOME}, ${WORKSPACE}, ${TMPDIR}
+// anywhere. Any other ${…} is an error: a typo must not silently become a
+// pattern that matches nothing.
+func expandPattern(p string, env Env) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if env.Home == "" {
+			return "", errors.New("~ used but the home directory is unknown")
+		}
+		p = strings.TrimSuffix(env.Home, "/") + p[1:]
+	}
+	if !strings.Contains(p, "${") {
+		return p, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(p, "${")
+		if i < 0 {
+			b.WriteString(p)
+			break
+		}
+		b.WriteString(p[:i])
+		j := strings.IndexByte(p[i:], '}')
+		if j < 0 {
+			return "", errors.New("unterminated ${")
+		}
+		name := p[i+2 : i+j]
+		var val string
+		switch name {
+		case "HOME":
+			val = env.Home
+		case "WORKSPACE":
+			val = env.Workspace
+		case "TMPDIR":
+			val = env.TmpDir
+		default:
+			return "", fmt.Errorf("unknown variable ${%s} (want ${HOME}, ${WORKSPACE} or ${TMPDIR})", name)
+		}
+		if val == "" {
+			return "", fmt.Errorf("${%s} is not known in this environment", name)
+		}
+		b.WriteString(strings.TrimSuffix(val, "/"))
+		p = p[i+j+1:]
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,528 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Layer names the stage of composition that produced a Result.
+type Layer uint8
+
+const (
+	LayerInvalid        Layer = iota
+	LayerHardGuard            // hard-guards.jsonc permission rules
+	LayerProtectedWrite       // hard-guards.jsonc protectedWrites
+	LayerSession              // "allow for this session"
+	LayerPolicy               // policy.jsonc (or the embedded default) and --policy scopes
+	LayerFallback             // permission["*"]
+	LayerBuiltin              // nothing matched: ask
+)
+
+var layerNames = [...]string{"invalid", "hard-guard", "protected-write", "session", "policy", "fallback", "builtin"}
+
+func (l Layer) String() string {
+	if int(l) < len(layerNames) {
+		return layerNames[l]
+	}
+	return fmt.Sprintf("layer(%d)", l)
+}
+
+// Result is the answer to one or more checks.
+type Result struct {
+	Action Action
+	Check  Check // the check that decided
+	Rule   Rule  // the deciding rule (Origin==OriginBuiltin, Pattern "" when nothing matched)
+	// HumanOnly marks a protectedWrites match or a hard-guard ask: only a
+	// person may approve, with no session option, no automated reviewer
+	// and no yolo.
+	HumanOnly bool
+	Layer     Layer
+}
+
+func (r Result) String() string {
+	s := fmt.Sprintf("%s (%s by %s)", r.Action, r.Check, r.Rule)
+	if r.HumanOnly {
+		s += " [human only]"
+	}
+	return s
+}
+
+// compiledRule is a Rule with its matcher.
+type compiledRule struct {
+	Rule
+	path  *pathPattern
+	bash  *bashPattern
+	spec  specificity
+	order int // declaration order across composed files; later wins ties
+}
+
+func (r *compiledRule) match(v string) bool {
+	if r.bash != nil {
+		return r.bash.match(v)
+	}
+	return r.path.match(v)
+}
+
+func (r *compiledRule) exactKey() (string, bool) {
+	if r.bash != nil {
+		if r.bash.spec.exact {
+			return r.bash.segs[0], true
+		}
+		return "", false
+	}
+	if r.path.exact {
+		return r.path.expanded, true
+	}
+	return "", false
+}
+
+// beats reports whether r wins over o when both match.
+func (r *compiledRule) beats(o *compiledRule) bool {
+	if r.spec != o.spec {
+		return r.spec.moreSpecific(o.spec)
+	}
+	return r.order > o.order
+}
+
+// ruleList holds one layer's rules for one surface, ready for
+// first-match evaluation: exact patterns in a map, the rest sorted most
+// specific first.
+type ruleList struct {
+	exact map[string]*compiledRule
+	rules []*compiledRule
+	n     int
+}
+
+func newRuleList(rules []*compiledRule) ruleList {
+	var l ruleList
+	for _, r := range rules {
+		l.n++
+		if k, ok := r.exactKey(); ok {
+			if l.exact == nil {
+				l.exact = make(map[string]*compiledRule)
+			}
+			if old, dup := l.exact[k]; !dup || r.order > old.order {
+				l.exact[k] = r
+			}
+			continue
+		}
+		l.rules = append(l.rules, r)
+	}
+	sort.SliceStable(l.rules, func(i, j int) bool { return l.rules[i].beats(l.rules[j]) })
+	return l
+}
+
+// find returns the most specific matching rule, or nil.
+func (l *ruleList) find(v string) *compiledRule {
+	if l.exact != nil {
+		if r, ok := l.exact[v]; ok {
+			return r
+		}
+	}
+	for _, r := range l.rules {
+		if r.match(v) {
+			return r
+		}
+	}
+	return nil
+}
+
+// matching returns every matching rule, most specific first.
+func (l *ruleList) matching(v string) []*compiledRule {
+	var out []*compiledRule
+	if r, ok := l.exact[v]; ok {
+		out = append(out, r)
+		// Shadowed duplicates of the same exact pattern are not kept.
+	}
+	for _, r := range l.rules {
+		if r.match(v) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type sessionSet struct {
+	rules []*compiledRule
+	lists [numSurfaces]ruleList
+}
+
+// Policy is a compiled, composed policy. It is safe for concurrent use:
+// session rules are swapped in atomically, everything else is immutable.
+type Policy struct {
+	env        Env
+	hard       [numSurfaces]ruleList
+	protected  ruleList
+	rules      [numSurfaces]ruleList
+	fallback   *compiledRule
+	yolo       bool
+	failClosed bool
+	settings   Settings
+	sources    []string // files composed, for Summary
+
+	sessMu  sync.Mutex
+	session atomic.Pointer[sessionSet]
+}
+
+// Env returns the environment patterns were expanded with.
+func (p *Policy) Env() Env { return p.env }
+
+// Settings returns the non-rule configuration.
+func (p *Policy) Settings() Settings { return p.settings }
+
+// Yolo reports whether yolo mode is on.
+func (p *Policy) Yolo() bool { return p.yolo }
+
+// FailClosed reports whether a scope failed to load, so every allow from
+// the policy layers is floored to ask.
+func (p *Policy) FailClosed() bool { return p.failClosed }
+
+// evaluation is an internal Result with what EvaluateAny ranks by.
+type evaluation struct {
+	Result
+	matched bool // some rule of the surface matched (the surface did not abstain)
+	spec    specificity
+	order   int
+	cr      *compiledRule // the deciding rule, nil for builtin answers
+}
+
+func (p *Policy) ruleResult(c Check, r *compiledRule, a Action, layer Layer) evaluation {
+	rule := r.Rule
+	rule.Action = a
+	return evaluation{Result: Result{Action: a, Check: c, Rule: rule, Layer: layer}, matched: true, spec: r.spec, order: r.order, cr: r}
+}
+
+// lower applies yolo and fail-closed to an answer from the policy layers,
+// the fallback or the builtin ask. Fail-closed wins over yolo: a scope
+// that could not be read may have held denies nobody can see, so a
+// person must look even in yolo mode.
+func (p *Policy) lower(e evaluation) evaluation {
+	switch {
+	case e.Action == Allow && p.failClosed:
+		e.Action, e.Rule.Action, e.Rule.Origin = Ask, Ask, OriginFailClosed
+	case e.Action == Ask && p.yolo:
+		e.Action, e.Rule.Action, e.Rule.Origin = Allow, Allow, OriginYolo
+	}
+	return e
+}
+
+// evaluate runs the composition for one check. See docs/policy.md.
+func (p *Policy) evaluate(c Check) evaluation {
+	s := c.Surface
+	if s == SurfaceInvalid || s >= numSurfaces {
+		// Could not decide: never fail open.
+		return evaluation{Result: Result{Action: Deny, Check: c, Layer: LayerBuiltin,
+			Rule: Rule{Surface: s, Action: Deny, Origin: OriginBuiltin, Reason: "invalid surface"}}, matched: true}
+	}
+	v := c.Value
+	var hardAsk *compiledRule
+	if r := p.hard[s].find(v); r != nil {
+		switch r.Action {
+		case Deny:
+			return p.ruleResult(c, r, Deny, LayerHardGuard)
+		case Ask:
+			hardAsk = r
+		}
+		// A hard-guard allow means only "not blocked here".
+	}
+	if s == SurfaceWrite {
+		if r := p.protected.find(v); r != nil {
+			e := p.ruleResult(c, r, Ask, LayerProtectedWrite)
+			e.HumanOnly = true
+			return e
+		}
+	}
+	if hardAsk != nil {
+		e := p.ruleResult(c, hardAsk, Ask, LayerHardGuard)
+		e.HumanOnly = true
+		return e
+	}
+	pol := p.rules[s].find(v)
+	if pol != nil && pol.Action == Deny {
+		// A session approval never lifts a deny the policy wrote.
+		return p.ruleResult(c, pol, Deny, LayerPolicy)
+	}
+	if ss := p.session.Load(); ss != nil {
+		if r := ss.lists[s].find(v); r != nil {
+			return p.ruleResult(c, r, Allow, LayerSession)
+		}
+	}
+	if pol != nil {
+		return p.lower(p.ruleResult(c, pol, pol.Action, LayerPolicy))
+	}
+	e := p.fallbackFor(c)
+	e.matched = false
+	return e
+}
+
+// fallbackFor answers when no rule matched: permission["*"], else ask.
+func (p *Policy) fallbackFor(c Check) evaluation {
+	if f := p.fallback; f != nil {
+		e := p.ruleResult(c, f, f.Action, LayerFallback)
+		e.Rule.Surface = c.Surface
+		return p.lower(e)
+	}
+	return p.lower(evaluation{Result: Result{Action: Ask, Check: c, Layer: LayerBuiltin,
+		Rule: Rule{Surface: c.Surface, Action: Ask, Origin: OriginBuiltin}}})
+}
+
+// Evaluate answers one check on one surface. With no matching rule the
+// answer is permission["*"] or, without one, the builtin ask.
+func (p *Policy) Evaluate(c Check) Result { return p.evaluate(c).Result }
+
+// stronger reports whether a should replace b when composing surfaces:
+// the more restrictive action wins; on equal actions a human-only answer
+// wins so the restriction on who may approve is not lost.
+func stronger(a, b *evaluation) bool {
+	if a.Action != b.Action {
+		return a.Action > b.Action
+	}
+	return a.HumanOnly && !b.HumanOnly
+}
+
+// Decide composes independent checks of one access most-restrictive-wins.
+// A check whose surface has no matching rule abstains; when every check
+// abstains the answer is permission["*"] or the builtin ask.
+func (p *Policy) Decide(checks ...Check) Result {
+	var best evaluation
+	have := false
+	for i := range checks {
+		e := p.evaluate(checks[i])
+		if !e.matched {
+			continue
+		}
+		if !have || stronger(&e, &best) {
+			best, have = e, true
+		}
+	}
+	if have {
+		return best.Result
+	}
+	var c Check
+	if len(checks) > 0 {
+		c = checks[0]
+	}
+	return p.fallbackFor(c).Result
+}
+
+// DecidePath decides an access to a path: read → (read, path),
+// write → (write, path), exec → (exec, path); several bits combine, and
+// the path surface is consulted once.
+func (p *Policy) DecidePath(a Access, path string) Result {
+	var buf [4]Check
+	checks := pathChecks(&buf, a, path)
+	if len(checks) == 1 {
+		return Result{Action: Deny, Check: checks[0], Layer: LayerBuiltin,
+			Rule: Rule{Surface: SurfacePath, Action: Deny, Origin: OriginBuiltin, Reason: "no access kind given"}}
+	}
+	return p.Decide(checks...)
+}
+
+func pathChecks(buf *[4]Check, a Access, path string) []Check {
+	n := 0
+	if a&AccessRead != 0 {
+		buf[n] = Check{SurfaceRead, path}
+		n++
+	}
+	if a&AccessWrite != 0 {
+		buf[n] = Check{SurfaceWrite, path}
+		n++
+	}
+	if a&AccessExec != 0 {
+		buf[n] = Check{SurfaceExec, path}
+		n++
+	}
+	buf[n] = Check{SurfacePath, path}
+	n++
+	return buf[:n]
+}
+
+// rank orders layers for EvaluateAny: a hard guard's word on any
+// spelling stands above everything; a fallback or builtin answer is
+// weaker than any rule that matched.
+func (e *evaluation) rank() int {
+	switch e.Layer {
+	case LayerHardGuard, LayerProtectedWrite:
+		return 3
+	case LayerSession, LayerPolicy:
+		return 2
+	case LayerFallback:
+		return 1
+	}
+	return 0
+}
+
+// EvaluateAny evaluates several spellings of one value on surface s (for
+// example `git push x` and `/usr/bin/git push x`). A hard guard's answer
+// on any spelling wins, the more restrictive if several; otherwise the
+// spelling whose deciding rule is the most specific decides, and equally
+// specific answers compose most-restrictive-wins. This way a rule written
+// for either spelling applies, and a precise allow is not overruled by
+// the broad rule another spelling happened to hit.
+func (p *Policy) EvaluateAny(s Surface, values ...string) Result {
+	if len(values) == 0 {
+		return p.fallbackFor(Check{Surface: s}).Result
+	}
+	best := p.evaluate(Check{s, values[0]})
+	for _, v := range values[1:] {
+		e := p.evaluate(Check{s, v})
+		if e.better(&best) {
+			best = e
+		}
+	}
+	return best.Result
+}
+
+func (e *evaluation) better(b *evaluation) bool {
+	re, rb := e.rank(), b.rank()
+	if re != rb {
+		return re > rb
+	}
+	if re == 2 && e.spec != b.spec {
+		return e.spec.moreSpecific(b.spec)
+	}
+	return stronger(e, b)
+}
+
+// AddSessionRule records a person's "allow for this session" as a rule
+// with origin session. Path patterns are expanded like config patterns.
+func (p *Policy) AddSessionRule(s Surface, pattern string) (Rule, error) {
+	if s == SurfaceInvalid || s >= numSurfaces {
+		return Rule{}, fmt.Errorf("invalid surface %v", s)
+	}
+	cr := &compiledRule{Rule: Rule{Surface: s, Pattern: pattern, Action: Allow, Origin: OriginSession}}
+	var err error
+	if s == SurfaceBash {
+		cr.bash, err = compileBashPattern(pattern)
+		if err == nil {
+			cr.spec = cr.bash.spec
+		}
+	} else {
+		var exp string
+		if exp, err = expandPattern(pattern, p.env); err == nil {
+			cr.path, err = compilePathPattern(exp)
+		}
+		if err == nil {
+			cr.spec = cr.path.spec
+		}
+	}
+	if err != nil {
+		return Rule{}, fmt.Errorf("session pattern %q: %w", pattern, err)
+	}
+	p.sessMu.Lock()
+	defer p.sessMu.Unlock()
+	old := p.session.Load()
+	next := &sessionSet{}
+	if old != nil {
+		next.rules = append(next.rules, old.rules...)
+	}
+	cr.order = len(next.rules)
+	next.rules = append(next.rules, cr)
+	var per [numSurfaces][]*compiledRule
+	for _, r := range next.rules {
+		per[r.Surface] = append(per[r.Surface], r)
+	}
+	for i := range per {
+		next.lists[i] = newRuleList(per[i])
+	}
+	p.session.Store(next)
+	return cr.Rule, nil
+}
+
+// SessionRules returns the session rules in the order they were added.
+func (p *Policy) SessionRules() []Rule {
+	ss := p.session.Load()
+	if ss == nil {
+		return nil
+	}
+	out := make([]Rule, len(ss.rules))
+	for i, r := range ss.rules {
+		out[i] = r.Rule
+	}
+	return out
+}
+
+// Rules returns every configured rule (hard guards, protected writes,
+// policy layers, the fallback) in declaration order, for listing.
+func (p *Policy) Rules() []Rule {
+	var all []*compiledRule
+	add := func(l *ruleList) {
+		for _, r := range l.exact {
+			all = append(all, r)
+		}
+		all = append(all, l.rules...)
+	}
+	for s := range p.hard {
+		add(&p.hard[s])
+	}
+	add(&p.protected)
+	for s := range p.rules {
+		add(&p.rules[s])
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		oi, oj := originRank(all[i].Origin), originRank(all[j].Origin)
+		if oi != oj {
+			return oi < oj
+		}
+		return all[i].order < all[j].order
+	})
+	out := make([]Rule, 0, len(all)+1)
+	for _, r := range all {
+		out = append(out, r.Rule)
+	}
+	if p.fallback != nil {
+		out = append(out, p.fallback.Rule)
+	}
+	return out
+}
+
+func originRank(o Origin) int {
+	if o == OriginHardGuard {
+		return 0
+	}
+	return 1
+}
+
+// SuggestPathPattern proposes the pattern for "allow for this session":
+// for a write inside the workspace the containing directory's `/**`
+// (editing one file in a directory usually means more follow), otherwise
+// the exact path, because outside the workspace a person approves one
+// thing, not a tree.
+func SuggestPathPattern(a Access, path string, env Env) string {
+	ws := strings.TrimSuffix(env.Workspace, "/")
+	if a&AccessWrite != 0 && ws != "" && strings.HasPrefix(path, ws+"/") {
+		dir := path[:strings.LastIndexByte(path, '/')]
+		return escapePattern(dir) + "/**"
+	}
+	return escapePattern(path)
+}
+
+// escapePattern makes a literal path safe to use as a pattern.
+func escapePattern(s string) string {
+	if !strings.ContainsAny(s, `*?[]{}\`) && !strings.HasPrefix(s, "~") && !strings.Contains(s, "${") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '*', '?', '[', ']', '{', '}', '\\':
+			b.WriteByte('\\')
+		case '~':
+			if i == 0 {
+				b.WriteByte('\\')
+			}
+		case '$':
+			if i+1 < len(s) && s[i+1] == '{' {
+				// `${` cannot be escaped in expansion; break it with a class.
+				b.WriteString("[$]")
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
