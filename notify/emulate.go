@@ -47,6 +47,14 @@ func rsvCheck(r *Resolved) error {
 	return nil
 }
 
+// rsvCheckW is rsvCheck for operations that change something.
+func rsvCheckW(r *Resolved) error {
+	if err := rsvCheck(r); err != nil {
+		return err
+	}
+	return rsvProcGuard(r, false)
+}
+
 // rsvHasDefaultACL reports whether directory dir has a default ACL, in which
 // case the kernel ignores the umask for new entries.
 func rsvHasDefaultACL(dir *os.File) bool {
@@ -73,6 +81,20 @@ func rsvHasDefaultACL(dir *os.File) bool {
 func OpenResolved(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
 	if err := rsvCheck(r); err != nil {
 		return nil, err
+	}
+	readOnly := flags&unix.O_PATH != 0 ||
+		(flags&unix.O_ACCMODE == unix.O_RDONLY && flags&(unix.O_CREAT|unix.O_TRUNC) == 0 && flags&unix.O_TMPFILE != unix.O_TMPFILE)
+	if err := rsvProcGuard(r, readOnly); err != nil {
+		return nil, err
+	}
+	if r.Exists && flags&unix.O_PATH == 0 && rsvIsDevTty(&r.Stat) {
+		var f *os.File
+		err := rsvAs(r.Cred, func() error {
+			var err error
+			f, err = rsvOpenCtty(r.tid, flags&rsvOpenValid&^unix.O_NOFOLLOW)
+			return err
+		})
+		return f, err
 	}
 	var f *os.File
 	err := rsvAs(r.Cred, func() error {
@@ -219,7 +241,7 @@ func rsvCreateFile(create func(mode uint32) (int, error), aclDir *os.File, mode,
 
 // Unlink removes what r names: unlinkat, or with removeDir rmdir semantics.
 func Unlink(r *Resolved, removeDir bool) error {
-	if err := rsvCheck(r); err != nil {
+	if err := rsvCheckW(r); err != nil {
 		return err
 	}
 	switch r.last {
@@ -277,10 +299,10 @@ func rsvParentMnt(r *Resolved) (uint64, error) {
 // Rename is renameat2(from, to, flags) with RENAME_NOREPLACE, RENAME_EXCHANGE
 // and RENAME_WHITEOUT passed to the kernel.
 func Rename(from, to *Resolved, flags uint) error {
-	if err := rsvCheck(from); err != nil {
+	if err := rsvCheckW(from); err != nil {
 		return err
 	}
-	if err := rsvCheck(to); err != nil {
+	if err := rsvCheckW(to); err != nil {
 		return err
 	}
 	if from.special() || to.special() {
@@ -315,7 +337,7 @@ func Rename(from, to *Resolved, flags uint) error {
 // rsvCreateCheck applies the kernel's filename_create rules for a last
 // component that is not an ordinary name.
 func rsvCreateCheck(op string, r *Resolved) error {
-	if err := rsvCheck(r); err != nil {
+	if err := rsvCheckW(r); err != nil {
 		return err
 	}
 	switch r.last {
@@ -409,7 +431,7 @@ const capDacReadSearch = 1 << 2
 // kernel's rule that AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH is applied to the
 // target's capabilities.
 func Link(from, to *Resolved, flags int) error {
-	if err := rsvCheck(from); err != nil {
+	if err := rsvCheckW(from); err != nil {
 		return err
 	}
 	if err := rsvCreateCheck("link", to); err != nil {
@@ -441,7 +463,7 @@ func Link(from, to *Resolved, flags int) error {
 
 // rsvObject returns the pinned inode a metadata operation acts on.
 func rsvObject(r *Resolved) (*os.File, error) {
-	if err := rsvCheck(r); err != nil {
+	if err := rsvCheckW(r); err != nil {
 		return nil, err
 	}
 	if !r.Exists || r.Object == nil {

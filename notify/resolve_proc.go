@@ -1,0 +1,183 @@
+package notify
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Objects whose meaning depends on who opens them. The supervisor opening
+// them would act as itself, not as the target, so they get special care.
+
+// rsvProcMounts lists where procfs is mounted, read once: a sandboxed
+// process cannot mount (Landlock forbids mount changes, the filter denies
+// the mount calls), so the list only grows by the supervisor's own doing.
+var rsvProcMounts = sync.OnceValue(func() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return []string{"/proc"}
+	}
+	var out []string
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		pre, post, ok := bytes.Cut(line, []byte(" - "))
+		if !ok {
+			continue
+		}
+		if f := bytes.Fields(post); len(f) == 0 || string(f[0]) != "proc" {
+			continue
+		}
+		f := bytes.Fields(pre)
+		if len(f) < 5 {
+			continue
+		}
+		out = append(out, rsvUnescapeMount(string(f[4])))
+	}
+	if len(out) == 0 {
+		out = []string{"/proc"}
+	}
+	return out
+})
+
+// rsvUnescapeMount decodes mountinfo's octal escapes (\040 for a space).
+func rsvUnescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// rsvProcEntry splits a path inside a procfs /proc/<pid> directory into the
+// pid and the rest ("" for the directory itself).
+func rsvProcEntry(p string) (pid int, rest string, ok bool) {
+	for _, m := range rsvProcMounts() {
+		var after string
+		if m == "/" {
+			after = strings.TrimPrefix(p, "/")
+		} else if strings.HasPrefix(p, m+"/") {
+			after = p[len(m)+1:]
+		} else {
+			continue
+		}
+		head, tail, _ := strings.Cut(after, "/")
+		n, err := strconv.Atoi(head)
+		if err != nil || n <= 0 {
+			continue
+		}
+		return n, tail, true
+	}
+	return 0, "", false
+}
+
+// rsvProcSafe are /proc/<pid> files any process may read, whose open does no
+// ptrace_may_access check on the opener. Everything else (mem, environ,
+// auxv, maps, fd/, …) is checked against whoever opens it, which for an
+// emulated open is the supervisor.
+var rsvProcSafe = map[string]bool{
+	"stat": true, "statm": true, "status": true, "cmdline": true, "comm": true,
+	"cgroup": true, "limits": true, "loginuid": true, "sessionid": true,
+	"oom_score": true, "oom_score_adj": true, "wchan": true, "schedstat": true,
+	"cpuset": true, "task": true,
+}
+
+// rsvProcGuard refuses to act, as the supervisor, on another process's
+// /proc entries beyond what any process may read: otherwise a target allowed
+// to read /proc could be handed the supervisor's /proc/PID/mem.
+func rsvProcGuard(r *Resolved, readOnly bool) error {
+	if r.Kind != KindPath {
+		return nil
+	}
+	pid, rest, ok := rsvProcEntry(r.Path)
+	if !ok || pid == r.Tgid {
+		return nil
+	}
+	if tg, err := Tgid(pid); err == nil && tg == r.Tgid {
+		return nil // a thread of the target, named by its TID
+	}
+	if readOnly {
+		parts := strings.Split(rest, "/")
+		// /proc/N, /proc/N/task, /proc/N/task/T and the safe files of
+		// either.
+		if len(parts) >= 2 && parts[0] == "task" {
+			if _, err := strconv.Atoi(parts[1]); err == nil {
+				parts = parts[2:]
+			}
+		}
+		switch {
+		case len(parts) == 0, len(parts) == 1 && parts[0] == "":
+			return nil
+		case len(parts) == 1 && rsvProcSafe[parts[0]]:
+			return nil
+		}
+	}
+	return fmt.Errorf("notify: refusing to open %s of another process on the target's behalf: %w", r.Path, unix.EACCES)
+}
+
+// rsvIsDevTty reports the /dev/tty device (5:0), which names the opener's
+// controlling terminal.
+func rsvIsDevTty(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 5 && unix.Minor(st.Rdev) == 0
+}
+
+// rsvOpenCtty opens thread tid's controlling terminal, which is what the
+// target's open of /dev/tty would give it (the supervisor's own open would
+// give the supervisor's terminal, or ENXIO).
+func rsvOpenCtty(tid int, flags int) (*os.File, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return nil, fmt.Errorf("notify: read stat of %d: %w", tid, rsvErrno(err))
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("notify: malformed /proc/%d/stat: %w", tid, unix.EIO)
+	}
+	// After "pid (comm)": state ppid pgrp session tty_nr.
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 5 {
+		return nil, fmt.Errorf("notify: malformed /proc/%d/stat: %w", tid, unix.EIO)
+	}
+	nr, err := strconv.ParseUint(string(f[4]), 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("notify: malformed tty_nr in /proc/%d/stat: %w", tid, unix.EIO)
+	}
+	if nr == 0 {
+		return nil, unix.ENXIO // no controlling terminal
+	}
+	major := uint32(nr>>8) & 0xfff
+	minor := uint32(nr&0xff) | uint32(nr>>12)&0xfff00
+	want := unix.Mkdev(major, minor)
+	candidates := []string{fmt.Sprintf("/dev/char/%d:%d", major, minor)}
+	if major >= 136 && major <= 143 {
+		candidates = append(candidates, "/dev/pts/"+strconv.Itoa(int(minor+(major-136)*256)))
+	}
+	for _, p := range candidates {
+		fd, err := rsvOpenPath(p, flags|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if err == unix.ENOENT {
+				continue
+			}
+			return nil, err
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == want {
+			return os.NewFile(uintptr(fd), "/dev/tty"), nil
+		}
+		unix.Close(fd)
+	}
+	return nil, fmt.Errorf("notify: controlling terminal %d:%d of %d has no device node here: %w", major, minor, tid, unix.ENXIO)
+}
