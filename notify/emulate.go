@@ -244,6 +244,9 @@ func Unlink(r *Resolved, removeDir bool) error {
 	if err := rsvCheckW(r); err != nil {
 		return err
 	}
+	if err := rsvNameOp("unlink", r); err != nil {
+		return err
+	}
 	switch r.last {
 	case rsvLastNorm:
 	case rsvLastDot:
@@ -271,6 +274,17 @@ func Unlink(r *Resolved, removeDir bool) error {
 	return rsvAs(r.Cred, func() error {
 		return rsvRetry(func() error { return unix.Unlinkat(int(r.Dir.Fd()), r.name(), fl) })
 	})
+}
+
+// rsvNameOp checks that r was resolved for a call that handles its last
+// name itself. Only a trailing slash makes ParentOnly matter, and getting it
+// wrong would act on a symlink's target instead of failing as the kernel does
+// (rmdir("link-to-dir/") is ENOTDIR), so say so loudly.
+func rsvNameOp(op string, r *Resolved) error {
+	if r.TrailingSlash && r.flags&ParentOnly == 0 {
+		return fmt.Errorf("notify: %s of %q: Resolve was called without ParentOnly: %w", op, r.Path, unix.EINVAL)
+	}
+	return nil
 }
 
 func rsvNeedName(op string, r *Resolved) error {
@@ -303,6 +317,12 @@ func Rename(from, to *Resolved, flags uint) error {
 		return err
 	}
 	if err := rsvCheckW(to); err != nil {
+		return err
+	}
+	if err := rsvNameOp("rename", from); err != nil {
+		return err
+	}
+	if err := rsvNameOp("rename", to); err != nil {
 		return err
 	}
 	if from.special() || to.special() {
@@ -338,6 +358,9 @@ func Rename(from, to *Resolved, flags uint) error {
 // component that is not an ordinary name.
 func rsvCreateCheck(op string, r *Resolved) error {
 	if err := rsvCheckW(r); err != nil {
+		return err
+	}
+	if err := rsvNameOp(op, r); err != nil {
 		return err
 	}
 	switch r.last {

@@ -535,3 +535,30 @@ func TestEmulationAsOtherUser(t *testing.T) {
 		os.Remove(p)
 	}
 }
+
+// TestEmulationNeedsParentOnly: name operations refuse a trailing-slash
+// result resolved with lookup semantics (which followed the symlink), rather
+// than remove the symlink's target.
+func TestEmulationNeedsParentOnly(t *testing.T) {
+	rsvProbe(t)
+	dir := t.TempDir()
+	rsvScene(t, dir)
+	tid := os.Getpid()
+	err := rsvOne(tid, unix.AT_FDCWD, dir+"/link_e/", FollowLast, func(r *Resolved) error { return Unlink(r, true) })
+	if !errors.Is(err, unix.EINVAL) {
+		t.Errorf("rmdir link_e/ resolved without ParentOnly: %v, want EINVAL", err)
+	}
+	if _, err := os.Stat(dir + "/e"); err != nil {
+		t.Errorf("symlink target removed: %v", err)
+	}
+	err = rsvOne(tid, unix.AT_FDCWD, dir+"/link_e/", ParentOnly, func(r *Resolved) error { return Unlink(r, true) })
+	if kerr := unix.Rmdir(dir + "/link_e/"); Errno(err) != Errno(kerr) {
+		t.Errorf("rmdir link_e/: emulation %v, kernel %v", err, kerr)
+	}
+	// mkdir on an existing file is EEXIST even when the caller also asked
+	// for directory semantics.
+	err = rsvOne(tid, unix.AT_FDCWD, dir+"/f", ParentOnly|MustBeDir, func(r *Resolved) error { return Mkdir(r, 0o755, 0) })
+	if !errors.Is(err, unix.EEXIST) {
+		t.Errorf("mkdir f: %v, want EEXIST", err)
+	}
+}

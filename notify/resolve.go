@@ -171,8 +171,9 @@ type Resolved struct {
 	// Tgid is the thread's process id.
 	Tgid int
 
-	last rsvLast
-	tid  int
+	last  rsvLast
+	tid   int
+	flags ResolveFlags
 }
 
 // Close releases the pinned descriptors.
@@ -271,6 +272,7 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 	r.Cred = st.credp()
 	r.Tgid = st.tgid
 	r.tid = tid
+	r.flags = flags
 	return r, nil
 }
 
@@ -551,7 +553,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			return nil, unix.ENOTDIR
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-		if !isDir && !isLink && (wantDir || w.flags&MustBeDir != 0) {
+		if !isDir && !isLink && (wantDir || w.flags&(MustBeDir|ParentOnly) == MustBeDir) {
 			unix.Close(fd)
 			return nil, unix.ENOTDIR
 		}
