@@ -353,8 +353,8 @@ func (p *Policy) LandlockFloor() Floor {
 		for _, r := range l.exact {
 			consider(r)
 		}
-		for _, r := range l.rules {
-			consider(r)
+		for _, e := range l.rules {
+			consider(e.r)
 		}
 	}
 	// A write no rule matches gets the fallback or the builtin ask; both
@@ -392,7 +392,8 @@ func (p *Policy) LandlockFloor() Floor {
 // surface, in the policy or the hard guards.
 func (p *Policy) hasCatchAllDeny() bool {
 	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath]} {
-		for _, r := range l.rules {
+		for _, e := range l.rules {
+			r := e.r
 			if r.Action != Deny {
 				continue
 			}

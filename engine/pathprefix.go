@@ -29,8 +29,8 @@ func (p *Policy) PathRulePrefixes() []string {
 		for _, r := range l.exact {
 			visit(r)
 		}
-		for _, r := range l.rules {
-			visit(r)
+		for _, e := range l.rules {
+			visit(e.r)
 		}
 	}
 	for s := range p.hard {

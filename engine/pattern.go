@@ -151,7 +151,18 @@ func trailingZeros(b uint64) int {
 type globMatcher struct {
 	prefix, suffix string
 	mid            *automaton // nil when the pattern is literal
+	fast           midKind    // a middle simple enough to skip the automaton
 }
+
+// midKind names middles that need no automaton: they are most patterns
+// (`X/**`, `*.ext`, `X/*`), and the automaton costs ~20 ns per byte.
+type midKind uint8
+
+const (
+	midAutomaton midKind = iota
+	midAnything          // only `**`: matches any string
+	midNoSlash           // only `*`: matches any string without '/'
+)
 
 func (g *globMatcher) match(v string) bool {
 	if len(v) < len(g.prefix)+len(g.suffix) ||
@@ -162,7 +173,14 @@ func (g *globMatcher) match(v string) bool {
 	if g.mid == nil {
 		return len(v) == len(g.prefix)+len(g.suffix)
 	}
-	return g.mid.match(v[len(g.prefix) : len(v)-len(g.suffix)])
+	mid := v[len(g.prefix) : len(v)-len(g.suffix)]
+	switch g.fast {
+	case midAnything:
+		return true
+	case midNoSlash:
+		return strings.IndexByte(mid, '/') < 0
+	}
+	return g.mid.match(mid)
 }
 
 // specificity orders rules: exact, then more literal characters, then
@@ -323,6 +341,14 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 		}
 	}
 	g.mid = &automaton{elems: out, classes: classes}
+	if len(out) == 1 {
+		switch out[0].kind {
+		case elDStar:
+			g.fast = midAnything
+		case elStar:
+			g.fast = midNoSlash
+		}
+	}
 	return g, spec, nil
 }
 

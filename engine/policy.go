@@ -92,8 +92,51 @@ func (r *compiledRule) beats(o *compiledRule) bool {
 // specific first.
 type ruleList struct {
 	exact map[string]*compiledRule
-	rules []*compiledRule
+	rules []listEntry
 	n     int
+}
+
+// listEntry keeps what rejects most rules (a literal prefix and suffix
+// compared with the value, or its last component) next to the rule, so
+// the scan over a surface's rules stays in cache and out of calls.
+type listEntry struct {
+	prefix, suffix string
+	basename       bool
+	r              *compiledRule
+}
+
+func entryFor(r *compiledRule) listEntry {
+	e := listEntry{r: r}
+	switch {
+	case r.bash != nil:
+		e.prefix = r.bash.segs[0]
+		if r.bash.short == nil {
+			e.suffix = r.bash.segs[len(r.bash.segs)-1]
+		} else {
+			// `git push *` also matches `git push`.
+			e.prefix = r.bash.short[0]
+		}
+	case r.path.anyValue:
+	default:
+		e.prefix, e.suffix, e.basename = r.path.main.prefix, r.path.main.suffix, r.path.basename
+		if r.path.self != nil {
+			// `X/**` also matches X, which lacks the suffix; the prefix
+			// of X is a prefix of the pattern's, so use X's.
+			e.prefix, e.suffix = r.path.self.prefix, ""
+		}
+	}
+	return e
+}
+
+// quickReject reports whether the entry surely does not match v (whose
+// last component is base).
+func (e *listEntry) quickReject(v, base string) bool {
+	if e.basename {
+		v = base
+	}
+	return len(v) < len(e.prefix)+len(e.suffix) ||
+		v[:len(e.prefix)] != e.prefix ||
+		v[len(v)-len(e.suffix):] != e.suffix
 }
 
 func newRuleList(rules []*compiledRule) ruleList {
@@ -109,9 +152,9 @@ func newRuleList(rules []*compiledRule) ruleList {
 			}
 			continue
 		}
-		l.rules = append(l.rules, r)
+		l.rules = append(l.rules, entryFor(r))
 	}
-	sort.SliceStable(l.rules, func(i, j int) bool { return l.rules[i].beats(l.rules[j]) })
+	sort.SliceStable(l.rules, func(i, j int) bool { return l.rules[i].r.beats(l.rules[j].r) })
 	return l
 }
 
@@ -122,9 +165,17 @@ func (l *ruleList) find(v string) *compiledRule {
 			return r
 		}
 	}
-	for _, r := range l.rules {
-		if r.match(v) {
-			return r
+	if len(l.rules) == 0 {
+		return nil
+	}
+	base := lastComponent(v)
+	for i := range l.rules {
+		e := &l.rules[i]
+		if e.quickReject(v, base) {
+			continue
+		}
+		if e.r.match(v) {
+			return e.r
 		}
 	}
 	return nil
@@ -137,9 +188,9 @@ func (l *ruleList) matching(v string) []*compiledRule {
 		out = append(out, r)
 		// Shadowed duplicates of the same exact pattern are not kept.
 	}
-	for _, r := range l.rules {
-		if r.match(v) {
-			out = append(out, r)
+	for _, e := range l.rules {
+		if e.r.match(v) {
+			out = append(out, e.r)
 		}
 	}
 	return out
@@ -453,7 +504,9 @@ func (p *Policy) Rules() []Rule {
 		for _, r := range l.exact {
 			all = append(all, r)
 		}
-		all = append(all, l.rules...)
+		for _, e := range l.rules {
+			all = append(all, e.r)
+		}
 	}
 	for s := range p.hard {
 		add(&p.hard[s])
