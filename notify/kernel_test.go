@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ func init() {
 	registerChildRole("bench", childBench)
 	registerChildRole("exec-env-argv", childExecArgv)
 	registerChildRole("nested", childNested)
+	registerChildRole("addfd-loop", childAddfdLoop)
 }
 
 // childOpenat opens $PATH read-only with O_CLOEXEC and prints what it got:
@@ -125,6 +127,28 @@ func childNested() int {
 	}
 	_, err = sysSeccompSetFilter(0, allow)
 	fmt.Printf("plain=%s\n", errnoName(err))
+	return 0
+}
+
+// childAddfdLoop opens $PATH N times and checks each result is a fresh fd
+// that reads the supervisor's file; it prints how many were wrong.
+func childAddfdLoop() int {
+	n, _ := strconv.Atoi(os.Getenv("PERMWRAP_NOTIFY_BENCH_N"))
+	path := os.Getenv(envChildPath)
+	bad := 0
+	var b [1]byte
+	for range n {
+		fd, err := unix.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil || fd < 3 {
+			bad++
+			continue
+		}
+		if r, err := unix.Pread(fd, b[:], 0); err != nil || r != 1 || b[0] != 'P' {
+			bad++
+		}
+		unix.Close(fd)
+	}
+	fmt.Printf("bad=%d\n", bad)
 	return 0
 }
 
@@ -589,5 +613,74 @@ func TestKernelNestedListenerRefused(t *testing.T) {
 	}
 	if strings.TrimSpace(out) != "listener=EPERM plain=none" {
 		t.Errorf("child printed %q, want listener=EPERM plain=none", out)
+	}
+}
+
+// TestKernelAddFDUnderSignals: signals hitting the supervisor thread while
+// it waits in ADDFD|SEND must neither fail the call nor complete the
+// target's syscall without its fd. (The kernel marks the notification
+// answered before it waits; a restarted ioctl then sees EINPROGRESS or
+// ENOENT, and the target's open returns 0 with no fd installed.)
+func TestKernelAddFDUnderSignals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, []byte("P"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 2000
+	c := startFilteredChild(t, "addfd-loop", "", envChildPath+"="+path, "PERMWRAP_NOTIFY_BENCH_N="+strconv.Itoa(rounds))
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	stop := make(chan struct{})
+	var bombed sync.WaitGroup
+	bombed.Add(1)
+	go func() {
+		defer bombed.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// SIGURG: the runtime takes spurious ones as preemption hints.
+			unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
+			time.Sleep(5 * time.Microsecond)
+		}
+	}()
+	failures := 0
+	for {
+		var n Notif
+		err := c.L.Receive(&n)
+		if err == ErrGone {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if n.Nr != unix.SYS_OPENAT {
+			c.L.Continue(n.ID)
+			continue
+		}
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.L.AddFD(n.ID, fd, true); err != nil {
+			failures++
+			if failures <= 3 {
+				t.Errorf("AddFD under signals: %v", err)
+			}
+		}
+		unix.Close(fd)
+	}
+	close(stop)
+	bombed.Wait()
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if strings.TrimSpace(out) != "bad=0" || failures != 0 {
+		t.Errorf("child printed %q; %d AddFD failures out of %d", out, failures, rounds)
 	}
 }

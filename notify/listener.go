@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -249,7 +250,9 @@ func (l *Listener) RespondValue(id uint64, val int64) error {
 // AddFD installs a duplicate of the supervisor's srcFd in the target and, in
 // the same step, completes the syscall with the new fd number as its result
 // (SECCOMP_ADDFD_FLAG_SEND), so an interrupted target can never receive an
-// fd it does not know about. It returns the target's fd number.
+// fd it does not know about. It returns the target's fd number. The calling
+// thread's signals are blocked while it waits for the target to take the
+// fd (microseconds, unless the target is stopped).
 func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
 	if srcFd < 0 {
 		return -1, fmt.Errorf("notify: AddFD with invalid source fd %d", srcFd)
@@ -262,13 +265,34 @@ func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}
+	// With FLAG_SEND the kernel marks the notification answered before it
+	// waits for the target to install the fd. A signal during that wait
+	// withdraws the fd but not the answer: the restarted ioctl then fails
+	// (EINPROGRESS/ENOENT) and the target's syscall returns 0 with no fd
+	// (TestKernelAddFDUnderSignals). So the wait must not be interruptible:
+	// block every blockable signal on this thread for the ioctl. The wait
+	// still ends if the target dies (the kernel fails it with ESRCH).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+		return -1, fmt.Errorf("notify: blocking signals for ADDFD: %w", err)
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 	for {
 		fd, err := ioctlNotifAddfd(l.fd, &a)
 		switch err {
 		case nil:
 			return fd, nil
 		case unix.EINTR:
-			continue // the kernel withdrew the unprocessed request
+			// Only SIGSTOP can still interrupt; the request was withdrawn
+			// but the answer may not have been (see above).
+			return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD interrupted; the target may have seen an empty result: %w", err)
+		case unix.ESRCH:
+			return -1, ErrGone // the target died before installing the fd
 		case unix.ENOENT:
 			return -1, ErrGone
 		case unix.EINVAL:
