@@ -262,7 +262,11 @@ func analyzeExec(name string, argv []string) ShellAnalysis {
 		return a.result()
 	}
 	a.add(Unit{Argv: argv, Line: RenderArgv(argv)})
-	a.wrapped(name, fieldsOf(argv), &scope{dir: "."})
+	label := path.Base(argv[0])
+	if !shells[label] && wrappers[label] == nil {
+		label = name
+	}
+	a.wrappedAs(name, label, fieldsOf(argv), &scope{dir: "."})
 	return a.result()
 }
 

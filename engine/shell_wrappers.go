@@ -277,11 +277,18 @@ func validName(s string) bool {
 // find -exec. name is the program's identity: the basename of the
 // resolved binary when known, of argv[0] otherwise.
 func (a *analyzer) wrapped(name string, fs []field, sc *scope) {
+	a.wrappedAs(name, name, fs, sc)
+}
+
+// wrappedAs is wrapped with the name shown in Via given separately: the
+// program is recognised by what really runs (/bin/sh resolving to dash)
+// but shown as it was invoked ("sh -c").
+func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 	if a.full {
 		return
 	}
 	if shells[name] {
-		a.shell(name, fs, sc)
+		a.shell(name, label, fs, sc)
 		return
 	}
 	if name == "find" {
@@ -324,7 +331,7 @@ func (a *analyzer) wrapped(name string, fs []field, sc *scope) {
 				}
 				parts = append(parts, f.s)
 			}
-			a.script(strings.Join(parts, " "), sc.inner("watch", true))
+			a.script(strings.Join(parts, " "), sc.inner(label, true))
 			return
 		}
 	case wrapFlock:
@@ -339,14 +346,14 @@ func (a *analyzer) wrapped(name string, fs []field, sc *scope) {
 				a.sentinel(SentinelOpaque, "flock -c with a script that is not static: "+rest[1].s, sc.via)
 				return
 			}
-			a.script(rest[1].s, sc.inner("flock -c", true))
+			a.script(rest[1].s, sc.inner(label+" -c", true))
 			return
 		}
 	}
 	if len(rest) == 0 {
 		return // env, nice, time … alone run no other program
 	}
-	a.inner(name, rest, sc, sp.mode == wrapXargs)
+	a.inner(label, rest, sc, sp.mode == wrapXargs)
 }
 
 // inner records the command a wrapper runs and looks into it in turn.
@@ -376,7 +383,7 @@ func baseName(p string) string {
 // (-lc, -ec, -euo pipefail -c, --login -c, -c -x …). A shell given a
 // script file or reading stdin runs commands the kernel checks one by one
 // as they exec; only a script on the command line can be judged up front.
-func (a *analyzer) shell(name string, fs []field, sc *scope) {
+func (a *analyzer) shell(name, label string, fs []field, sc *scope) {
 	script, args, mode, err := shellArgs(fs)
 	switch {
 	case err != "":
@@ -391,7 +398,7 @@ func (a *analyzer) shell(name string, fs []field, sc *scope) {
 		a.sentinel(SentinelOpaque, name+" -c with a script that is not static: "+script.s, sc.via)
 		return
 	}
-	in := sc.inner(name+" -c", true)
+	in := sc.inner(label+" -c", true)
 	// The words after the script are $0, $1, … inside it.
 	for i, f := range args {
 		if f.dyn == static {
