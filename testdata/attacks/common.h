@@ -1,0 +1,104 @@
+/*
+ * Shared helpers for permwrap's attack programs.
+ *
+ * Every attack runs with its working directory at the test workspace:
+ *
+ *   secret/key        a random token; reading it is denied
+ *   protected/file    must stay unchanged; writing under protected/ is denied
+ *   protected/empty/  an empty directory, for rmdir
+ *   forbidden/prog    prints FORBIDDEN-MARKER and creates ./forbidden-ran;
+ *                     executing it is denied
+ *   free/a, free/evil ordinary files (contents "ALLOWED", "EVIL")
+ *   free/ok           an allowed program that exits 0
+ *
+ * The programs never judge themselves: they print whatever they managed to
+ * read on stdout and leave whatever they managed to change on disk, and the
+ * Go test (supervisor/attack_test.go) decides from that. Diagnostics go to
+ * stderr prefixed with "attack:" so a failing test shows what happened.
+ */
+#ifndef PERMWRAP_ATTACK_COMMON_H
+#define PERMWRAP_ATTACK_COMMON_H
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static inline void note(const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+	fputs("attack: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	errno = saved;
+}
+
+/* dump copies everything readable from fd to stdout. */
+static inline void dump(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		if (write(1, buf, n) != n)
+			break;
+	if (n < 0)
+		note("read: %s", strerror(errno));
+}
+
+/* dump_path opens path read-only and prints its contents. */
+static inline int dump_path(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, path, O_RDONLY);
+	if (fd < 0) {
+		note("open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	dump(fd);
+	close(fd);
+	return 0;
+}
+
+/* scribble writes a line to fd, reporting the outcome. */
+static inline int scribble(int fd, const char *what)
+{
+	static const char msg[] = "PWNED\n";
+	if (write(fd, msg, sizeof msg - 1) != (ssize_t)(sizeof msg - 1)) {
+		note("write %s: %s", what, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* write_path opens path for writing with flags and writes to it. */
+static inline int write_path(int dirfd, const char *path, int flags)
+{
+	int fd = openat(dirfd, path, O_WRONLY | flags, 0644);
+	if (fd < 0) {
+		note("open %s for writing: %s", path, strerror(errno));
+		return -1;
+	}
+	scribble(fd, path);
+	close(fd);
+	return 0;
+}
+
+/* check reports a failed call; it returns r so calls can be chained. */
+static inline long check(long r, const char *what)
+{
+	if (r < 0)
+		note("%s: %s", what, strerror(errno));
+	else
+		note("%s: ok (%ld)", what, r);
+	return r;
+}
+
+#endif

@@ -1,0 +1,16 @@
+/* exec_proc_fd: open forbidden/prog with O_PATH and execve
+ * /proc/self/fd/N, a magic link the supervisor must not follow in its own
+ * /proc. Judged by: FORBIDDEN-MARKER on stdout or ./forbidden-ran existing. */
+#include "common.h"
+int main(void)
+{
+	char p[64];
+	char *argv[] = { "prog", NULL };
+	int fd = check(open("forbidden/prog", O_PATH), "open forbidden/prog O_PATH");
+	if (fd < 0)
+		return 1;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	execve(p, argv, (char *[]){ NULL });
+	note("execve %s: %s", p, strerror(errno));
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* exec_shebang: write free/s, a script whose #! interpreter is
+ * <workspace>/forbidden/prog, and execute the script: the kernel then
+ * loads forbidden/prog as the interpreter although the file executed by
+ * name is allowed. Judged by: FORBIDDEN-MARKER on stdout or
+ * ./forbidden-ran existing. */
+#include "common.h"
+int main(void)
+{
+	char cwd[4000], line[4096];
+	char *argv[] = { "s", NULL };
+	if (!getcwd(cwd, sizeof cwd))
+		return 1;
+	int n = snprintf(line, sizeof line, "#!%s/forbidden/prog\n", cwd);
+	int fd = check(open("free/s", O_WRONLY | O_CREAT | O_TRUNC, 0755), "create free/s");
+	if (fd < 0 || write(fd, line, n) != n)
+		return 1;
+	close(fd);
+	execve("free/s", argv, (char *[]){ NULL });
+	note("execve free/s: %s", strerror(errno));
+	return 0;
+}

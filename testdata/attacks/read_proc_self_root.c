@@ -1,0 +1,15 @@
+/* read_proc_self_root: open /proc/self/root/<workspace>/secret/key and
+ * /proc/thread-self/cwd/secret/key (magic links to the root and cwd).
+ * Judged by: the token on stdout. */
+#include "common.h"
+int main(void)
+{
+	char cwd[4000], p[4096];
+	if (!getcwd(cwd, sizeof cwd))
+		return 1;
+	snprintf(p, sizeof p, "/proc/self/root%s/secret/key", cwd);
+	dump_path(AT_FDCWD, p);
+	dump_path(AT_FDCWD, "/proc/thread-self/cwd/secret/key");
+	dump_path(AT_FDCWD, "/proc/self/cwd/secret/key");
+	return 0;
+}
