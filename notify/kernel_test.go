@@ -203,8 +203,8 @@ func TestKernelContinueAndReadString(t *testing.T) {
 	if err := c.L.Continue(n.ID); err != nil {
 		t.Fatalf("Continue: %v", err)
 	}
-	if err := c.L.IDValid(n.ID); err != ErrGone {
-		t.Errorf("IDValid after the answer = %v, want ErrGone", err)
+	if err := c.L.IDValid(n.ID); err != ErrGone || !errors.Is(err, unix.ENOENT) {
+		t.Errorf("IDValid after the answer = %v, want ErrGone matching ENOENT", err)
 	}
 	// The kernel answers EINPROGRESS while the answered notification is
 	// still queued and ENOENT once the target has taken it.

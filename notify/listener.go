@@ -15,7 +15,8 @@ var (
 	// ErrGone: the notification no longer exists (the target was killed or
 	// a signal aborted the syscall). Nothing was done; the caller moves on
 	// to the next notification. It also answers IDValid for a dead id.
-	ErrGone = errors.New("notify: notification no longer valid (target interrupted or gone)")
+	// It wraps unix.ENOENT, the kernel's answer.
+	ErrGone = fmt.Errorf("notify: notification no longer valid (target interrupted or gone): %w", unix.ENOENT)
 	// ErrClosed: the Listener was closed by its owner. It matches
 	// os.ErrClosed, as a closed net.Conn or os.File does.
 	ErrClosed = fmt.Errorf("notify: listener closed: %w", os.ErrClosed)
