@@ -293,6 +293,10 @@ type rsvWalker struct {
 	curPath string
 	curIsRt bool // cur was reached as the root itself (cheap ".." test)
 	noFast  bool // the fast prefix lookup failed once; walk the rest
+	// rootSet mirrors the kernel's nd->root being set (absolute start,
+	// scoped lookup, or a ".." seen): before that, RESOLVE_NO_XDEV treats
+	// any jump to the root as crossing a mount.
+	rootSet bool
 }
 
 type rsvID struct{ mnt, ino uint64 }
@@ -314,6 +318,7 @@ func (w *rsvWalker) scoped() bool { return w.flags&(Beneath|InRoot) != 0 }
 // object itself) and, for scoped lookups, the root.
 func (w *rsvWalker) start(dirfd int, path string) error {
 	abs := strings.HasPrefix(path, "/")
+	w.rootSet = abs || w.scoped()
 	if abs && !w.scoped() {
 		return w.ensureRoot()
 	}
@@ -630,6 +635,7 @@ func (w *rsvWalker) takeCur() int {
 // dotdot moves to the parent, staying put at the thread's root (the kernel's
 // follow_dotdot) or failing with EXDEV for RESOLVE_BENEATH.
 func (w *rsvWalker) dotdot() error {
+	w.rootSet = true
 	atRoot := w.curIsRt
 	if !atRoot {
 		rid, err := w.rootIdent()
@@ -695,7 +701,7 @@ func (w *rsvWalker) followLink(fd int, name, after string, last, slash bool) (*R
 		return nil, "", unix.ENOENT
 	}
 	if strings.HasPrefix(text, "/") {
-		if w.flags&Beneath != 0 {
+		if w.flags&Beneath != 0 || (w.flags&NoXdev != 0 && !w.rootSet) {
 			return nil, "", unix.EXDEV
 		}
 		if w.flags&InRoot == 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,12 @@ func rsvTree(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rsvTreeAt(t, base)
+	return base
+}
+
+func rsvTreeAt(t testing.TB, base string) {
+	t.Helper()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -76,7 +83,6 @@ func rsvTree(t testing.TB) string {
 	} {
 		must(os.Symlink(target, base+"/"+name))
 	}
-	return base
 }
 
 var rsvCases = []string{
@@ -505,4 +511,100 @@ func BenchmarkResolve5(b *testing.B) {
 			}
 		})
 	}
+}
+
+// rsvOpenat2Flags are the openat2 scopes compared against the kernel.
+var rsvOpenat2Flags = []uint64{
+	unix.RESOLVE_BENEATH, unix.RESOLVE_IN_ROOT, unix.RESOLVE_NO_XDEV,
+	unix.RESOLVE_NO_SYMLINKS, unix.RESOLVE_NO_MAGICLINKS,
+	unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
+}
+
+// rsvCompare2 checks Resolve with openat2 scopes against the kernel's
+// openat2(O_PATH) of the same path.
+func rsvCompare2(t *testing.T, dirfd int, p string, res uint64, oflags int) {
+	t.Helper()
+	kfd, kerr := unix.Openat2(dirfd, p, &unix.OpenHow{Flags: uint64(oflags | unix.O_PATH | unix.O_CLOEXEC), Resolve: res})
+	r, err := Resolve(os.Getpid(), dirfd, p, OpenHowResolveFlags(oflags|unix.O_PATH, res))
+	if r != nil {
+		defer r.Close()
+	}
+	label := fmt.Sprintf("%q resolve=%#x flags=%#x", p, res, oflags)
+	if kerr != nil {
+		if err == nil && !(kerr == unix.ENOENT && !r.Exists) {
+			t.Errorf("%s: kernel %v, Resolve %v", label, kerr, r)
+		} else if err != nil && Errno(err) != kerr {
+			t.Errorf("%s: kernel %v, Resolve %v", label, kerr, err)
+		}
+		return
+	}
+	defer unix.Close(kfd)
+	if err != nil || !r.Exists {
+		t.Errorf("%s: kernel ok, Resolve %v %v", label, r, err)
+		return
+	}
+	var st unix.Stat_t
+	unix.Fstat(kfd, &st)
+	if st.Ino != r.Stat.Ino || st.Dev != r.Stat.Dev {
+		t.Errorf("%s: kernel ino %d, Resolve ino %d (%s)", label, st.Ino, r.Stat.Ino, r.Path)
+	}
+}
+
+func TestResolveMatchesKernelOpenat2Scopes(t *testing.T) {
+	rsvProbe(t)
+	base := rsvTree(t)
+	dfd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	extra := []string{"/d/f", "/link_f", "abs_link/f", "d/sub/up/link_f", "link_root/proc", "/proc/self/fd/0",
+		"d/../..", "d/sub/../../d/f", "link_dot/d/../d/f"}
+	for _, p := range append(slices.Clone(rsvCases), extra...) {
+		for _, res := range rsvOpenat2Flags {
+			rsvCompare2(t, dfd, p, res, 0)
+			rsvCompare2(t, dfd, p, res, unix.O_NOFOLLOW)
+		}
+	}
+	// NO_XDEV across the procfs mount.
+	rfd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(rfd)
+	for _, p := range []string{"proc/self", "proc", "proc/1", "etc/hostname"} {
+		rsvCompare2(t, rfd, p, unix.RESOLVE_NO_XDEV, 0)
+	}
+}
+
+// FuzzResolve compares Resolve with the kernel's own lookup for arbitrary
+// paths in the test tree.
+func FuzzResolve(f *testing.F) {
+	for _, p := range rsvCases {
+		f.Add(p, true)
+	}
+	f.Add("link_dot/../d/./sub//up/trail/f", false)
+	rsvProbe(f)
+	// One tree for the whole run (t.TempDir would vanish after the first
+	// input).
+	base, err := os.MkdirTemp("", "rsvfuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { os.RemoveAll(base) })
+	if base, err = filepath.EvalSymlinks(base); err != nil {
+		f.Fatal(err)
+	}
+	rsvTreeAt(f, base)
+	dfd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { unix.Close(dfd) })
+	f.Fuzz(func(t *testing.T, p string, follow bool) {
+		if strings.IndexByte(p, 0) >= 0 || strings.HasPrefix(p, "/") {
+			return // NUL cannot come from target memory; absolute paths leave the tree
+		}
+		rsvCompare(t, os.Getpid(), dfd, p, follow)
+	})
 }
