@@ -1,12 +1,87 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"runtime"
+	"strings"
+
+	"github.com/permwrap/permwrap/notify"
 )
 
-// cmdDoctor is a placeholder until its issue lands.
+// cmdDoctor reports what this kernel and build support, what permwrap
+// will therefore enforce, and what it cannot. Exit 0 when permwrap can
+// run here with its full guarantees, 1 when it runs with less, 125 when
+// it cannot run at all.
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "permwrap doctor: not implemented yet")
-	return exitInternal
+	fs := flag.NewFlagSet("permwrap doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return exitInternal
+	}
+	f := notify.Probe()
+	w := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
+
+	w("permwrap %s (%s/%s, %s)", version(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	w("kernel %s", f.Kernel)
+	w("")
+	w("kernel support:")
+	lab := func(name string, t notify.Tri, why string) {
+		w("  %-34s %-8s %s", name, t, why)
+	}
+	landlock := notify.No
+	if f.LandlockABI > 0 {
+		landlock = notify.Yes
+	}
+	lab(fmt.Sprintf("Landlock (ABI %d)", f.LandlockABI), landlock, "static floor; signal scoping needs ABI 6")
+	lab("seccomp user notification", f.UserNotif, "the dynamic layer: every file and exec syscall is judged")
+	lab("TSYNC with NEW_LISTENER", f.TsyncESRCH, "filter on every thread of the init stage")
+	lab("ADDFD", f.AddFD, "opens are performed by permwrap and the fd installed")
+	lab("ADDFD SEND", f.AddFDSend, "install and return in one atomic step")
+	lab("WAIT_KILLABLE_RECV", f.WaitKillable, "a pending question is not torn down by signals")
+	lab("SYNC_WAKE_UP", f.SyncWakeUp, "faster round trips")
+	lab("pidfd for threads", f.PidfdThread, "fd-based calls (fchmod, fsetxattr) from non-leader threads")
+	lab("i386 syscalls (int 0x80)", f.IA32Emulation, "killed by the filter's arch check either way")
+	for _, n := range f.Notes {
+		w("  note: %s", n)
+	}
+	w("")
+
+	var missing, weaker []string
+	if f.UserNotif != notify.Yes || f.AddFD != notify.Yes || f.AddFDSend != notify.Yes || f.TsyncESRCH != notify.Yes {
+		missing = append(missing, "seccomp user notification with ADDFD/SEND and TSYNC_ESRCH (Linux ≥ 5.14)")
+	}
+	if f.LandlockABI == 0 {
+		weaker = append(weaker, "no Landlock: no static floor (--require-landlock refuses to start); signals to permwrap are not scoped")
+	} else if f.LandlockABI < 6 {
+		weaker = append(weaker, "Landlock ABI < 6: sandboxed processes can signal permwrap itself")
+	}
+	if f.WaitKillable != notify.Yes {
+		weaker = append(weaker, "no WAIT_KILLABLE_RECV: a signal to a waiting process re-raises its question")
+	}
+
+	w("permwrap enforces:")
+	if len(missing) > 0 {
+		w("  nothing: permwrap cannot run here; missing %s", strings.Join(missing, ", "))
+		return exitInternal
+	}
+	w("  - every open, create, remove, rename, link, chmod/chown, utimes, xattr change and exec, judged by the policy")
+	w("    with paths resolved by permwrap and allowed operations performed by permwrap on exactly what was checked")
+	w("  - exec is continued and verified afterwards (/proc/PID/exe and argv); a mismatch is killed")
+	w("  - no io_uring, no nested seccomp listener, no open_by_handle_at, no mount/chroot/pivot_root, no ptrace,")
+	w("    no process_vm_writev or pidfd_getfd, no keyctl, no userfaultfd; i386 and x32 syscalls kill the process")
+	w("")
+	w("permwrap does not enforce (see docs/security.md):")
+	w("  - what a process does with file descriptors it already holds (read, write, mmap)")
+	w("  - stat/access/readlink/getdents of paths (metadata and names are visible)")
+	w("  - network access (not handled yet)")
+	w("  - a window of instructions a verified exec runs before its verification")
+	for _, x := range weaker {
+		w("  - %s", x)
+	}
+	if len(weaker) > 0 {
+		return exitFailure
+	}
+	return exitOK
 }

@@ -1,12 +1,162 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/permwrap/permwrap/authority"
+	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/supervisor"
 )
 
-// cmdRun is a placeholder until the supervisor lands.
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// runFlags are the flags of `permwrap [flags] -- CMD`.
+type runFlags struct {
+	policies        stringList
+	workspace       string
+	yolo            bool
+	logPath         string
+	requireLandlock bool
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.policies, "policy", "add a policy `FILE` as a scope above the global policy for this run (repeatable)")
+	fs.StringVar(&f.workspace, "workspace", "", "the workspace `DIR` that ${WORKSPACE} names (default: the current directory)")
+	fs.BoolVar(&f.yolo, "yolo", false, "answer every ask with allow (never loosens a deny or a hard guard)")
+	fs.StringVar(&f.logPath, "log", "", "write the review log to `FILE` (default: $XDG_STATE_HOME/permwrap/review.jsonl)")
+	fs.BoolVar(&f.requireLandlock, "require-landlock", false, "fail to start when the kernel has no Landlock")
+}
+
+// cmdRun runs a command under the sandbox: permwrap [flags] -- CMD [ARG...].
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "permwrap: running a command is not implemented yet")
-	return exitInternal
+	fs := flag.NewFlagSet("permwrap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage, "\nflags for running a command:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInternal
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "permwrap: no command given (usage: permwrap [flags] -- CMD [ARG...])")
+		return exitInternal
+	}
+
+	env, err := runEnv(f.workspace)
+	if err != nil {
+		fmt.Fprintf(stderr, "permwrap: %v\n", err)
+		return exitInternal
+	}
+	policy, warnings, err := engine.Load(engine.LoadOptions{Scopes: f.policies, Env: env, Yolo: f.yolo})
+	if err != nil {
+		fmt.Fprintf(stderr, "permwrap: %v\n", err)
+		return exitInternal
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "permwrap: warning: %s (every allow of this run now asks)\n", w)
+	}
+	settings := policy.Settings()
+
+	logPath := f.logPath
+	if logPath == "" {
+		logPath = settings.Log.Path
+	}
+	if logPath == "" {
+		if logPath, err = authority.DefaultLogPath(); err != nil {
+			fmt.Fprintf(stderr, "permwrap: review log: %v\n", err)
+			return exitInternal
+		}
+	}
+	log, err := authority.OpenLog(logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows})
+	if err != nil {
+		fmt.Fprintf(stderr, "permwrap: review log: %v\n", err)
+		return exitInternal
+	}
+	defer log.Close()
+
+	osFile := func(x any, fallback *os.File) *os.File {
+		if f, ok := x.(*os.File); ok {
+			return f
+		}
+		return fallback
+	}
+	cfg := supervisor.Config{
+		Policy:          policy,
+		Argv:            argv,
+		Log:             log,
+		RequireLandlock: f.requireLandlock,
+		Stdin:           osFile(stdin, os.Stdin),
+		Stdout:          osFile(stdout, os.Stdout),
+		Stderr:          osFile(stderr, os.Stderr),
+	}
+	cfg.Decider = buildDecider(policy, settings, log, stderr)
+
+	status, err := supervisor.Run(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "permwrap: %v\n", err)
+		return exitInternal
+	}
+	return status
+}
+
+// runEnv is the expansion environment: home, workspace, temp dir.
+func runEnv(workspace string) (engine.Env, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return engine.Env{}, fmt.Errorf("no home directory: %w", err)
+	}
+	if workspace == "" {
+		if workspace, err = os.Getwd(); err != nil {
+			return engine.Env{}, err
+		}
+	}
+	workspace, err = filepath.Abs(workspace)
+	if err != nil {
+		return engine.Env{}, err
+	}
+	if resolved, err := filepath.EvalSymlinks(workspace); err == nil {
+		workspace = resolved
+	}
+	tmp := os.TempDir()
+	if resolved, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = resolved
+	}
+	return engine.Env{Home: home, Workspace: workspace, TmpDir: tmp}, nil
+}
+
+// buildDecider composes the authority chain for this node: the configured
+// links, then the terminal (no controlling terminal and no parent: deny).
+func buildDecider(p *engine.Policy, s engine.Settings, log *authority.Log, stderr io.Writer) supervisor.Decider {
+	delegation := authority.Delegation{
+		AllowedSurfaces:  s.ModelDelegation.AllowedSurfaces,
+		ExcludedSurfaces: s.ModelDelegation.ExcludedSurfaces,
+	}
+	cc := authority.ChainConfig{
+		Links:      s.AuthorizerChain,
+		Delegation: delegation,
+		Warn:       func(msg string) { fmt.Fprintf(stderr, "permwrap: warning: %s\n", msg) },
+	}
+	q := authority.QuerierFunc(func(c engine.Check) authority.QueryResult {
+		r := p.Evaluate(c)
+		return authority.QueryResult{Action: r.Action, Rule: r.Rule}
+	})
+	return authority.NewChain(cc, map[string]authority.Authorizer{}, authority.DenyingTerminal{}, log, q)
 }

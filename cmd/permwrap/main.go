@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/permwrap/permwrap/supervisor"
 )
 
 // Exit codes shared by every subcommand.
@@ -18,6 +20,11 @@ const (
 )
 
 func main() {
+	// The re-executed init stage of a sandboxed run: it must do nothing
+	// else first (see supervisor.RunInit).
+	if len(os.Args) > 1 && os.Args[1] == supervisor.InitArg {
+		os.Exit(supervisor.RunInit(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -1,0 +1,5 @@
+package kerneltest
+
+import "unsafe"
+
+func uintptrOf(p *uint32) uintptr { return uintptr(unsafe.Pointer(p)) }

@@ -1,0 +1,137 @@
+package supervisor
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify"
+)
+
+// This file is the one place where a notification is answered. An allowed
+// call is performed by the supervisor on exactly the paths that were
+// resolved and checked (pinned by fds), never continued: a continued call
+// would make the kernel re-read pointer arguments a second thread may have
+// changed since the check. The one exception is exec, which cannot be
+// emulated; it is continued and verified afterwards (execverify.go).
+
+// perform carries out an allowed request and answers the notification.
+func (s *supervisor) perform(r *request) {
+	id := r.n.ID
+	if r.op == opExec {
+		s.continueExec(r)
+		return
+	}
+	err := s.emulate(r)
+	if r.op == opOpen {
+		return // emulate answered (ADDFD) or returned an error below
+	}
+	if err != nil {
+		s.respondErr(id, errnoOf(err))
+		return
+	}
+	s.respondVal(id, 0)
+}
+
+// emulate performs the call. For opens it also installs the fd in the
+// target and completes the syscall (ADDFD with SEND), answering errors
+// itself.
+func (s *supervisor) emulate(r *request) error {
+	res := r.res[0]
+	switch r.op {
+	case opOpen:
+		umask, err := notify.Umask(r.tid)
+		if err != nil {
+			s.respondErr(r.n.ID, unix.EACCES)
+			return err
+		}
+		flags := int(r.flags)
+		if r.access&engine.AccessWrite == 0 && flags&unix.O_CREAT != 0 {
+			// The write check was skipped because the file existed: make
+			// sure the open cannot create it if it vanished since.
+			flags &^= unix.O_CREAT | unix.O_EXCL
+		}
+		f, err := notify.OpenResolved(res, flags, r.mode, umask)
+		if err != nil {
+			s.respondErr(r.n.ID, errnoOf(err))
+			return err
+		}
+		_, err = s.l.AddFD(r.n.ID, int(f.Fd()), r.flags&unix.O_CLOEXEC != 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			// The target is still waiting: fail its call rather than leave
+			// it hanging. (ENOENT: it is gone or was interrupted.)
+			s.respondErr(r.n.ID, errnoOf(err))
+		}
+		return err
+	case opUnlink:
+		return notify.Unlink(res, false)
+	case opRmdir:
+		return notify.Unlink(res, true)
+	case opRename:
+		return notify.Rename(res, r.res[1], uint(r.flags))
+	case opMkdir:
+		umask, err := notify.Umask(r.tid)
+		if err != nil {
+			return err
+		}
+		return notify.Mkdir(res, r.mode, umask)
+	case opMknod:
+		umask, err := notify.Umask(r.tid)
+		if err != nil {
+			return err
+		}
+		devArg := 2
+		if r.n.Nr == unix.SYS_MKNODAT {
+			devArg = 3
+		}
+		return notify.Mknod(res, r.mode, r.n.Args[devArg], umask)
+	case opLink:
+		return notify.Link(res, r.res[1], int(r.flags))
+	case opSymlink:
+		return notify.Symlink(r.linkTarget, r.res[1])
+	case opTruncate:
+		return notify.Truncate(res, int64(r.n.Args[1]))
+	case opChmod:
+		return notify.Chmod(res, r.mode)
+	case opChown:
+		a := r.n.Args
+		uidArg := 1
+		if r.n.Nr == unix.SYS_FCHOWNAT {
+			uidArg = 2
+		}
+		return notify.Chown(res, int(int32(a[uidArg])), int(int32(a[uidArg+1])), r.desc.follow && r.flags&unix.AT_SYMLINK_NOFOLLOW == 0)
+	case opUtimes:
+		ts, err := s.readTimes(r)
+		if err != nil {
+			return err
+		}
+		return notify.Utimens(res, ts, r.desc.follow && r.flags&unix.AT_SYMLINK_NOFOLLOW == 0)
+	case opSetxattr:
+		size := r.n.Args[3]
+		if size > 65536 { // XATTR_SIZE_MAX
+			return unix.E2BIG
+		}
+		var value []byte
+		if size > 0 {
+			v, err := notify.ReadBytes(r.tid, r.n.Args[2], int(size))
+			if err != nil {
+				return err
+			}
+			value = v
+		}
+		return notify.Setxattr(res, r.xattrName, value, int(r.n.Args[4]), r.desc.follow)
+	case opRemovexattr:
+		return notify.Removexattr(res, r.xattrName, r.desc.follow)
+	}
+	return unix.ENOSYS
+}
+
+func (s *supervisor) respondErr(id uint64, errno unix.Errno) {
+	_ = s.l.RespondError(id, errno)
+}
+
+func (s *supervisor) respondVal(id uint64, v int64) {
+	_ = s.l.RespondValue(id, v)
+}

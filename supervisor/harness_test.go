@@ -1,0 +1,201 @@
+package supervisor_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
+)
+
+// permwrapBin is the permwrap binary built once for the end-to-end tests.
+var permwrapBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "permwrap-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	permwrapBin = filepath.Join(dir, "permwrap")
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(self))
+	build := exec.Command("go", "build", "-o", permwrapBin, "./cmd/permwrap")
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building permwrap:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// sandbox is one isolated permwrap environment: a config dir with a
+// policy, a workspace, a home, and a review log.
+type sandbox struct {
+	t         *testing.T
+	dir       string
+	configDir string
+	workspace string
+	home      string
+	logPath   string
+}
+
+// newSandbox writes policy (JSONC text, "" for the embedded default) and
+// returns the environment. It skips (or fails in CI) without the kernel
+// features.
+func newSandbox(t *testing.T, policy string) *sandbox {
+	t.Helper()
+	kerneltest.RequireUserNotif(t)
+	dir := t.TempDir()
+	// t.TempDir may sit under a path the policy mentions; resolve it.
+	dir, _ = filepath.EvalSymlinks(dir)
+	s := &sandbox{
+		t:         t,
+		dir:       dir,
+		configDir: filepath.Join(dir, "config"),
+		workspace: filepath.Join(dir, "ws"),
+		home:      filepath.Join(dir, "home"),
+		logPath:   filepath.Join(dir, "review.jsonl"),
+	}
+	for _, d := range []string{s.configDir, s.workspace, s.home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if policy != "" {
+		if err := os.WriteFile(filepath.Join(s.configDir, "policy.jsonc"), []byte(policy), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// result is what a run left behind.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs `permwrap --log LOG -- argv...` in the workspace.
+func (s *sandbox) run(argv ...string) result {
+	s.t.Helper()
+	return s.runWith(nil, argv...)
+}
+
+func (s *sandbox) runWith(setup func(*exec.Cmd), argv ...string) result {
+	s.t.Helper()
+	args := append([]string{"--log", s.logPath, "--workspace", s.workspace, "--"}, argv...)
+	cmd := exec.Command(permwrapBin, args...)
+	cmd.Dir = s.workspace
+	cmd.Env = append(os.Environ(),
+		"PERMWRAP_CONFIG_DIR="+s.configDir,
+		"HOME="+s.home,
+		"XDG_STATE_HOME="+filepath.Join(s.dir, "state"),
+	)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if setup != nil {
+		setup(cmd)
+	}
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		s.t.Fatalf("permwrap %v did not finish in 2 minutes; stderr:\n%s", argv, errb.String())
+	}
+	code := cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// bare runs argv without permwrap, in the same environment, for the
+// baseline of "runs exactly as without permwrap".
+func (s *sandbox) bare(argv ...string) result {
+	s.t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = s.workspace
+	cmd.Env = append(os.Environ(), "HOME="+s.home)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	return result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+// logRecords parses the review log; every line must be JSON.
+func (s *sandbox) logRecords() []map[string]any {
+	s.t.Helper()
+	f, err := os.Open(s.logPath)
+	if err != nil {
+		s.t.Fatalf("review log: %v", err)
+	}
+	defer f.Close()
+	var recs []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			s.t.Fatalf("review log line does not parse: %v\n%s", err, line)
+		}
+		recs = append(recs, m)
+	}
+	return recs
+}
+
+func (s *sandbox) path(rel string) string { return filepath.Join(s.workspace, rel) }
+
+func (s *sandbox) exists(rel string) bool {
+	_, err := os.Lstat(s.path(rel))
+	return err == nil
+}
+
+func (s *sandbox) write(rel, content string) {
+	s.t.Helper()
+	p := s.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *sandbox) read(rel string) string {
+	s.t.Helper()
+	b, err := os.ReadFile(s.path(rel))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func mustContain(t *testing.T, what, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Fatalf("%s does not contain %q:\n%s", what, sub, s)
+	}
+}
