@@ -111,6 +111,10 @@ func (c *shellCase) got() []string {
 	if c.suggest && len(a.Units) > 0 {
 		out = append(out, "suggest "+SuggestBashPattern(a.Units[0].Argv))
 	}
+	for i, l := range out {
+		// One expectation per line: multi-line words are written \n.
+		out[i] = strings.ReplaceAll(l, "\n", `\n`)
+	}
 	return out
 }
 

@@ -131,6 +131,124 @@ var wrappers = map[string]*wrapperSpec{
 	},
 }
 
+// commandOptions are programs that run a shell command given as an
+// option's value (su -c CMD, script -c CMD) and otherwise run a login or
+// interactive shell that reads commands as it goes. Their options may come
+// in any order (GNU getopt permutes them), so every word is read.
+var commandOptions = map[string]*wrapperSpec{
+	"su": {short: "flmpP", shortV: "cgGsw",
+		long: map[string]argKind{"command": reqArg, "session-command": reqArg, "fast": noArg,
+			"group": reqArg, "supp-group": reqArg, "login": noArg, "preserve-environment": noArg,
+			"pty": noArg, "shell": reqArg, "whitelist-environment": reqArg}},
+	"runuser": {short: "flmpP", shortV: "cgGsuw",
+		long: map[string]argKind{"command": reqArg, "session-command": reqArg, "fast": noArg,
+			"group": reqArg, "supp-group": reqArg, "login": noArg, "preserve-environment": noArg,
+			"pty": noArg, "shell": reqArg, "user": reqArg, "whitelist-environment": reqArg}},
+	"script": {short: "aefqkB", shortV: "cEoOIT", shortO: "t",
+		long: map[string]argKind{"append": noArg, "command": reqArg, "echo": reqArg,
+			"return": noArg, "flush": noArg, "force": noArg, "quiet": noArg, "log-in": reqArg,
+			"log-out": reqArg, "log-io": reqArg, "log-timing": reqArg, "logging-format": reqArg,
+			"output-limit": reqArg, "timing": optArg}},
+}
+
+// commandOption finds the -c/--command value of su, runuser or script.
+func (a *analyzer) commandOption(name string, sp *wrapperSpec, fs []field, sc *scope) {
+	var script *field
+	userMode := false // runuser -u USER [--] CMD [ARGS…] runs CMD directly
+	cmdStart := -1
+	for i := 1; i < len(fs); i++ {
+		f := fs[i]
+		if userMode && cmdStart < 0 && (f.dyn != static || !strings.HasPrefix(f.s, "-")) {
+			cmdStart = i
+			break
+		}
+		if f.dyn != static {
+			if f.dyn == dynSplit {
+				a.sentinel(SentinelOpaque, name+": word is not static: "+f.s, sc.via)
+				return
+			}
+			continue // a quoted user name or file
+		}
+		s := f.s
+		if s == "--" {
+			if userMode {
+				cmdStart = i + 1
+			}
+			break
+		}
+		if s == "-" || !strings.HasPrefix(s, "-") {
+			continue // "su - user", a user name, script's output file
+		}
+		var opt string
+		var val *field
+		if strings.HasPrefix(s, "--") {
+			n, v, hasEq := strings.Cut(s[2:], "=")
+			kind, ok := sp.long[n]
+			if !ok {
+				a.sentinel(SentinelOpaque, name+": unknown option --"+n, sc.via)
+				return
+			}
+			opt = n
+			switch {
+			case kind == reqArg && hasEq:
+				val = &field{s: v}
+			case kind == reqArg:
+				if i++; i >= len(fs) {
+					return // the program refuses to start
+				}
+				val = &fs[i]
+			}
+		} else {
+			for j := 1; j < len(s); j++ {
+				c := s[j]
+				switch {
+				case strings.IndexByte(sp.short, c) >= 0:
+					continue
+				case strings.IndexByte(sp.shortO, c) >= 0:
+				case strings.IndexByte(sp.shortV, c) >= 0:
+					opt = string(c)
+					if j < len(s)-1 {
+						val = &field{s: s[j+1:]}
+					} else if i++; i < len(fs) {
+						val = &fs[i]
+					} else {
+						return
+					}
+				default:
+					a.sentinel(SentinelOpaque, name+": unknown option -"+string(c), sc.via)
+					return
+				}
+				break
+			}
+		}
+		if val != nil && (opt == "c" || opt == "command" || opt == "session-command") {
+			script = val
+		}
+		if name == "runuser" && (opt == "u" || opt == "user") {
+			userMode = true
+		}
+	}
+	if script == nil {
+		if userMode && cmdStart > 0 && cmdStart < len(fs) {
+			if sc.depth >= maxWrapperDepth {
+				a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
+				return
+			}
+			a.inner(name, fs[cmdStart:], sc, false)
+		}
+		return
+	}
+	if script.dyn != static {
+		a.sentinel(SentinelOpaque, name+" -c with a command that is not static: "+script.s, sc.via)
+		return
+	}
+	if sc.depth >= maxWrapperDepth {
+		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
+		return
+	}
+	a.script(script.s, sc.inner(name+" -c", true))
+}
+
 // shells run the script given with -c. Their one-letter options take no
 // value except -o/+o and -O/+O (a shell option name).
 var shells = map[string]bool{
@@ -293,6 +411,10 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 	}
 	if name == "find" {
 		a.findExec(fs, sc)
+		return
+	}
+	if cs := commandOptions[name]; cs != nil {
+		a.commandOption(name, cs, fs, sc)
 		return
 	}
 	sp := wrappers[name]
