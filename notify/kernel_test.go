@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ func init() {
 	registerChildRole("exec-env-argv", childExecArgv)
 	registerChildRole("nested", childNested)
 	registerChildRole("addfd-loop", childAddfdLoop)
+	registerChildRole("denied", childDenied)
 }
 
 // childOpenat opens $PATH read-only with O_CLOEXEC and prints what it got:
@@ -149,6 +151,20 @@ func childAddfdLoop() int {
 		unix.Close(fd)
 	}
 	fmt.Printf("bad=%d\n", bad)
+	return 0
+}
+
+// childDenied makes each side-door syscall with harmless arguments and
+// prints the errno the filter answered, one "name=ERRNO" per line.
+func childDenied() int {
+	for _, d := range deniedSyscalls {
+		// All-ones arguments are invalid for every one of these (bad fd,
+		// bad pointer, bad flags), so if the filter ever failed to apply
+		// the call could do nothing (zeros would mean "unload" to kexec).
+		const bad = ^uintptr(0)
+		_, _, e := unix.Syscall6(uintptr(d.nr), bad, bad, bad, bad, bad, bad)
+		fmt.Printf("%s=%s\n", SyscallName(d.nr), errnoName(e))
+	}
 	return 0
 }
 
@@ -682,5 +698,84 @@ func TestKernelAddFDUnderSignals(t *testing.T) {
 	}
 	if strings.TrimSpace(out) != "bad=0" || failures != 0 {
 		t.Errorf("child printed %q; %d AddFD failures out of %d", out, failures, rounds)
+	}
+}
+
+const foreignABISource = `
+#include <stdio.h>
+#include <string.h>
+static char buf[4096]; /* non-PIE .bss: below 4 GiB, reachable from int 0x80 */
+int main(int argc, char **argv) {
+	long ret;
+	strncpy(buf, argv[1], sizeof buf - 1);
+	if (argv[2][0] == 'i') {
+		/* i386 open(buf, O_RDONLY) */
+		__asm__ volatile("int $0x80" : "=a"(ret) : "a"(5L), "b"(buf), "c"(0L) : "memory");
+	} else {
+		/* x32 openat(AT_FDCWD, buf, O_RDONLY) */
+		__asm__ volatile("syscall" : "=a"(ret) : "a"(0x40000000L | 257), "D"(-100L), "S"(buf), "d"(0L) : "rcx", "r11", "memory");
+	}
+	printf("ret=%ld\n", ret);
+	return 0;
+}
+`
+
+// TestKernelForeignABIKilled: i386 (int 0x80) and x32 syscalls bypass a
+// filter that looks only at the number; ours kills the process. The i386
+// open is shown to work bare first.
+func TestKernelForeignABIKilled(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "abi.c"), filepath.Join(dir, "abi")
+	if err := os.WriteFile(src, []byte(foreignABISource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cc, "-O0", "-no-pie", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Skipf("cannot build the test program: %v: %s", err, out)
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("t"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, abi := range []string{"i386", "x32"} {
+		t.Run(abi, func(t *testing.T) {
+			bare, err := exec.Command(bin, target, abi).CombinedOutput()
+			if err != nil {
+				t.Fatalf("bare run: %v: %s", err, bare)
+			}
+			t.Logf("bare: %s", bare)
+			if abi == "i386" && strings.HasPrefix(string(bare), "ret=-") {
+				requireKernel(t, "i386 emulation (bare int 0x80 open: %s)", bare)
+			}
+			c := startFilteredChild(t, "exec-env-argv", "", envChildArgv+"="+strings.Join([]string{bin, target, abi}, "\x1f"))
+			serveContinueAll(t, c.L)
+			out, _ := c.Wait()
+			ws, ok := c.Cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ok || !ws.Signaled() || ws.Signal() != unix.SIGSYS {
+				t.Errorf("%s syscall under the filter: exit %v, output %q; want killed by SIGSYS (bare: %q)", abi, c.Cmd.ProcessState, out, bare)
+			}
+		})
+	}
+}
+
+// TestKernelDeniedSyscalls: every side door fails in the real kernel with
+// the errno the filter table says (the VM test checks the program; this
+// checks the kernel applies it).
+func TestKernelDeniedSyscalls(t *testing.T) {
+	c := startFilteredChild(t, "denied", "")
+	serveContinueAll(t, c.L)
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, c.stderr.String())
+	}
+	var want strings.Builder
+	for _, d := range deniedSyscalls {
+		fmt.Fprintf(&want, "%s=%s\n", SyscallName(d.nr), unix.ErrnoName(d.errno))
+	}
+	if out != want.String() {
+		t.Errorf("child printed:\n%s\nwant:\n%s", out, want.String())
 	}
 }
