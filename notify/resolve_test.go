@@ -608,3 +608,83 @@ func FuzzResolve(f *testing.F) {
 		rsvCompare(t, os.Getpid(), dfd, p, follow)
 	})
 }
+
+// TestResolveRaceSwapLastForSymlink swaps the last component between a file
+// and a symlink to a secret while opening it for reading and for writing:
+// a file checked as a/file is never the secret, and the secret is never
+// written unless its own path was checked.
+func TestResolveRaceSwapLastForSymlink(t *testing.T) {
+	rsvProbe(t)
+	base := rsvTree(t)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(base+"/a", 0o755))
+	must(os.MkdirAll(base+"/secret", 0o755))
+	must(os.WriteFile(base+"/secret/file", []byte("secret"), 0o644))
+	must(os.WriteFile(base+"/a/file", []byte("good"), 0o644))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			os.Symlink(base+"/secret/file", base+"/a/tmp1")
+			os.Rename(base+"/a/tmp1", base+"/a/file")
+			os.WriteFile(base+"/a/tmp2", []byte("good"), 0o644)
+			os.Rename(base+"/a/tmp2", base+"/a/file")
+		}
+	}()
+	pid := os.Getpid()
+	checked := base + "/a/file"
+	var opened, loops int
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline) && i < 1_000_000; i++ {
+		write := i%2 == 1
+		r, err := Resolve(pid, unix.AT_FDCWD, checked, FollowLast)
+		if err != nil {
+			continue
+		}
+		if r.Path != checked {
+			// The policy would judge the secret's own path; a real
+			// policy denies it, so do not open it here.
+			r.Close()
+			continue
+		}
+		fl := unix.O_RDONLY
+		if write {
+			fl = unix.O_WRONLY | unix.O_APPEND
+		}
+		f, err := OpenResolved(r, fl, 0, 0)
+		r.Close()
+		if errors.Is(err, unix.ELOOP) {
+			loops++ // swapped to a symlink after the check: refused
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		opened++
+		if write {
+			f.WriteString("")
+		} else if b, _ := io.ReadAll(f); string(b) != "good" && string(b) != "" {
+			t.Fatalf("checked %s, read %q", checked, b)
+		}
+		var st unix.Stat_t
+		must(unix.Fstat(int(f.Fd()), &st))
+		var sec unix.Stat_t
+		must(unix.Stat(base+"/secret/file", &sec))
+		if st.Ino == sec.Ino {
+			t.Fatalf("checked %s, opened the secret (write=%v)", checked, write)
+		}
+		f.Close()
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d opens of the checked file, %d refused after a swap", opened, loops)
+	if opened == 0 {
+		t.Fatal("no open succeeded")
+	}
+}
