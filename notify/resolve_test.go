@@ -381,6 +381,7 @@ func TestResolveRaceSwapDirForSymlink(t *testing.T) {
 			os.Rename(base+"/a/real", base+"/a/b")
 		}
 	}()
+	defer func() { stop.Store(true); wg.Wait() }()
 	pid := os.Getpid()
 	var opened, viaSecret int
 	deadline := time.Now().Add(time.Second)
@@ -637,6 +638,7 @@ func TestResolveRaceSwapLastForSymlink(t *testing.T) {
 			os.Rename(base+"/a/tmp2", base+"/a/file")
 		}
 	}()
+	defer func() { stop.Store(true); wg.Wait() }()
 	pid := os.Getpid()
 	checked := base + "/a/file"
 	var opened, loops int
