@@ -45,6 +45,14 @@ func rsvSameGroups(a, b []uint32) bool {
 	return slices.Equal(c, b)
 }
 
+// WithCred runs fn with the filesystem identity c (a Resolved's Cred; nil:
+// the supervisor's own), for operations on a target's open file that have no
+// primitive here: fchmod, fchown, fsetxattr, ftruncate, futimens on the file
+// GetFd returned. Those act on the open file description, so they keep the
+// kernel's own answers (EBADF on an O_PATH fd, EINVAL for ftruncate on a
+// read-only one) without any path being involved.
+func WithCred(c *Cred, fn func() error) error { return rsvAs(c, fn) }
+
 // rsvAs runs fn with the filesystem identity c (nil: the supervisor's own).
 func rsvAs(c *Cred, fn func() error) error {
 	self := rsvSelfCred()
