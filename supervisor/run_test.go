@@ -35,7 +35,7 @@ func TestDoneWhenExample(t *testing.T) {
 	if s.exists("DENIED") {
 		t.Error("denied file was created")
 	}
-	mustContain(t, "stderr", r.stderr, "Permission denied")             // bash's own message (EACCES)
+	mustContain(t, "stderr", r.stderr, "Permission denied") // bash's own message (EACCES)
 	mustContain(t, "stderr", r.stderr, "permwrap: denied write "+s.path("DENIED"))
 	mustContain(t, "stderr", r.stderr, "test says no")
 	// Every record of the review log parses and the denial is there.
