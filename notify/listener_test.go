@@ -83,7 +83,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 // BenchmarkReadString is the per-path cost of reading an argument.
 func BenchmarkReadString(b *testing.B) {
-	buf := []byte("/home/user/project/src/some/deeper/path/file.go\x00")
+	buf := heapString("/home/user/project/src/some/deeper/path/file.go\x00")
 	addr := addrOf(buf)
 	pid := os.Getpid()
 	for b.Loop() {

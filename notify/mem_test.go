@@ -31,6 +31,31 @@ func guardedPage(t testing.TB) ([]byte, uint64) {
 
 func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 
+// memTestKeep makes test buffers escape to the heap: an address handed to
+// the kernel must not point into a goroutine stack, which moves when it
+// grows (a stale copy would be read instead).
+var memTestKeep []any
+
+func heapBytes(n int) []byte {
+	b := make([]byte, n)
+	memTestKeep = append(memTestKeep, b)
+	return b
+}
+
+func heapPtrs(n int) []uint64 {
+	p := make([]uint64, n)
+	memTestKeep = append(memTestKeep, p)
+	return p
+}
+
+func heapString(s string) []byte {
+	b := heapBytes(len(s))
+	copy(b, s)
+	return b
+}
+
+func ptrsAddr(p []uint64) uint64 { return uint64(uintptr(unsafe.Pointer(&p[0]))) }
+
 // placeAtEnd copies s to the end of page so its last byte touches the guard.
 func placeAtEnd(page []byte, s string) uint64 {
 	off := len(page) - len(s)
@@ -71,7 +96,7 @@ func TestReadStringLimits(t *testing.T) {
 		max int
 		ok  bool
 	}{{4095, PathMax, true}, {4096, PathMax, false}, {3, 4, true}, {4, 4, false}, {10000, 20000, true}} {
-		buf := []byte(strings.Repeat("a", c.n) + "\x00")
+		buf := heapString(strings.Repeat("a", c.n) + "\x00")
 		s, err := ReadString(pid, addrOf(buf), c.max)
 		switch {
 		case c.ok && (err != nil || len(s) != c.n):
@@ -97,7 +122,7 @@ func TestReadBytesSelf(t *testing.T) {
 		t.Errorf("ReadBytes across guard: %v, want EFAULT", err)
 	}
 	// Crossing a mapped page boundary works.
-	big := make([]byte, 3*os.Getpagesize())
+	big := heapBytes(3 * os.Getpagesize())
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
@@ -112,13 +137,12 @@ func TestReadBytesSelf(t *testing.T) {
 
 func TestReadArgvSelf(t *testing.T) {
 	pid := os.Getpid()
-	strs := [][]byte{[]byte("ls\x00"), []byte("-l\x00"), []byte("a b\x00")}
-	ptrs := make([]uint64, 0, 4)
-	for _, s := range strs {
-		ptrs = append(ptrs, addrOf(s))
+	strs := [][]byte{heapString("ls\x00"), heapString("-l\x00"), heapString("a b\x00")}
+	ptrs := heapPtrs(4)
+	for i, s := range strs {
+		ptrs[i] = addrOf(s)
 	}
-	ptrs = append(ptrs, 0)
-	arr := addrOf(unsafe.Slice((*byte)(unsafe.Pointer(&ptrs[0])), len(ptrs)*8))
+	arr := ptrsAddr(ptrs)
 	argv, err := ReadArgv(pid, arr, 16, 1024)
 	if err != nil || len(argv) != 3 || argv[0] != "ls" || argv[1] != "-l" || argv[2] != "a b" {
 		t.Fatalf("ReadArgv = %q, %v", argv, err)
@@ -145,18 +169,17 @@ func TestReadArgvSelf(t *testing.T) {
 func TestReadArgvManyPages(t *testing.T) {
 	pid := os.Getpid()
 	ps := memPageSize
-	area := make([]byte, 40*ps)
+	area := heapBytes(40 * ps)
 	var want []string
-	ptrs := make([]uint64, 0, 41)
+	ptrs := heapPtrs(40)
 	for i := range 39 {
 		s := fmt.Sprintf("arg-%02d-%s", i, strings.Repeat("x", i*3))
 		off := (i+1)*ps - 5 // straddles the boundary into the next page
 		copy(area[off:], s+"\x00")
 		want = append(want, s)
-		ptrs = append(ptrs, addrOf(area[off:]))
+		ptrs[i] = addrOf(area[off:])
 	}
-	ptrs = append(ptrs, 0)
-	arr := uint64(uintptr(unsafe.Pointer(&ptrs[0])))
+	arr := ptrsAddr(ptrs)
 	got, err := ReadArgv(pid, arr, 100, 1<<20)
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ReadArgv over 40 pages: %v\n got %q\nwant %q", err, got, want)
@@ -185,7 +208,7 @@ func TestReadPointerArrayGuard(t *testing.T) {
 	if p, err := ReadPointerArray(pid, addr, 100); !errors.Is(err, unix.EFAULT) {
 		t.Errorf("misaligned array running into guard: %v, %v; want EFAULT", p, err)
 	}
-	buf := make([]byte, 8*3+1)
+	buf := heapBytes(8*3 + 1)
 	buf[1] = 9
 	p, err := ReadPointerArray(pid, addrOf(buf)+1, 10)
 	if err != nil || len(p) != 1 || p[0] != 9 {
@@ -245,18 +268,14 @@ func FuzzReadString(f *testing.F) {
 // as a shell's do.
 func BenchmarkReadArgv(b *testing.B) {
 	args := strings.Fields("git -c core.pager=cat log --oneline --decorate -n 20 origin/main -- src/ docs/")
-	buf := make([]byte, 0, 512)
-	var offs []int
-	for _, a := range args {
-		offs = append(offs, len(buf))
-		buf = append(buf, a...)
-		buf = append(buf, 0)
+	buf := heapBytes(512)
+	ptrs := heapPtrs(len(args) + 1)
+	off := 0
+	for i, a := range args {
+		ptrs[i] = addrOf(buf[off:])
+		off += copy(buf[off:], a) + 1
 	}
-	ptrs := make([]uint64, len(args)+1)
-	for i, o := range offs {
-		ptrs[i] = addrOf(buf[o:])
-	}
-	arr := uint64(uintptr(unsafe.Pointer(&ptrs[0])))
+	arr := ptrsAddr(ptrs)
 	pid := os.Getpid()
 	for b.Loop() {
 		argv, err := ReadArgv(pid, arr, 256, 1<<17)
