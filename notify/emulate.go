@@ -375,7 +375,7 @@ func rsvCreateCheck(op string, r *Resolved) error {
 // rsvFixMode sets the mode of the entry just created at r (not following
 // symlinks; keeping a set-group-id bit the kernel inherited from a setgid
 // parent directory).
-func rsvFixMode(r *Resolved, want uint32, keepSgid bool) error {
+func rsvFixMode(r *Resolved, want uint32, keepSgid bool, typ uint32) error {
 	fd, err := rsvOpenat(int(r.Dir.Fd()), r.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC)
 	if err != nil {
 		// Already gone or replaced by the target itself: its mkdir did
@@ -384,8 +384,8 @@ func rsvFixMode(r *Resolved, want uint32, keepSgid bool) error {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != typ {
+		return nil // replaced meanwhile: not ours to change
 	}
 	if keepSgid {
 		want |= st.Mode & unix.S_ISGID
@@ -412,7 +412,7 @@ func Mkdir(r *Resolved, mode, umask uint32) error {
 		if err := rsvRetry(func() error { return unix.Mkdirat(int(r.Dir.Fd()), r.name(), 0) }); err != nil {
 			return err
 		}
-		return rsvFixMode(r, mode&^umask, true)
+		return rsvFixMode(r, mode&^umask, true, unix.S_IFDIR)
 	})
 }
 
@@ -428,10 +428,14 @@ func Mknod(r *Resolved, mode uint32, dev uint64, umask uint32) error {
 		if rsvHasDefaultACL(r.Dir) {
 			return mk(mode)
 		}
-		if err := mk(mode & unix.S_IFMT); err != nil {
+		typ := mode & unix.S_IFMT
+		if err := mk(typ); err != nil {
 			return err
 		}
-		return rsvFixMode(r, mode&0o7777&^umask, false)
+		if typ == 0 {
+			typ = unix.S_IFREG
+		}
+		return rsvFixMode(r, mode&0o7777&^umask, false, typ)
 	})
 }
 
