@@ -562,3 +562,29 @@ func TestEmulationNeedsParentOnly(t *testing.T) {
 		t.Errorf("mkdir f: %v, want EEXIST", err)
 	}
 }
+
+// BenchmarkResolveOpen is the work of an emulated read-only open: Resolve,
+// OpenResolved, and closing both.
+func BenchmarkResolveOpen(b *testing.B) {
+	rsvProbe(b)
+	base := rsvTree(b)
+	if err := os.MkdirAll(base+"/p1/p2/p3/p4", 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(base+"/p1/p2/p3/p4/file.go", nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	pid := os.Getpid()
+	for b.Loop() {
+		r, err := Resolve(pid, unix.AT_FDCWD, base+"/p1/p2/p3/p4/file.go", FollowLast)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := OpenResolved(r, unix.O_RDONLY, 0, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		r.Close()
+	}
+}
