@@ -280,6 +280,11 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 		}
 	}
 	if len(p.errs) > 0 {
+		// Report in reading order, whatever order the checks ran in.
+		sort.SliceStable(p.errs, func(i, j int) bool {
+			a, b := p.errs[i].(*ConfigError).Pos, p.errs[j].(*ConfigError).Pos
+			return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+		})
 		return nil, errors.Join(p.errs...)
 	}
 	return fc, nil

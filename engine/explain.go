@@ -145,14 +145,22 @@ func (p *Policy) ExplainPath(a Access, path string) DecisionExplanation {
 
 func (d DecisionExplanation) String() string {
 	var b strings.Builder
+	all := true
 	for _, ex := range d.Surfaces {
+		all = all && ex.Abstained
+	}
+	for _, ex := range d.Surfaces {
+		if len(d.Surfaces) > 1 && ex.Abstained && !all {
+			// Its fallback answer takes no part; saying "ask" would mislead.
+			fmt.Fprintf(&b, "%s %s\n  abstains: no %s rule matched\n", ex.Check.Surface, ex.Check.Value, ex.Check.Surface)
+			for _, r := range ex.RunnerUps {
+				fmt.Fprintf(&b, "    matched but not deciding: %s\n", describeRule(Result{Rule: r, Layer: layerOf(r)}))
+			}
+			continue
+		}
 		b.WriteString(ex.String())
 	}
 	if len(d.Surfaces) > 1 {
-		all := true
-		for _, ex := range d.Surfaces {
-			all = all && ex.Abstained
-		}
 		if all {
 			fmt.Fprintf(&b, "every surface abstained: the fallback decides\n")
 		} else {

@@ -3,10 +3,108 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/permwrap/permwrap/engine"
 )
 
-// cmdExplain is a placeholder until its issue lands.
+const explainAbout = `Show how the effective policy decides one access: the decision, the
+deciding rule with its origin and position, the runner-up rules it beat,
+and for a path every surface consulted (write → write and path).
+
+SURFACE is read, write, exec, path or bash. For path surfaces VALUE may
+start with ~ and may be relative to the current directory; it is made
+absolute and cleaned. For bash, several VALUE words are joined with
+spaces (quote the command line to keep it intact).
+
+Exit status: 0 allow, 1 deny, 2 ask, 125 bad configuration or usage.`
+
+// exitAsk is explain's status for an ask.
+const exitAsk = 2
+
+// cmdExplain implements `permwrap explain SURFACE VALUE`.
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "permwrap explain: not implemented yet")
-	return exitInternal
+	fs := newFlagSet("explain", "permwrap explain [--policy FILE]... [--config-dir DIR] [--workspace DIR] [--yolo] SURFACE VALUE", explainAbout, stderr)
+	var pf policyFlags
+	pf.register(fs, true)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() < 2 {
+		fmt.Fprintln(stderr, "permwrap explain: need SURFACE and VALUE")
+		fs.Usage()
+		return exitInternal
+	}
+	surface, ok := engine.ParseSurface(fs.Arg(0))
+	if !ok {
+		fmt.Fprintf(stderr, "permwrap explain: unknown surface %q (want read, write, exec, path or bash)\n", fs.Arg(0))
+		return exitInternal
+	}
+	if surface.IsPath() && fs.NArg() != 2 {
+		fmt.Fprintf(stderr, "permwrap explain: %s takes one path\n", surface)
+		return exitInternal
+	}
+	opts, err := pf.options()
+	if err != nil {
+		fmt.Fprintln(stderr, "permwrap explain:", err)
+		return exitInternal
+	}
+	p, warns, err := engine.Load(opts)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitInternal
+	}
+	for _, w := range warns {
+		fmt.Fprintln(stderr, w)
+	}
+	var d engine.DecisionExplanation
+	switch surface {
+	case engine.SurfaceBash:
+		d = p.ExplainCommand(strings.Join(fs.Args()[1:], " "))
+	default:
+		path, err := absPath(fs.Arg(1), opts.Env.Home)
+		if err != nil {
+			fmt.Fprintln(stderr, "permwrap explain:", err)
+			return exitInternal
+		}
+		switch surface {
+		case engine.SurfaceRead:
+			d = p.ExplainPath(engine.AccessRead, path)
+		case engine.SurfaceWrite:
+			d = p.ExplainPath(engine.AccessWrite, path)
+		case engine.SurfaceExec:
+			d = p.ExplainPath(engine.AccessExec, path)
+		default:
+			d = p.ExplainDecision(engine.Check{Surface: engine.SurfacePath, Value: path})
+		}
+	}
+	fmt.Fprint(stdout, d)
+	switch d.Result.Action {
+	case engine.Allow:
+		return exitOK
+	case engine.Ask:
+		return exitAsk
+	}
+	return exitFailure
+}
+
+// absPath expands a leading ~ and makes p absolute and clean, the form
+// the supervisor hands the engine.
+func absPath(p, home string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home == "" {
+			return "", fmt.Errorf("%s: the home directory is unknown", p)
+		}
+		p = home + p[1:]
+	}
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		p = filepath.Join(wd, p)
+	}
+	return filepath.Clean(p), nil
 }

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func FuzzLoadConfig(f *testing.F) {
+	f.Add(defaultPolicy, uint8(0))
+	f.Add([]byte(`{"permission": {"*": "ask", "write": {"/a/**": {"action": "deny", "reason": "r"}}}, "askTimeout": "1m"}`), uint8(0))
+	f.Add([]byte(`{"permission": {"bash": {"git push *": "ask"}}, "protectedWrites": ["**/.git/hooks/**"]}`), uint8(1))
+	f.Add([]byte(`{"permission": {"read": "allow"}, "yoloMode": true}`), uint8(2))
+	f.Add([]byte(`{"authorizers": {"j": {"command": ["x"], "timeoutMs": 10}}, "typoPaths": [{"from": "/a/*", "to": "~"}], "log": {"fieldWidth": 64}}`), uint8(0))
+	f.Add([]byte("// c\n{ /* c */ \"permission\": {,}\n"), uint8(0))
+	f.Add([]byte(`{"permission": {"read": {"a": "allow", "a": "deny"}}}`), uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, kind uint8) {
+		k := FileKind(kind % 3)
+		_, err := CheckFile("f.jsonc", data, k, testEnv)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.jsonc") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		cfg := Config{Env: testEnv}
+		switch k {
+		case FileGlobal:
+			cfg.Global = &File{Name: "f.jsonc", Data: data}
+		case FileHardGuards:
+			cfg.HardGuards = &File{Name: "f.jsonc", Data: data}
+		case FileScope:
+			cfg.Scopes = []File{{Name: "f.jsonc", Data: data}}
+		}
+		p, warns, err := Compile(cfg)
+		if err != nil || len(warns) != 0 {
+			t.Fatalf("CheckFile accepted what Compile refused: %v %v", err, warns)
+		}
+		for _, c := range []Check{
+			{SurfaceRead, "/home/u/.ssh/id_rsa"}, {SurfaceWrite, "/a/b"}, {SurfaceBash, "git push"},
+			{SurfaceExec, "rel"}, {SurfacePath, ""}, {SurfaceWrite, "/"},
+		} {
+			r := p.Evaluate(c)
+			if r.Action < Allow || r.Action > Deny {
+				t.Fatalf("Evaluate(%v) = invalid action %v", c, r.Action)
+			}
+			_ = p.Explain(c).String()
+		}
+		_ = p.LandlockFloor()
+		_ = p.Summary()
+	})
+}
+
+// globRegexp is an independent reference for compileGlob: the pattern
+// syntax translated to an RE2 expression (no [...] classes).
+func globRegexp(p string) (string, bool) {
+	var b strings.Builder
+	b.WriteString(`^`)
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch c {
+		case '\\':
+			if i+1 == len(p) {
+				return "", false
+			}
+			i++
+			b.WriteString(regexp.QuoteMeta(p[i : i+1]))
+		case '?':
+			b.WriteString(`[^/]`)
+		case '*':
+			j := i
+			for j+1 < len(p) && p[j+1] == '*' {
+				j++
+			}
+			if j == i {
+				b.WriteString(`[^/]*`)
+				continue
+			}
+			boundary := i == 0 || p[i-1] == '/'
+			i = j
+			if boundary && i+1 < len(p) && p[i+1] == '/' {
+				b.WriteString(`(?:.*/)?`)
+				i++
+				continue
+			}
+			b.WriteString(`.*`)
+		case '[', '{', '}':
+			return "", false
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString(`$`)
+	return b.String(), true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzCompilePattern(f *testing.F) {
+	for _, s := range [][2]string{
+		{"/a/**/c", "/a/c"}, {"/a/**/c", "/a/bc"}, {"**/.git/hooks/**", "/x/.git/hooks/y"},
+		{"/a/*/b?c", "/a/x/bxc"}, {"*.pem", "/x/y.pem"}, {"/a/[!b-d]x", "/a/ex"},
+		{"0*" + strings.Repeat("?", 300) + "*", strings.Repeat("0", 400)},
+		{"/a{/**/,/}b", "/a/b"}, {"/x/**/**/y", "/x/y"}, {"a**/b", "a/b"}, {"\\*\\**", "**x"},
+		{"git push *", "git push"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, value string) {
+		if bp, err := compileBashPattern(pattern); err == nil {
+			bp.match(value)
+		}
+		pp, err := compilePathPattern(pattern)
+		if err != nil {
+			return
+		}
+		got := pp.match(value)
+		// The literal pre-filter used by rule lists must never reject a
+		// value the pattern matches.
+		e := entryFor(&compiledRule{path: pp})
+		if got && e.quickReject(value, lastComponent(value)) {
+			t.Fatalf("pre-filter rejects %q for %q", value, pattern)
+		}
+		if !isASCII(pattern) || !isASCII(value) {
+			return
+		}
+		re, ok := globRegexp(pattern)
+		if !ok {
+			return
+		}
+		m, _, err := compileGlob(pattern)
+		if err != nil {
+			t.Fatalf("compilePathPattern accepted %q but compileGlob did not: %v", pattern, err)
+		}
+		want := regexp.MustCompile(re).MatchString(value)
+		if g := m.match(value); g != want {
+			t.Fatalf("glob %q on %q = %v, reference %s says %v", pattern, value, g, re, want)
+		}
+	})
+}
