@@ -170,7 +170,33 @@ func childDenied() int {
 
 func childBench() int {
 	n, _ := strconv.Atoi(os.Getenv("PERMWRAP_NOTIFY_BENCH_N"))
+	threads, _ := strconv.Atoi(os.Getenv("PERMWRAP_NOTIFY_BENCH_THREADS"))
 	path := os.Getenv(envChildPath)
+	if threads > 1 {
+		var wg sync.WaitGroup
+		var failed atomic.Bool
+		for t := range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Split n exactly: the parent counts every open.
+				for i := t; i < n; i += threads {
+					fd, err := unix.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+					if err != nil {
+						failed.Store(true)
+						return
+					}
+					unix.Close(fd)
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() {
+			fmt.Println("err")
+			return 1
+		}
+		return 0
+	}
 	for range n {
 		fd, err := unix.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	stdsync "sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -75,6 +77,65 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 			if served != b.N {
 				b.Fatalf("served %d openat notifications, want %d", served, b.N)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/notified-syscall")
+		})
+	}
+}
+
+// BenchmarkRoundTripParallel: 4 target threads opening at once, served by
+// a pool of 4 receivers answering CONTINUE; the case where synchronous
+// wake-up is expected to lose (kernel-facts §7).
+//
+//	go test -run '^$' -bench RoundTripParallel -benchtime 20000x ./notify
+func BenchmarkRoundTripParallel(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "file")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, sync := range []bool{false, true} {
+		name := "continue"
+		if sync {
+			name += "-syncwake"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := startFilteredChild(b, "bench", "", envChildPath+"="+path,
+				"PERMWRAP_NOTIFY_BENCH_N="+strconv.Itoa(b.N), "PERMWRAP_NOTIFY_BENCH_THREADS=4")
+			if sync {
+				if err := c.L.SetSyncWakeUp(); err != nil {
+					requireKernel(b, "%v", err)
+				}
+			}
+			b.ResetTimer()
+			var served atomic.Int64
+			var wg stdsync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						var n Notif
+						err := c.L.Receive(&n)
+						if err == ErrGone {
+							continue
+						}
+						if err != nil {
+							return
+						}
+						if n.Nr == unix.SYS_OPENAT {
+							served.Add(1)
+						}
+						c.L.Continue(n.ID)
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			if _, err := c.Wait(); err != nil {
+				b.Fatalf("child: %v", err)
+			}
+			if got := served.Load(); got != int64(b.N) {
+				b.Fatalf("served %d openat notifications, want %d", got, b.N)
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/notified-syscall")
 		})
