@@ -805,3 +805,28 @@ func TestKernelDeniedSyscalls(t *testing.T) {
 		t.Errorf("child printed:\n%s\nwant:\n%s", out, want.String())
 	}
 }
+
+// TestKernelClosePendingFailsClosed: a call received but never answered
+// fails with ENOSYS when the listener closes (the supervisor gave up), it
+// is not run.
+func TestKernelClosePendingFailsClosed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "never")
+	c := startFilteredChild(t, "mkdir", "", envChildPath+"="+path)
+	n := receiveOrFail(t, c.L)
+	if n.Nr != unix.SYS_MKDIRAT && n.Nr != unix.SYS_MKDIR {
+		t.Fatalf("got %v, want mkdir", &n)
+	}
+	if err := c.L.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if strings.TrimSpace(out) != "err=ENOSYS" {
+		t.Errorf("pending mkdir after Close: child printed %q, want err=ENOSYS", out)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the pending mkdir ran after Close (stat: %v)", err)
+	}
+}
