@@ -115,6 +115,8 @@ var attacks = []attack{
 	{name: "read_race_symlink_swap", effects: leaksSecret},
 	{name: "read_race_dir_swap", effects: leaksSecret},
 	{name: "read_race_vm_writev", effects: leaksSecret},
+	{name: "read_race_ptrace_poke", effects: leaksSecret},
+	{name: "read_race_proc_mem", effects: leaksSecret},
 	{name: "read_nested_listener", effects: leaksSecret},
 	{name: "read_int80", effects: leaksSecret, impossible: ia32Impossible, sigsys: true},
 	{name: "read_x32", effects: leaksSecret, impossible: x32Impossible},
@@ -150,6 +152,8 @@ var attacks = []attack{
 	{name: "write_chown", effects: changesDenied},
 	{name: "write_utimes", effects: changesDenied},
 	{name: "write_xattr", effects: changesDenied, unavailable: userXattrUnavailable},
+	{name: "write_new_syscalls", effects: changesDenied},
+	{name: "write_ioctl_setflags", effects: changesDenied},
 	{name: "write_tmpfile_linkat", effects: changesDenied},
 	{name: "write_io_uring", effects: changesDenied, impossible: ioUringImpossible, unavailable: ioUringUnavailable},
 	{name: "write_race_path_flip", effects: changesDenied},
@@ -322,8 +326,8 @@ func deniedState(t *testing.T, s *sandbox) map[string]string {
 				target, _ := os.Readlink(p)
 				desc += " target=" + target
 			}
-			if st.Mode&unix.S_IFMT != unix.S_IFLNK {
-				desc += " xattrs=" + xattrNames(p)
+			if t := st.Mode & unix.S_IFMT; t == unix.S_IFREG || t == unix.S_IFDIR {
+				desc += " xattrs=" + xattrNames(p) + " flags=" + inodeFlags(p)
 			}
 			state[rel] = desc
 			return nil
@@ -333,6 +337,21 @@ func deniedState(t *testing.T, s *sandbox) map[string]string {
 		}
 	}
 	return state
+}
+
+// inodeFlags reads chattr's flags (FS_IOC_GETFLAGS): immutable,
+// append-only, nodump... are writes too.
+func inodeFlags(p string) string {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "error:" + err.Error()
+	}
+	defer unix.Close(fd)
+	v, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return "error:" + err.Error()
+	}
+	return fmt.Sprintf("%#x", v)
 }
 
 func xattrNames(p string) string {
@@ -399,6 +418,9 @@ func runAttack(t *testing.T, bin string, a attack) {
 	// Bare: the attack must work, or the permwrap half proves nothing.
 	bare := newAttackSetup(t, bin)
 	r := bare.s.bare(argv(bare)...)
+	if !bare.s.exists("attack-started") {
+		t.Fatalf("the attack program did not start bare (no attack-started)\nstdout: %s\nstderr: %s", clip(r.stdout), clip(r.stderr))
+	}
 	got, diffs := bare.observe(t, r)
 	switch {
 	case got&a.effects == a.effects:
@@ -417,6 +439,10 @@ func runAttack(t *testing.T, bin string, a attack) {
 	// Under permwrap: nothing may get through, by any of the effects.
 	as := newAttackSetup(t, bin)
 	r = as.s.run(argv(as)...)
+	if !as.s.exists("attack-started") {
+		// A blocked attack proves nothing if the program never ran.
+		t.Errorf("the attack program did not start under permwrap (its allowed write of attack-started did not happen)\nexit: %d\nstderr: %s", r.code, clip(r.stderr))
+	}
 	got, diffs = as.observe(t, r)
 	if got != 0 {
 		t.Errorf("attack got through permwrap: %v\nchanges to denied trees: %v\nexit: %d\nstdout: %s\nstderr: %s",

@@ -11,6 +11,10 @@
  *   free/a, free/evil ordinary files (contents "ALLOWED", "EVIL")
  *   free/ok           an allowed program that exits 0
  *
+ * Before main, every attack creates ./attack-started (an allowed write):
+ * the test requires it, so an attack "blocked" only because permwrap never
+ * ran it cannot pass.
+ *
  * The programs never judge themselves: they print whatever they managed to
  * read on stdout and leave whatever they managed to change on disk, and the
  * Go test (supervisor/attack_test.go) decides from that. Diagnostics go to
@@ -99,6 +103,16 @@ static inline long check(long r, const char *what)
 	else
 		note("%s: ok (%ld)", what, r);
 	return r;
+}
+
+__attribute__((constructor)) static void attack_started(void)
+{
+	int fd = open("attack-started", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		note("create attack-started: %s", strerror(errno));
+		return;
+	}
+	close(fd);
 }
 
 #endif
