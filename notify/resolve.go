@@ -289,10 +289,11 @@ type rsvWalker struct {
 
 	startMnt uint64 // NoXdev
 
-	cur     int
-	curPath string
-	curIsRt bool // cur was reached as the root itself (cheap ".." test)
-	noFast  bool // the fast prefix lookup failed once; walk the rest
+	cur         int
+	curBorrowed bool // cur is w.root, not a separate fd
+	curPath     string
+	curIsRt     bool // cur was reached as the root itself (cheap ".." test)
+	noFast      bool // the fast prefix lookup failed once; walk the rest
 	// rootSet mirrors the kernel's nd->root being set (absolute start,
 	// scoped lookup, or a ".." seen): before that, RESOLVE_NO_XDEV treats
 	// any jump to the root as crossing a mount.
@@ -302,7 +303,7 @@ type rsvWalker struct {
 type rsvID struct{ mnt, ino uint64 }
 
 func (w *rsvWalker) release() {
-	if w.cur >= 0 {
+	if w.cur >= 0 && !w.curBorrowed {
 		unix.Close(w.cur)
 		w.cur = -1
 	}
@@ -391,13 +392,9 @@ func (w *rsvWalker) ensureRoot() error {
 		w.rootPath = p
 	}
 	if w.cur < 0 {
-		fd, err := rsvDup(w.root)
-		if err != nil {
-			return err
-		}
-		w.cur, w.curPath, w.curIsRt = fd, w.rootPath, true
+		w.cur, w.curPath, w.curIsRt, w.curBorrowed = w.root, w.rootPath, true, true
 		if w.flags&NoXdev != 0 {
-			id, err := rsvStatID(fd)
+			id, err := rsvStatID(w.root)
 			if err != nil {
 				return err
 			}
@@ -430,23 +427,25 @@ func (w *rsvWalker) rootIdent() (rsvID, error) {
 	return w.rootID, nil
 }
 
-// setCur replaces the current directory.
-func (w *rsvWalker) setCur(fd int, p string, isRoot bool) error {
+// setCur replaces the current directory. A borrowed fd (the root) stays
+// owned by w.root.
+func (w *rsvWalker) setCur(fd int, p string, isRoot, borrowed bool) error {
 	if w.flags&NoXdev != 0 {
 		id, err := rsvStatID(fd)
+		if err == nil && id.mnt != w.startMnt {
+			err = unix.EXDEV
+		}
 		if err != nil {
-			unix.Close(fd)
+			if !borrowed {
+				unix.Close(fd)
+			}
 			return err
 		}
-		if id.mnt != w.startMnt {
-			unix.Close(fd)
-			return unix.EXDEV
-		}
 	}
-	if w.cur >= 0 {
+	if w.cur >= 0 && !w.curBorrowed {
 		unix.Close(w.cur)
 	}
-	w.cur, w.curPath, w.curIsRt = fd, p, isRoot
+	w.cur, w.curPath, w.curIsRt, w.curBorrowed = fd, p, isRoot, borrowed
 	return nil
 }
 
@@ -523,7 +522,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			// out below.
 			fd, err := rsvOpenat(w.cur, name, oflags|unix.O_DIRECTORY)
 			if err == nil {
-				if err := w.setCur(fd, rsvJoin(w.curPath, name), false); err != nil {
+				if err := w.setCur(fd, rsvJoin(w.curPath, name), false, false); err != nil {
 					return nil, err
 				}
 				continue
@@ -619,15 +618,20 @@ func (w *rsvWalker) fastPrefix(rest *string) error {
 		w.noFast = true
 		return nil
 	}
-	if err := w.setCur(fd, p, false); err != nil {
+	if err := w.setCur(fd, p, false, false); err != nil {
 		return err
 	}
 	*rest = (*rest)[i+1:]
 	return nil
 }
 
+// takeCur hands the current directory to the result; a borrowed root
+// moves with it.
 func (w *rsvWalker) takeCur() int {
 	fd := w.cur
+	if w.curBorrowed {
+		w.root, w.haveRoot, w.curBorrowed = -1, false, false
+	}
 	w.cur = -1
 	return fd
 }
@@ -658,7 +662,7 @@ func (w *rsvWalker) dotdot() error {
 	if err != nil {
 		return err
 	}
-	return w.setCur(fd, rsvParent(w.curPath), false)
+	return w.setCur(fd, rsvParent(w.curPath), false, false)
 }
 
 // followLink handles a symlink at cur/name (fd is its O_PATH fd, consumed).
@@ -709,11 +713,7 @@ func (w *rsvWalker) followLink(fd int, name, after string, last, slash bool) (*R
 				return nil, "", err
 			}
 		}
-		rfd, err := rsvDup(w.root)
-		if err != nil {
-			return nil, "", err
-		}
-		if err := w.setCur(rfd, w.rootPath, true); err != nil {
+		if err := w.setCur(w.root, w.rootPath, true, true); err != nil {
 			return nil, "", err
 		}
 	}
@@ -808,7 +808,7 @@ func (w *rsvWalker) followMagic(name, after string, last, slash bool) (*Resolved
 		unix.Close(ofd)
 		return nil, "", unix.ENOTDIR
 	}
-	if err := w.setCur(ofd, text, false); err != nil {
+	if err := w.setCur(ofd, text, false, false); err != nil {
 		return nil, "", err
 	}
 	return nil, after, nil
