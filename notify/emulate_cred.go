@@ -13,10 +13,10 @@ import (
 // gaining privilege, not dropping it), and the supervisor may be root. The
 // kernel would check the target's fs uid/gid and groups, and would make
 // anything the target creates owned by them, so resolution and emulation
-// run on a locked OS thread whose fs uid, fs gid and groups are switched to
-// the target's (setfsuid/setfsgid/setgroups act on the calling thread only
-// when issued as raw syscalls, which is what x/sys/unix does). A supervisor
-// that cannot switch (not root) refuses with EPERM.
+// run on a locked OS thread whose effective (and so fs) uid, gid and groups
+// are switched to the target's fs ids: credentials are per thread in Linux
+// when changed with raw syscalls. A supervisor that cannot switch (not root)
+// refuses with EPERM.
 
 type rsvSelf struct {
 	uid, gid uint32
@@ -77,29 +77,48 @@ func rsvAs(c *Cred, fn func() error) error {
 	return ferr
 }
 
-// rsvSwitch sets this thread's groups, fs gid and fs uid, in the order that
-// keeps CAP_SETGID usable (setfsuid away from 0 drops only fs capabilities),
-// and verifies each: setfsuid/setfsgid report failure only by not changing.
+// rsvSwitch makes this thread act as uid/gid/groups. It sets the thread's
+// effective ids (fs ids follow them), not only the fs ids: moving the
+// effective uid away from 0 clears the effective capabilities, so the
+// kernel's permission checks and the credentials recorded in files opened
+// here (f_cred, which some later checks consult) are the target's, not
+// root's. The saved uid stays the supervisor's, which is what lets it switch
+// back. Raw syscalls act on this thread only (Go's syscall.Setresuid would
+// change every thread).
 func rsvSwitch(uid, gid uint32, groups []uint32) error {
+	self := rsvSelfCred()
+	// Back to the supervisor's effective uid first, regaining the
+	// capabilities the calls below need.
+	if uint32(unix.Geteuid()) != self.uid {
+		if err := rsvSetresuid(self.uid); err != nil {
+			return fmt.Errorf("setresuid(-1, %d, -1): %w", self.uid, err)
+		}
+	}
 	gs := make([]int, len(groups))
 	for i, g := range groups {
 		gs[i] = int(g)
 	}
-	// Back to the supervisor's fs uid first so the capabilities needed
-	// below are effective again.
-	if cur, _ := unix.SetfsuidRetUid(-1); uint32(cur) != uid {
-		unix.SetfsuidRetUid(int(rsvSelfCred().uid))
-	}
 	if err := unix.Setgroups(gs); err != nil {
 		return fmt.Errorf("setgroups: %w", err)
 	}
-	unix.SetfsgidRetGid(int(gid))
-	if cur, _ := unix.SetfsgidRetGid(-1); uint32(cur) != gid {
-		return fmt.Errorf("setfsgid(%d) did not take", gid)
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(gid), ^uintptr(0)); e != 0 {
+		return fmt.Errorf("setresgid(-1, %d, -1): %w", gid, e)
 	}
-	unix.SetfsuidRetUid(int(uid))
-	if cur, _ := unix.SetfsuidRetUid(-1); uint32(cur) != uid {
-		return fmt.Errorf("setfsuid(%d) did not take", uid)
+	if uint32(unix.Getegid()) != gid {
+		return fmt.Errorf("setresgid(-1, %d, -1) did not take", gid)
+	}
+	if err := rsvSetresuid(uid); err != nil {
+		return fmt.Errorf("setresuid(-1, %d, -1): %w", uid, err)
+	}
+	if uint32(unix.Geteuid()) != uid {
+		return fmt.Errorf("setresuid(-1, %d, -1) did not take", uid)
+	}
+	return nil
+}
+
+func rsvSetresuid(euid uint32) error {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(euid), ^uintptr(0)); e != 0 {
+		return e
 	}
 	return nil
 }
