@@ -54,7 +54,9 @@ func (n *Notif) String() string {
 // later Receive return ErrClosed (closing a fd does not wake a poll or a
 // blocked ioctl on it, so Close signals an eventfd the pollers also watch);
 // the fd itself is closed once no method is still using it, so a fd number
-// is never reused under an ioctl. Closing the listener makes every pending
+// is never reused under an ioctl. One receiver can still be inside RECV
+// (a notification that vanished between poll and receive, rare); it
+// returns at the next notification or when the last target exits. Closing the listener makes every pending
 // and future watched syscall of the targets fail with ENOSYS: the sandbox
 // fails closed.
 type Listener struct {
@@ -83,8 +85,12 @@ func NewListener(fd int) *Listener {
 }
 
 // Fd is the listener fd, for the caller's diagnostics only; it stays owned
-// by the Listener.
-func (l *Listener) Fd() int { return l.fd }
+// by the Listener and is -1 once closed.
+func (l *Listener) Fd() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fd
+}
 
 func (l *Listener) acquire() error {
 	l.mu.Lock()
