@@ -145,3 +145,41 @@ func FuzzCompilePattern(f *testing.F) {
 		}
 	})
 }
+
+// TestGlobAgainstReference compares the matcher with the regexp
+// reference on many generated patterns and values over a small alphabet,
+// where the interesting interactions (`**/` at boundaries, stars next to
+// slashes, escapes) are dense. Deterministic, so a failure reproduces.
+func TestGlobAgainstReference(t *testing.T) {
+	pieces := []string{"a", "b", "/", "*", "**", "?", "\\*", "/**/", "/**", "**/"}
+	vals := []string{"a", "b", "/", "*"}
+	seed := uint64(1)
+	next := func(n int) int {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return int(seed % uint64(n))
+	}
+	for i := 0; i < 20000; i++ {
+		var p, v strings.Builder
+		for j := next(6) + 1; j > 0; j-- {
+			p.WriteString(pieces[next(len(pieces))])
+		}
+		for j := next(8); j > 0; j-- {
+			v.WriteString(vals[next(len(vals))])
+		}
+		pattern, value := p.String(), v.String()
+		m, _, err := compileGlob(pattern)
+		if err != nil {
+			t.Fatalf("compileGlob(%q): %v", pattern, err)
+		}
+		re, ok := globRegexp(pattern)
+		if !ok {
+			continue
+		}
+		want := regexp.MustCompile(re).MatchString(value)
+		if got := m.match(value); got != want {
+			t.Fatalf("glob %q on %q = %v, reference %s says %v", pattern, value, got, re, want)
+		}
+	}
+}
