@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +16,43 @@ import (
 // would make the kernel re-read pointer arguments a second thread may have
 // changed since the check. The one exception is exec, which cannot be
 // emulated; it is continued and verified afterwards (execverify.go).
+
+// opathFastPath answers O_PATH opens. The kernel cannot install an O_PATH
+// file with ADDFD (it uses fget(), which refuses them), and an O_PATH fd
+// grants no access: every later use of it — as a dirfd, by fchdir, by
+// execveat or linkat with AT_EMPTY_PATH, by a reopen through
+// /proc/self/fd — is itself resolved and checked. So open/openat/creat
+// with O_PATH in the flags *register* are continued without reading any
+// argument from memory: the decision (allow) depends on no pointer.
+// openat2 keeps its flags in memory that the kernel reads again after a
+// continue, so an O_PATH there could be flipped to O_RDWR: it is refused
+// with ENOSYS, and callers fall back to openat.
+func (s *supervisor) opathFastPath(n *notify.Notif) bool {
+	var flags uint64
+	switch n.Nr {
+	case unix.SYS_OPEN:
+		flags = n.Args[1]
+	case unix.SYS_OPENAT:
+		flags = n.Args[2]
+	case unix.SYS_OPENAT2:
+		if n.Args[3] < 8 {
+			return false
+		}
+		b, err := notify.ReadBytes(int(n.Pid), n.Args[2], 8)
+		if err != nil || binary.LittleEndian.Uint64(b)&unix.O_PATH == 0 {
+			return false
+		}
+		s.respondErr(n.ID, unix.ENOSYS)
+		return true
+	default:
+		return false
+	}
+	if flags&unix.O_PATH == 0 {
+		return false
+	}
+	_ = s.l.Continue(n.ID)
+	return true
+}
 
 // perform carries out an allowed request and answers the notification.
 func (s *supervisor) perform(r *request) {

@@ -40,7 +40,21 @@ func (s *supervisor) judge(r *request) verdict {
 		res := r.res[0]
 		r.intent = execIntent{Path: r.raw[0], Resolved: res.Path, Argv: r.argv, Cwd: s.cwdOf(r.tid)}
 		d := decideExec(p, r.intent)
-		return verdict{result: d.Result, access: "exec", value: engine.RenderArgv(displayArgv(r)), exec: &d}
+		v := verdict{result: d.Result, access: "exec", value: engine.RenderArgv(displayArgv(r)), exec: &d}
+		// A #! script runs its interpreter: each one of the chain is an
+		// exec too, judged like the script itself.
+		if f := r.openImage(); f != nil {
+			r.interps, r.imageKind = interpreterChain(r.tid, f)
+			f.Close()
+		} else {
+			r.imageKind = imageOther
+		}
+		for _, in := range r.interps {
+			if ir := p.DecidePath(engine.AccessExec, in.path); ir.Action > v.result.Action {
+				v.result = ir
+			}
+		}
+		return v
 	case opRename, opLink:
 		// Both names are written. (The aliasing rules that keep a rename
 		// or link from widening access are checked in aliasing.go.)

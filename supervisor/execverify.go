@@ -65,7 +65,6 @@ func (v *execVerifier) init(s *supervisor) {
 
 // continueExec lets an allowed exec run and arranges its verification.
 func (s *supervisor) continueExec(r *request) {
-	res := r.res[0]
 	p := &pendingExec{startedAt: time.Now(), command: engine.RenderArgv(displayArgv(r))}
 	tgid, err := notify.Tgid(r.tid)
 	if err != nil {
@@ -79,16 +78,8 @@ func (s *supervisor) continueExec(r *request) {
 
 	// What the kernel must end up running.
 	var st unix.Stat_t
-	var f *os.File
-	if res.Object != nil {
-		f = res.Object
-	} else if res.Dir != nil {
-		fd, err := unix.Openat(int(res.Dir.Fd()), res.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			s.respondErr(r.n.ID, errnoOf(err))
-			return
-		}
-		f = os.NewFile(uintptr(fd), res.Path)
+	f := r.openImage()
+	if f != nil {
 		defer f.Close()
 	}
 	if f == nil || unix.Fstat(int(f.Fd()), &st) != nil {
@@ -96,10 +87,13 @@ func (s *supervisor) continueExec(r *request) {
 		return
 	}
 	p.wantExe = []devIno{{st.Dev, st.Ino}}
-	switch interp, kind := interpreterChain(f); kind {
+	switch r.imageKind {
 	case imageScript:
 		p.script = true
-		p.wantExe = interp
+		p.wantExe = p.wantExe[:0]
+		for _, in := range r.interps {
+			p.wantExe = append(p.wantExe, in.id)
+		}
 	case imageOther:
 		p.anyExe = true
 	}
@@ -295,16 +289,18 @@ const (
 	imageOther
 )
 
-// interpreterChain reads the head of an executable: for a #! script it
-// returns the identities /proc/PID/exe may show (each interpreter of the
-// chain, up to the kernel's depth); for ELF nothing; anything else is
-// left to binfmt_misc, which permwrap cannot predict.
-func interpreterChain(f *os.File) ([]devIno, imageKind) {
-	var out []devIno
-	cur := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+// interpreterChain reads the head of the executable the request
+// resolved: for a #! script it returns each interpreter of the chain (up
+// to the kernel's depth of 4), resolved the way the kernel will (from the
+// exec'ing thread's root and cwd, symlinks followed), with the identity
+// /proc/PID/exe will show; for ELF nothing; anything else is left to
+// binfmt_misc, which permwrap cannot predict (imageOther).
+func interpreterChain(tid int, first *os.File) ([]interpreter, imageKind) {
+	var out []interpreter
+	cur := "/proc/self/fd/" + strconv.Itoa(int(first.Fd()))
 	for depth := 0; depth < 5; depth++ {
 		head := make([]byte, 256)
-		fd, err := unix.Open(cur, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		fd, err := unix.Open(cur, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 		if err != nil {
 			return out, imageOther
 		}
@@ -326,19 +322,27 @@ func interpreterChain(f *os.File) ([]devIno, imageKind) {
 			if len(fields) == 0 {
 				return out, imageOther
 			}
-			interp := string(fields[0])
-			di, ok := statDevIno(interp)
+			res, err := notify.Resolve(tid, unix.AT_FDCWD, string(fields[0]), notify.FollowLast)
+			if err != nil {
+				return out, imageOther
+			}
+			var st unix.Stat_t
+			ok := res.Exists && res.Dir != nil && unix.Fstatat(int(res.Dir.Fd()), res.Name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+			path := res.Path
+			res.Close()
 			if !ok {
 				return out, imageOther
 			}
-			out = append(out, di)
-			cur = interp
+			out = append(out, interpreter{path: path, id: devIno{st.Dev, st.Ino}})
+			cur = path
 		default:
-			if depth == 0 {
-				return nil, imageOther
-			}
 			return out, imageOther
 		}
 	}
 	return out, imageOther
+}
+
+type interpreter struct {
+	path string
+	id   devIno
 }

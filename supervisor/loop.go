@@ -109,6 +109,9 @@ func (s *supervisor) handle(n *notify.Notif) {
 	if !s.execs.check(n) {
 		return
 	}
+	if s.opathFastPath(n) {
+		return
+	}
 	r, err := s.decode(n)
 	if err != nil {
 		// The call fails as the kernel would have failed it (ENOENT for a

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -41,8 +42,10 @@ type request struct {
 	noCheck bool          // an O_PATH open: no access to check
 
 	// exec
-	argv   []string
-	intent execIntent
+	argv      []string
+	intent    execIntent
+	interps   []interpreter // a #! script's interpreters, each judged too
+	imageKind imageKind
 	// symlink content; xattr name
 	linkTarget string
 	xattrName  string
@@ -249,6 +252,20 @@ func (s *supervisor) resolveFlags(r *request, i int) notify.ResolveFlags {
 	case opMkdir, opRmdir:
 		f |= notify.MustBeDir
 	}
+	// Calls that handle the last name themselves look up only its parent
+	// (a trailing slash does not follow a symlink there).
+	switch desc.op {
+	case opUnlink, opRmdir, opRename, opMkdir, opMknod, opSymlink:
+		f |= notify.ParentOnly
+	case opLink:
+		if i == 1 {
+			f |= notify.ParentOnly
+		}
+	case opOpen:
+		if r.flags&unix.O_CREAT != 0 {
+			f |= notify.ParentOnly
+		}
+	}
 	if follow {
 		f |= notify.FollowLast
 	}
@@ -288,4 +305,27 @@ func (s *supervisor) computeAccess(r *request) {
 		a |= engine.AccessWrite
 	}
 	r.access = a
+}
+
+// openImage opens (O_PATH) the file an exec request resolved to, or nil.
+func (r *request) openImage() *os.File {
+	res := r.res[0]
+	if res == nil {
+		return nil
+	}
+	if res.Object != nil {
+		fd, err := unix.FcntlInt(res.Object.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return nil
+		}
+		return os.NewFile(uintptr(fd), res.Path)
+	}
+	if res.Dir == nil {
+		return nil
+	}
+	fd, err := unix.Openat(int(res.Dir.Fd()), res.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), res.Path)
 }
