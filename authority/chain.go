@@ -380,15 +380,7 @@ func matchesAny(name string, patterns []string) bool {
 // approval and yolo are rules too, but they name themselves). A rule
 // whose action is ask cannot decide; it yields an error deny.
 func FromRule(r engine.Rule) Decision {
-	var by DecidedBy
-	switch r.Origin {
-	case engine.OriginSession:
-		by = BySessionApproval{Surface: r.Surface, Pattern: r.Pattern}
-	case engine.OriginYolo:
-		by = ByYolo{Pattern: r.Surface.String() + ":" + r.Pattern}
-	default:
-		by = ByRule{Surface: r.Surface, Pattern: r.Pattern, Origin: r.Origin, Pos: r.Pos}
-	}
+	by := ruleProvenance(r)
 	switch r.Action {
 	case engine.Allow:
 		return Allowed(by)
@@ -396,4 +388,16 @@ func FromRule(r engine.Rule) Decision {
 		return Denied(by, r.Reason)
 	}
 	return Denied(ByError{Reason: "rule " + r.String() + " does not decide"}, "internal: an ask reached a rule decision")
+}
+
+// ruleProvenance names a rule as a decider: session approvals and yolo
+// are rules in the engine but distinct deciders in the log.
+func ruleProvenance(r engine.Rule) DecidedBy {
+	switch r.Origin {
+	case engine.OriginSession:
+		return BySessionApproval{Surface: r.Surface, Pattern: r.Pattern}
+	case engine.OriginYolo:
+		return ByYolo{Pattern: r.Surface.String() + ":" + r.Pattern}
+	}
+	return ByRule{Surface: r.Surface, Pattern: r.Pattern, Origin: r.Origin, Pos: r.Pos}
 }

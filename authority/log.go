@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,7 +302,7 @@ func (l *Log) Asked(r Request) {
 		return
 	}
 	f := l.requestFields(r)
-	by := FromRule(engine.Rule{Surface: r.Rule.Surface, Pattern: r.Rule.Pattern, Origin: r.Rule.Origin, Pos: r.Rule.Pos, Action: engine.Allow}).DecidedBy()
+	by := ruleProvenance(r.Rule)
 	if !r.HasRule() {
 		by = ByRule{Surface: r.Check.Surface, Pattern: "", Origin: engine.OriginBuiltin}
 	}
@@ -407,6 +408,21 @@ func (l *Log) encode(ev Event, f fields) []byte {
 // a generic JSON value so nested objects (decidedBy, rule, links) are
 // covered by the same walk and no writer can bypass it.
 func (l *Log) sanitize(key string, v any) []byte {
+	if secretKey(key) && v != nil {
+		return []byte(`"` + maskedValue + `"`)
+	}
+	switch x := v.(type) { // the common flat fields skip the round trip
+	case string:
+		return appendJSONString(nil, elide(maskInline(x), l.opts.FieldWidth))
+	case RequestID:
+		return appendJSONString(nil, elide(string(x), l.opts.FieldWidth))
+	case int:
+		return strconv.AppendInt(nil, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(nil, x, 10)
+	case bool:
+		return strconv.AppendBool(nil, x)
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		raw, _ = json.Marshal("unencodable: " + err.Error())
@@ -460,8 +476,28 @@ func secretKey(k string) bool {
 var inlineSecret = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:token|password|passwd|secret|authorization|api[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*)(=|:\s*)(?:bearer\s+|basic\s+)?([^\s'"&;|]+)`)
 
 func maskInline(s string) string {
-	if !strings.ContainsAny(s, "=:") {
+	if !strings.ContainsAny(s, "=:") || !mayHoldSecret(s) {
 		return s
 	}
 	return inlineSecret.ReplaceAllString(s, "${1}${2}"+maskedValue)
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, err := json.Marshal(s)
+	if err != nil { // unreachable for a string; keep the record well-formed anyway
+		return append(dst, `"unencodable"`...)
+	}
+	return append(dst, b...)
+}
+
+// mayHoldSecret is a cheap filter in front of inlineSecret: the regexp
+// only runs on strings that contain one of its key words.
+func mayHoldSecret(s string) bool {
+	ls := strings.ToLower(s)
+	for _, w := range []string{"token", "passw", "secret", "authorization", "key", "credential"} {
+		if strings.Contains(ls, w) {
+			return true
+		}
+	}
+	return false
 }

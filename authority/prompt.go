@@ -194,11 +194,16 @@ func runDialog(ctx context.Context, in io.Reader, out io.Writer, width, height i
 			huh.NewOption("Deny with a reason…", choiceDenyReason),
 			huh.NewOption("Show the full request", choiceFull),
 		)
-		facts := huh.NewNote().
+		// The facts are the select's description, not a Note before it: a
+		// group starting on a Note focuses it first and skips to the next
+		// field a moment later, and keys typed in that moment (a fast
+		// typist's Enter) would go to the Note. Descriptions are plain text,
+		// so nothing in the request is read as markup.
+		sel := huh.NewSelect[string]().
 			Title("permwrap: permission request").
-			Description(noteText(RenderRequest(r, width-4, factRows)))
-		sel := huh.NewSelect[string]().Title("Allow this?").Options(opts...).Value(&choice)
-		if err := run(huh.NewGroup(facts, sel)); err != nil {
+			Description(strings.Join(RenderRequest(r, width-4, factRows), "\n") + "\n\nAllow this?").
+			Options(opts...).Value(&choice)
+		if err := run(huh.NewGroup(sel)); err != nil {
 			return Decision{}, err
 		}
 		switch choice {

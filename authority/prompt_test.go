@@ -99,6 +99,17 @@ const (
 	keyCtrlU = "\x15"
 )
 
+// choose picks the n-th option (0-based) of the select on screen. The
+// keys go in one write, so the result does not depend on how fast the
+// screen redraws. Arrow keys, not "j": bubbletea reads a run of printable
+// bytes that arrive together as one key ("jj"), which the select ignores;
+// escape sequences it splits one per key.
+func (s *ptyScreen) choose(t *testing.T, n int) {
+	t.Helper()
+	s.clear() // what the caller waits for next must come from the next screen
+	s.typeKeys(t, strings.Repeat(keyDown, n)+keyEnter)
+}
+
 func promptRequest() Request {
 	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "git checkout main"})
 	r.Process = Process{PID: 4242, Comm: "git", Exe: "/usr/bin/git"}
@@ -155,12 +166,10 @@ func TestPromptAllowForSessionEdited(t *testing.T) {
 	s := newPtyScreen(t)
 	ch := runPrompt(t, s, promptRequest())
 	s.waitFor(t, "Allow once")
-	s.clear()
-	s.typeKeys(t, keyDown, keyEnter)
+	s.choose(t, 1)
+	s.waitFor(t, "Allow for this session (bash pattern)")
 	s.waitFor(t, "git checkout *")
-	s.typeKeys(t, keyCtrlU)
-	s.typeKeys(t, strings.Split("git checkout feature/*", "")...)
-	s.typeKeys(t, keyEnter)
+	s.typeKeys(t, keyCtrlU+"git checkout feature/*"+keyEnter)
 	d := await(t, ch)
 	p, ok := d.SessionRule()
 	if d.Action() != engine.Allow || !ok || p != (SessionPattern{engine.SurfaceBash, "git checkout feature/*"}) {
@@ -175,10 +184,9 @@ func TestPromptDenyWithReason(t *testing.T) {
 	s := newPtyScreen(t)
 	ch := runPrompt(t, s, promptRequest())
 	s.waitFor(t, "Allow once")
-	s.typeKeys(t, keyDown, keyDown, keyDown, keyEnter)
+	s.choose(t, 3)
 	s.waitFor(t, "Reason")
-	s.typeKeys(t, strings.Split("stay on the feature branch", "")...)
-	s.typeKeys(t, keyEnter)
+	s.typeKeys(t, "stay on the feature branch"+keyEnter)
 	d := await(t, ch)
 	if d.Action() != engine.Deny || d.Reason() != "stay on the feature branch" || d.DecidedBy().Kind() != "user" {
 		t.Fatalf("%v", d)
@@ -191,12 +199,13 @@ func TestPromptFullRequestThenDeny(t *testing.T) {
 	r.Units = []string{"git checkout main", "git pull --rebase"}
 	ch := runPrompt(t, s, r)
 	s.waitFor(t, "Allow once")
-	s.typeKeys(t, keyDown, keyDown, keyDown, keyDown, keyEnter)
+	s.choose(t, 4)
 	s.waitFor(t, "unit 2:  git pull --rebase")
 	s.clear()
 	s.typeKeys(t, keyEnter) // Back
 	s.waitFor(t, "Allow once")
-	s.typeKeys(t, keyDown, keyDown, keyEnter)
+	s.waitFor(t, "Show the full request")
+	s.choose(t, 2)
 	d := await(t, ch)
 	if d.Action() != engine.Deny || d.Reason() != ReasonDeniedByUser {
 		t.Fatalf("%v", d)
@@ -212,7 +221,7 @@ func TestPromptHumanOnlyHasNoSessionOption(t *testing.T) {
 	if strings.Contains(s.screenText(), "for this session") {
 		t.Fatalf("session option on a human-only prompt:\n%s", s.screenText())
 	}
-	s.typeKeys(t, keyDown, keyEnter) // second option is Deny here
+	s.choose(t, 1) // Deny: there is no session option
 	if d := await(t, ch); d.Action() != engine.Deny {
 		t.Fatalf("%v", d)
 	}

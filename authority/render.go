@@ -95,7 +95,7 @@ func requestFacts(r Request, width int) []string {
 	}
 	// The end of a path or command (the file name, the last argument) is
 	// what a person checks first, so a long value loses its middle.
-	what += " " + elideMiddle(printable(r.Check.Value), width-runewidth.StringWidth(what)-1)
+	what += " " + elideMiddle(printable(r.Check.Value), width-textWidth(what)-1)
 	facts := []string{who, what, "why:   " + whyLine(r)}
 	if len(r.Runs) > 0 {
 		facts = append(facts, "runs:  "+printable(strings.Join(r.Runs, " → ")))
@@ -148,7 +148,7 @@ func isHidden(c rune) bool {
 // elideMiddle cuts s to width columns by replacing its middle with "…",
 // keeping a third of the room for the start and the rest for the end.
 func elideMiddle(s string, width int) string {
-	if width < 8 || runewidth.StringWidth(s) <= width {
+	if width < 8 || textWidth(s) <= width {
 		return s
 	}
 	room := width - 1
@@ -166,8 +166,19 @@ func elideMiddle(s string, width int) string {
 	return head + "…" + string(rs[i:])
 }
 
+// textWidth is the screen width of s; ASCII (most paths and commands)
+// skips the grapheme segmentation, which costs microseconds per call.
+func textWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return runewidth.StringWidth(s)
+		}
+	}
+	return len(s)
+}
+
 func fitWidth(s string, width int) string {
-	if runewidth.StringWidth(s) <= width {
+	if textWidth(s) <= width {
 		return s
 	}
 	return runewidth.Truncate(s, width, "…")
@@ -175,7 +186,7 @@ func fitWidth(s string, width int) string {
 
 func wrapLine(s string, width int) []string {
 	var out []string
-	for runewidth.StringWidth(s) > width {
+	for textWidth(s) > width {
 		head := runewidth.Truncate(s, width, "")
 		if head == "" { // a single rune wider than the screen
 			head = string([]rune(s)[:1])

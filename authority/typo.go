@@ -17,8 +17,12 @@ const TypoPathName = "typo-path"
 // TypoPath is one known mistake: paths matching From (a glob, `**`
 // crossing directories) are probably meant to be under To.
 type TypoPath struct {
-	From string
-	To   string
+	From string // as written; shown in the teaching reason
+	To   string // an absolute directory
+	// Match, when set, decides whether a path matches From (the engine's
+	// own pattern matcher, so ~ and ${VAR} mean what they mean in rules).
+	// When nil, From is compiled as a glob and must be absolute.
+	Match func(path string) bool
 }
 
 // TypoPathAuthorizer denies reads and writes of paths that match a known
@@ -31,8 +35,7 @@ type TypoPathAuthorizer struct {
 
 type typoRule struct {
 	TypoPath
-	g     glob.Glob
-	fixed int // leading path components of From that To replaces
+	match func(string) bool
 }
 
 // NewTypoPath compiles the mistake patterns. A pattern that does not
@@ -40,14 +43,21 @@ type typoRule struct {
 func NewTypoPath(mistakes []TypoPath) (*TypoPathAuthorizer, error) {
 	a := &TypoPathAuthorizer{}
 	for i, m := range mistakes {
-		if !strings.HasPrefix(m.From, "/") || !strings.HasPrefix(m.To, "/") {
-			return nil, fmt.Errorf("typoPaths[%d]: from %q and to %q must be absolute paths", i, m.From, m.To)
+		if !strings.HasPrefix(m.To, "/") {
+			return nil, fmt.Errorf("typoPaths[%d]: to %q must be an absolute path", i, m.To)
 		}
-		g, err := glob.Compile(m.From, '/')
-		if err != nil {
-			return nil, fmt.Errorf("typoPaths[%d]: from %q: %w", i, m.From, err)
+		match := m.Match
+		if match == nil {
+			if !strings.HasPrefix(m.From, "/") {
+				return nil, fmt.Errorf("typoPaths[%d]: from %q must be an absolute path", i, m.From)
+			}
+			g, err := glob.Compile(m.From, '/')
+			if err != nil {
+				return nil, fmt.Errorf("typoPaths[%d]: from %q: %w", i, m.From, err)
+			}
+			match = g.Match
 		}
-		a.mistakes = append(a.mistakes, typoRule{TypoPath: m, g: g, fixed: fixedComponents(m.From)})
+		a.mistakes = append(a.mistakes, typoRule{TypoPath: m, match: match})
 	}
 	return a, nil
 }
@@ -63,14 +73,19 @@ func WorkspaceSiblings(workspace string) []TypoPath {
 	return []TypoPath{{From: ws + "?*/**", To: ws}}
 }
 
-// fixedComponents counts the components of a From pattern that name the
-// mistaken directory: everything before the first `**`, or the whole
-// directory part when there is none.
-func fixedComponents(from string) int {
-	comps := strings.Split(strings.Trim(from, "/"), "/")
-	for i, c := range comps {
-		if strings.Contains(c, "**") {
-			return i
+// typoProbe is a file name no mistake pattern names: a prefix of the path
+// that matches with it appended is a directory the pattern covers whole.
+const typoProbe = "permwrap-typo-probe"
+
+// mistakenDir returns how many leading components of comps name the
+// mistaken directory: the shortest prefix under which the pattern covers
+// everything (`/home/u/project-old/**` → 3), or else the path's own
+// directory (`/tmp/projct/*.go` → all but the file name). Probing works
+// with any matcher, so the engine's pattern syntax needs no second parser.
+func mistakenDir(comps []string, match func(string) bool) int {
+	for k := 1; k < len(comps); k++ {
+		if match("/" + path.Join(path.Join(comps[:k]...), typoProbe)) {
+			return k
 		}
 	}
 	return len(comps) - 1
@@ -84,14 +99,11 @@ func (a *TypoPathAuthorizer) Review(_ context.Context, r Request, _ Querier) (Ve
 	}
 	p := path.Clean(r.Check.Value)
 	for _, m := range a.mistakes {
-		if !m.g.Match(p) {
+		if !m.match(p) {
 			continue
 		}
 		comps := strings.Split(strings.Trim(p, "/"), "/")
-		if len(comps) < m.fixed {
-			continue
-		}
-		meant := path.Join(append([]string{m.To}, comps[m.fixed:]...)...)
+		meant := path.Join(append([]string{m.To}, comps[mistakenDir(comps, m.match):]...)...)
 		if meant == p {
 			continue // the pattern also covers the right place: not a mistake
 		}

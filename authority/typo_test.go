@@ -2,6 +2,7 @@ package authority
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/permwrap/permwrap/engine"
@@ -46,12 +47,28 @@ func TestTypoPath(t *testing.T) {
 }
 
 func TestTypoPathBadPatterns(t *testing.T) {
-	for _, m := range []TypoPath{{From: "relative/**", To: "/x"}, {From: "/x/[", To: "/y"}, {From: "/x/**", To: "y"}} {
+	for _, m := range []TypoPath{{From: "relative/**", To: "/x"}, {From: "/x/[", To: "/y"}, {From: "/x/**", To: "y"}, {From: "~/x/**", To: "rel", Match: func(string) bool { return true }}} {
 		if _, err := NewTypoPath([]TypoPath{m}); err == nil {
 			t.Errorf("%+v accepted", m)
 		}
 	}
 	if WorkspaceSiblings("/") != nil || WorkspaceSiblings("rel") != nil {
 		t.Error("siblings of / or a relative workspace")
+	}
+}
+
+func TestTypoPathWithEngineMatcher(t *testing.T) {
+	// The engine's matcher (here a stand-in that, like many, lets dir/**
+	// match dir itself) decides; the intended path is still found.
+	match := func(p string) bool {
+		return p == "/home/u/old" || strings.HasPrefix(p, "/home/u/old/")
+	}
+	a, err := NewTypoPath([]TypoPath{{From: "~/old/**", To: "/home/u/new", Match: match}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, reason, _ := a.Review(context.Background(), NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/home/u/old/a/b"}), nil)
+	if v != VerdictDeny || !strings.HasSuffix(reason, "did you mean /home/u/new/a/b?") || !strings.Contains(reason, "~/old/**") {
+		t.Fatalf("%v %q", v, reason)
 	}
 }
