@@ -221,8 +221,21 @@ type Policy struct {
 // Env returns the environment patterns were expanded with.
 func (p *Policy) Env() Env { return p.env }
 
-// Settings returns the non-rule configuration.
-func (p *Policy) Settings() Settings { return p.settings }
+// Settings returns the non-rule configuration. The result is a copy:
+// changing it does not change the policy.
+func (p *Policy) Settings() Settings {
+	s := p.settings
+	s.AuthorizerChain = append([]string(nil), s.AuthorizerChain...)
+	s.Authorizers = make(map[string]AuthorizerSpec, len(p.settings.Authorizers))
+	for k, v := range p.settings.Authorizers {
+		v.Command = append([]string(nil), v.Command...)
+		s.Authorizers[k] = v
+	}
+	s.ModelDelegation.AllowedSurfaces = append([]Surface(nil), s.ModelDelegation.AllowedSurfaces...)
+	s.ModelDelegation.ExcludedSurfaces = append([]Surface(nil), s.ModelDelegation.ExcludedSurfaces...)
+	s.TypoPaths = append([]TypoPath(nil), s.TypoPaths...)
+	return s
+}
 
 // Yolo reports whether yolo mode is on.
 func (p *Policy) Yolo() bool { return p.yolo }
