@@ -89,12 +89,22 @@ type attack struct {
 	unavailable func() string
 	// sigsys: under permwrap the process must be killed by SIGSYS.
 	sigsys bool
+	// The allowed twin: the program first aims the same technique at
+	// an allowed file. Its result must show in both runs, so a technique
+	// that permwrap breaks for everyone (a false denial) cannot pass as
+	// a block. controlFile must exist afterwards; controlOut is how many
+	// times free/a's content must be printed.
+	controlFile string
+	controlOut  int
+	// wantStderr must appear in the program's stderr under permwrap (the
+	// errno a side door must fail with, where the issue fixes it).
+	wantStderr string
 }
 
 var attacks = []attack{
 	// Reads of the secret.
 	{name: "read_direct", effects: leaksSecret},
-	{name: "read_dirfd", effects: leaksSecret},
+	{name: "read_dirfd", effects: leaksSecret, controlOut: 1},
 	{name: "read_cwd", effects: leaksSecret},
 	{name: "read_dotdot", effects: leaksSecret},
 	{name: "read_symlink_file", effects: leaksSecret},
@@ -103,11 +113,11 @@ var attacks = []attack{
 	{name: "read_rename_out", effects: leaksSecret | changesDenied},
 	{name: "read_rename_parent", effects: leaksSecret | changesDenied},
 	{name: "read_exchange", effects: leaksSecret | changesDenied},
-	{name: "read_openat2", effects: leaksSecret},
-	{name: "read_proc_self_fd", effects: leaksSecret},
-	{name: "read_proc_self_root", effects: leaksSecret},
+	{name: "read_openat2", effects: leaksSecret, controlOut: 2},
+	{name: "read_proc_self_fd", effects: leaksSecret, controlOut: 1},
+	{name: "read_proc_self_root", effects: leaksSecret, controlOut: 3},
 	{name: "read_proc_pid_cwd", effects: leaksSecret},
-	{name: "read_opath_reopen", effects: leaksSecret},
+	{name: "read_opath_reopen", effects: leaksSecret, controlOut: 1},
 	{name: "read_linkat_empty_path", effects: leaksSecret | changesDenied},
 	{name: "read_open_by_handle", effects: leaksSecret, args: fileHandleArg},
 	{name: "read_io_uring", effects: leaksSecret, impossible: ioUringImpossible, unavailable: ioUringUnavailable},
@@ -117,7 +127,7 @@ var attacks = []attack{
 	{name: "read_race_vm_writev", effects: leaksSecret},
 	{name: "read_race_ptrace_poke", effects: leaksSecret},
 	{name: "read_race_proc_mem", effects: leaksSecret},
-	{name: "read_nested_listener", effects: leaksSecret},
+	{name: "read_nested_listener", effects: leaksSecret, wantStderr: "NEW_LISTENER): Operation not permitted"},
 	{name: "read_int80", effects: leaksSecret, impossible: ia32Impossible, sigsys: true},
 	{name: "read_x32", effects: leaksSecret, impossible: x32Impossible},
 	{name: "read_userns_bind", effects: leaksSecret},
@@ -154,17 +164,17 @@ var attacks = []attack{
 	{name: "write_xattr", effects: changesDenied, unavailable: userXattrUnavailable},
 	{name: "write_new_syscalls", effects: changesDenied},
 	{name: "write_ioctl_setflags", effects: changesDenied},
-	{name: "write_tmpfile_linkat", effects: changesDenied},
+	{name: "write_tmpfile_linkat", effects: changesDenied, controlFile: "free/tmpctl"},
 	{name: "write_io_uring", effects: changesDenied, impossible: ioUringImpossible, unavailable: ioUringUnavailable},
 	{name: "write_race_path_flip", effects: changesDenied},
 
 	// Exec of forbidden/prog.
 	{name: "exec_direct", effects: runsForbidden},
-	{name: "exec_symlink", effects: runsForbidden},
+	{name: "exec_symlink", effects: runsForbidden, controlFile: "ok-ran"},
 	{name: "exec_hardlink", effects: runsForbidden},
-	{name: "exec_execveat_opath", effects: runsForbidden},
-	{name: "exec_proc_fd", effects: runsForbidden},
-	{name: "exec_shebang", effects: runsForbidden},
+	{name: "exec_execveat_opath", effects: runsForbidden, controlFile: "ok-ran"},
+	{name: "exec_proc_fd", effects: runsForbidden, controlFile: "ok-ran"},
+	{name: "exec_shebang", effects: runsForbidden, controlFile: "ok-ran"},
 	{name: "exec_race_path_flip", effects: runsForbidden},
 	{name: "exec_race_symlink_swap", effects: runsForbidden},
 }
@@ -421,6 +431,7 @@ func runAttack(t *testing.T, bin string, a attack) {
 	if !bare.s.exists("attack-started") {
 		t.Fatalf("the attack program did not start bare (no attack-started)\nstdout: %s\nstderr: %s", clip(r.stdout), clip(r.stderr))
 	}
+	checkControl(t, "bare", a, bare.s, r)
 	got, diffs := bare.observe(t, r)
 	switch {
 	case got&a.effects == a.effects:
@@ -443,6 +454,7 @@ func runAttack(t *testing.T, bin string, a attack) {
 		// A blocked attack proves nothing if the program never ran.
 		t.Errorf("the attack program did not start under permwrap (its allowed write of attack-started did not happen)\nexit: %d\nstderr: %s", r.code, clip(r.stderr))
 	}
+	checkControl(t, "under permwrap", a, as.s, r)
 	got, diffs = as.observe(t, r)
 	if got != 0 {
 		t.Errorf("attack got through permwrap: %v\nchanges to denied trees: %v\nexit: %d\nstdout: %s\nstderr: %s",
@@ -460,12 +472,28 @@ func runAttack(t *testing.T, bin string, a attack) {
 			t.Errorf("forbidden program ran (printed its marker) under permwrap\nstderr: %s", clip(r.stderr))
 		}
 	}
+	if a.wantStderr != "" && !strings.Contains(r.stderr, a.wantStderr) {
+		t.Errorf("under permwrap the program's stderr must show %q\nstderr: %s", a.wantStderr, clip(r.stderr))
+	}
 	if a.sigsys && r.code != 128+int(unix.SIGSYS) {
 		t.Errorf("under permwrap the process must be killed by SIGSYS (exit %d), got exit %d\nstderr: %s",
 			128+int(unix.SIGSYS), r.code, clip(r.stderr))
 	}
 	if testing.Verbose() {
 		t.Logf("permwrap: exit %d; stderr:\n%s", r.code, clip(r.stderr))
+	}
+}
+
+// checkControl requires the attack's allowed twin to have worked.
+func checkControl(t *testing.T, how string, a attack, s *sandbox, r result) {
+	t.Helper()
+	if a.controlFile != "" && !s.exists(a.controlFile) {
+		t.Errorf("%s, the allowed twin of the attack did not work (%s missing): a false denial, and a block of the attack may not be the policy's doing\nexit: %d\nstderr: %s",
+			how, a.controlFile, r.code, clip(r.stderr))
+	}
+	if n := strings.Count(r.stdout, "ALLOWED\n"); n < a.controlOut {
+		t.Errorf("%s, the allowed twin of the attack did not work (free/a printed %d times, want %d): a false denial, and a block of the attack may not be the policy's doing\nstdout: %s\nstderr: %s",
+			how, n, a.controlOut, clip(r.stdout), clip(r.stderr))
 	}
 }
 

@@ -2,6 +2,7 @@
  * once plainly and once with RESOLVE_IN_ROOT from the workspace, where
  * "/secret/key" means <workspace>/secret/key (a supervisor that resolves
  * the absolute string against / would check a path that does not exist).
+ * Control: the same on free/a prints ALLOWED twice.
  * Judged by: the token on stdout. */
 #include "common.h"
 #include <linux/openat2.h>
@@ -18,8 +19,11 @@ static void try(int dirfd, const char *path, unsigned long long resolve)
 }
 int main(void)
 {
-	try(AT_FDCWD, "secret/key", 0);
 	int ws = open(".", O_PATH | O_DIRECTORY);
+	/* control: the allowed twins must work (ALLOWED on stdout, twice) */
+	try(AT_FDCWD, "free/a", 0);
+	try(ws, "/free/a", RESOLVE_IN_ROOT);
+	try(AT_FDCWD, "secret/key", 0);
 	try(ws, "/secret/key", RESOLVE_IN_ROOT);
 	return 0;
 }
