@@ -75,7 +75,26 @@ var NotifiedSyscalls = []int32{
 	unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR,
 	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR,
 	unix.SYS_SETXATTRAT, unix.SYS_REMOVEXATTRAT, unix.SYS_FILE_SETATTR,
+	// bind creates a socket file for an AF_UNIX pathname; the sockaddr is
+	// in memory, so every bind is seen (and emulated) by the supervisor.
+	unix.SYS_BIND,
 }
+
+// NotifiedIoctls are the ioctl commands the filter sends to the
+// supervisor: they change a file's attributes (chattr's flags, the
+// fsxattr) through any fd, even one opened read-only, so they are writes
+// of that file. Matched on the low 32 bits only: the kernel takes the
+// command as an unsigned int, so set upper bits must not slip past.
+var NotifiedIoctls = []uint64{
+	unix.FS_IOC_SETFLAGS,
+	FS_IOC_FSSETXATTR,
+}
+
+// FS_IOC_FSSETXATTR is _IOW('X', 32, struct fsxattr) (x/sys lacks it).
+const FS_IOC_FSSETXATTR = 0x401c5820
+
+// sizeofFsxattr is sizeof(struct fsxattr).
+const sizeofFsxattr = 28
 
 // deniedSyscall is a side door closed in BPF: the call fails with errno
 // without reaching the supervisor.
@@ -163,6 +182,16 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 		}
 		if err := f.AddRule(seccomp.ScmpSyscall(nr), notif); err != nil {
 			return nil, fmt.Errorf("notify: rule for %s: %w", SyscallName(nr), err)
+		}
+	}
+
+	for _, cmd := range NotifiedIoctls {
+		c, err := seccomp.MakeCondition(1, seccomp.CompareMaskedEqual, 0xffffffff, cmd&0xffffffff)
+		if err != nil {
+			return nil, fmt.Errorf("notify: ioctl condition: %w", err)
+		}
+		if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_IOCTL), notif, []seccomp.ScmpCondition{c}); err != nil {
+			return nil, fmt.Errorf("notify: rule for ioctl %#x: %w", cmd, err)
 		}
 	}
 

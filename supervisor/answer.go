@@ -162,6 +162,29 @@ func (s *supervisor) emulate(r *request) error {
 		return notify.Setxattr(res, r.xattrName, value, int(r.n.Args[4]), r.desc.follow)
 	case opRemovexattr:
 		return notify.Removexattr(res, r.xattrName, r.desc.follow)
+	case opIoctl:
+		cmd := r.n.Args[1] & 0xffffffff
+		arg, err := notify.ReadBytes(r.tid, r.n.Args[2], notify.IoctlArgSize(cmd))
+		if err != nil {
+			return err
+		}
+		f, err := notify.GetFd(r.tid, int(int32(r.n.Args[0])))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return notify.IoctlSetattr(f, cmd, arg, res.Cred)
+	case opBind:
+		sock, err := notify.GetFd(r.tid, int(int32(r.n.Args[0])))
+		if err != nil {
+			return err
+		}
+		defer sock.Close()
+		umask, err := notify.Umask(r.tid)
+		if err != nil {
+			return err
+		}
+		return notify.Bind(sock, r.sockaddr, res, umask)
 	}
 	return unix.ENOSYS
 }

@@ -72,6 +72,13 @@ func (s *supervisor) judge(r *request) verdict {
 		return verdict{result: p.DecidePath(engine.AccessWrite, r.res[1].Path), access: "symlink", value: r.res[1].Path}
 	case opUnsupported:
 		return verdict{result: engine.Result{Action: engine.Deny}, access: r.desc.name}
+	case opBind:
+		if r.res[0] == nil {
+			// Network and abstract addresses name no path (network rules
+			// are not part of the policy yet).
+			return verdict{result: allowUnchecked(""), access: "bind"}
+		}
+		return verdict{result: p.DecidePath(engine.AccessWrite, r.res[0].Path), access: "bind", value: r.res[0].Path}
 	default:
 		res := r.res[0]
 		return verdict{result: p.DecidePath(engine.AccessWrite, res.Path), access: r.op.String(), value: res.Path}

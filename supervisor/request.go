@@ -49,6 +49,8 @@ type request struct {
 	// symlink content; xattr name
 	linkTarget string
 	xattrName  string
+	// bind: the raw sockaddr as read once from the target
+	sockaddr []byte
 }
 
 func (r *request) close() {
@@ -102,6 +104,13 @@ func (s *supervisor) decode(n *notify.Notif) (*request, error) {
 	switch desc.op {
 	case opUnsupported:
 		return r, nil
+	case opBind:
+		return s.decodeBind(r)
+	case opIoctl:
+		cmd := r.n.Args[1] & 0xffffffff
+		if notify.IoctlArgSize(cmd) == 0 {
+			return nil, &errnoError{unix.EPERM, fmt.Sprintf("unexpected ioctl %#x", cmd)}
+		}
 	case opOpen:
 		if n.Nr == unix.SYS_OPENAT2 {
 			if err := s.readOpenHow(r); err != nil {
@@ -328,4 +337,32 @@ func (r *request) openImage() *os.File {
 		return nil
 	}
 	return os.NewFile(uintptr(fd), res.Path)
+}
+
+// decodeBind reads bind's sockaddr once. Only an AF_UNIX pathname names
+// a path; it is resolved like the new name of mknod (parent only).
+func (s *supervisor) decodeBind(r *request) (*request, error) {
+	n := r.n.Args[2]
+	if n > unix.SizeofSockaddrAny || n < 2 {
+		return nil, &errnoError{unix.EINVAL, "bind: bad address length"}
+	}
+	b, err := notify.ReadBytes(r.tid, r.n.Args[1], int(n))
+	if err != nil {
+		return nil, &errnoError{errnoOf(err), "bind: reading the address"}
+	}
+	r.sockaddr = b
+	path, isPath, err := notify.SockaddrUnixPath(b)
+	if err != nil {
+		return nil, &errnoError{errnoOf(err), "bind: bad address"}
+	}
+	if !isPath {
+		return r, nil
+	}
+	r.raw[0] = path
+	res, err := notify.Resolve(r.tid, unix.AT_FDCWD, path, notify.ParentOnly)
+	if err != nil {
+		return nil, &errnoError{errnoOf(err), fmt.Sprintf("resolving %q", path)}
+	}
+	r.res[0] = res
+	return r, nil
 }

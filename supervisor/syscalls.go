@@ -22,10 +22,12 @@ const (
 	opUtimes
 	opSetxattr
 	opRemovexattr
+	opBind        // bind(2): an AF_UNIX pathname creates a socket file
+	opIoctl       // the attribute-changing ioctls (notify.NotifiedIoctls)
 	opUnsupported // watched but not emulated: answered ENOSYS so callers fall back
 )
 
-var opNames = [...]string{"", "open", "exec", "unlink", "rmdir", "rename", "mkdir", "mknod", "link", "symlink", "truncate", "chmod", "chown", "utimes", "setxattr", "removexattr", "unsupported"}
+var opNames = [...]string{"", "open", "exec", "unlink", "rmdir", "rename", "mkdir", "mknod", "link", "symlink", "truncate", "chmod", "chown", "utimes", "setxattr", "removexattr", "bind", "setattr", "unsupported"}
 
 func (o op) String() string { return opNames[o] }
 
@@ -199,6 +201,13 @@ var watched = func() map[int32]sysDesc {
 	s = d("fremovexattr", opRemovexattr)
 	s.dirfd = 0
 	set(unix.SYS_FREMOVEXATTR, s)
+
+	// The sockaddr (arg 1, length arg 2) is decoded by hand: only an
+	// AF_UNIX pathname names a path.
+	set(unix.SYS_BIND, d("bind", opBind))
+	s = d("ioctl", opIoctl) // fd only; the filter passes only notify.NotifiedIoctls
+	s.dirfd = 0
+	set(unix.SYS_IOCTL, s)
 
 	// Newer *at variants: callers fall back to the calls above on ENOSYS.
 	set(sysSetxattrat, d("setxattrat", opUnsupported))
