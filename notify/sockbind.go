@@ -78,4 +78,3 @@ func SockaddrUnixPath(addr []byte) (path string, ok bool, err error) {
 	}
 	return string(name), true, nil
 }
-
