@@ -18,10 +18,11 @@ import (
 )
 
 // ExecSpec defines an exec link: `"authorizers": {"judge": {"command":
-// ["my-judge", "--json"], "timeoutMs": 3000}}`.
+// ["my-judge", "--json"], "timeoutMs": 3000}}` (engine.AuthorizerSpec
+// has the same fields).
 type ExecSpec struct {
-	Command   []string
-	TimeoutMs int
+	Command []string
+	Timeout time.Duration // ≤0: DefaultLinkTimeout
 }
 
 // Limits on what a judge program may send back. A judge is outside
@@ -58,16 +59,33 @@ func ExecLinks(specs map[string]ExecSpec) (map[string]Authorizer, map[string]tim
 		if len(s.Command) == 0 || s.Command[0] == "" {
 			return nil, nil, fmt.Errorf("authorizers.%s: command is empty", name)
 		}
-		if s.TimeoutMs < 0 {
-			return nil, nil, fmt.Errorf("authorizers.%s: timeoutMs %d is negative", name, s.TimeoutMs)
-		}
-		t := time.Duration(s.TimeoutMs) * time.Millisecond
-		if t == 0 {
+		t := s.Timeout
+		if t <= 0 {
 			t = DefaultLinkTimeout
 		}
 		links[name] = &ExecAuthorizer{Name: name, Command: append([]string(nil), s.Command...), Timeout: t}
 		timeouts[name] = t
 	}
+	return links, timeouts, nil
+}
+
+// Links builds the registry of every link this node can run: the exec
+// links defined in config and the built-in typo-path (with typos as its
+// mistakes), and the timeout the chain should give each. Nothing here is
+// consulted until ChainConfig.Links names it.
+func Links(execs map[string]ExecSpec, typos []TypoPath) (map[string]Authorizer, map[string]time.Duration, error) {
+	if _, taken := execs[TypoPathName]; taken {
+		return nil, nil, fmt.Errorf("authorizers.%s: the name belongs to the built-in reviewer; choose another", TypoPathName)
+	}
+	links, timeouts, err := ExecLinks(execs)
+	if err != nil {
+		return nil, nil, err
+	}
+	typo, err := NewTypoPath(typos)
+	if err != nil {
+		return nil, nil, err
+	}
+	links[TypoPathName] = typo
 	return links, timeouts, nil
 }
 

@@ -94,7 +94,7 @@ func judgeMain(mode string) int {
 
 func judge(t *testing.T, mode string, timeout time.Duration) *ExecAuthorizer {
 	t.Helper()
-	links, _, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, TimeoutMs: int(timeout / time.Millisecond)}})
+	links, _, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: timeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestExecLinkInChain(t *testing.T) {
 	// Through the chain, every failure mode defers to the terminal.
 	for _, mode := range []string{"hang", "garbage", "huge", "fail"} {
 		t.Run(mode, func(t *testing.T) {
-			links, timeouts, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, TimeoutMs: 300}})
+			links, timeouts, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: 300 * time.Millisecond}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,10 +197,17 @@ func TestShellScriptJudge(t *testing.T) {
 }
 
 func TestExecLinksRejectsBadSpecs(t *testing.T) {
-	for _, s := range []ExecSpec{{}, {Command: []string{""}}, {Command: []string{"x"}, TimeoutMs: -1}} {
+	for _, s := range []ExecSpec{{}, {Command: []string{""}}} {
 		if _, _, err := ExecLinks(map[string]ExecSpec{"j": s}); err == nil {
 			t.Errorf("%+v accepted", s)
 		}
+	}
+	if _, _, err := Links(map[string]ExecSpec{TypoPathName: {Command: []string{"x"}}}, nil); err == nil {
+		t.Error("an exec link took the built-in name")
+	}
+	links, timeouts, err := Links(map[string]ExecSpec{"j": {Command: []string{"x"}}}, WorkspaceSiblings("/w/p"))
+	if err != nil || links["j"] == nil || links[TypoPathName] == nil || timeouts["j"] != DefaultLinkTimeout {
+		t.Fatalf("Links: %v %v %v", links, timeouts, err)
 	}
 }
 
