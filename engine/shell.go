@@ -365,9 +365,17 @@ func (s *scope) inner(label string, newProcess bool) *scope {
 	return c
 }
 
+// maxTrackedVars bounds the variables a scope knows, so that copying a
+// scope into every branch stays cheap on hostile scripts; past it, new
+// variables are simply unknown.
+const maxTrackedVars = 128
+
 func (s *scope) set(name, value string) {
 	if s.vars == nil {
 		s.vars = make(map[string]string)
+	}
+	if _, ok := s.vars[name]; !ok && len(s.vars) >= maxTrackedVars {
+		return
 	}
 	s.vars[name] = value
 }

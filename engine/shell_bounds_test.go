@@ -89,6 +89,67 @@ func TestAnalyzeScriptHugeInput(t *testing.T) {
 	}
 }
 
+// hostileScripts are inputs whose cost once grew with the square of their
+// size (every branch copying every variable, every loop re-walking its
+// body); BenchmarkAnalyzeHostile keeps them measured.
+func hostileScripts() map[string]string {
+	var vars strings.Builder
+	for i := 0; i < 20000; i++ {
+		vars.WriteString("V" + itoa(i) + "=x\n")
+	}
+	for vars.Len() < 1<<20 {
+		vars.WriteString("a && b\n")
+	}
+	return map[string]string{
+		"variables and branches": vars.String(),
+		"nested loops":           strings.Repeat("while a; do ", 250) + strings.Repeat("x=1; ", 100000) + strings.Repeat("done; ", 250),
+		"many redirections":      "echo" + strings.Repeat(" > f", 1<<18),
+		"many ifs":               strings.Repeat("if a; then X=1; fi\n", 50000),
+	}
+}
+
+func TestAnalyzeScriptHostile(t *testing.T) {
+	for name, src := range hostileScripts() {
+		t.Run(name, func(t *testing.T) {
+			a := AnalyzeScript(src)
+			if len(a.Units) > maxUnits+1 || len(a.Redirects) > maxUnits {
+				t.Fatalf("%d units, %d redirects: over the caps", len(a.Units), len(a.Redirects))
+			}
+		})
+	}
+}
+
+func BenchmarkAnalyzeHostile(b *testing.B) {
+	for name, src := range hostileScripts() {
+		b.Run(strings.ReplaceAll(name, " ", "-"), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				AnalyzeScript(src)
+			}
+		})
+	}
+}
+
+func TestLoopsForgetWhatTheyChange(t *testing.T) {
+	for src, want := range map[string]string{
+		"X=ls; while a; do Y=1; done; $X":                    "ls",
+		"X=ls; while a; do X=rm; done; $X":                   SentinelOpaque,
+		"X=ls; while a; do while b; do X=rm; done; done; $X": SentinelOpaque,
+		"X=ls; until a; do read X; done; $X":                 SentinelOpaque,
+		"X=ls; for X in a; do :; done; $X":                   SentinelOpaque,
+		"X=ls; while $X; do X=rm; done":                      SentinelOpaque,
+	} {
+		a := AnalyzeScript(src)
+		if got := a.Units[len(a.Units)-1].Value(); got != want && !(want == SentinelOpaque && a.Opaque()) {
+			t.Errorf("%s: last unit %q, want %q", src, got, want)
+		}
+	}
+	a := AnalyzeScript("cd /a; while x; do cd b; done; echo > f")
+	if r := a.Redirects[0]; r.Dir != "" {
+		t.Errorf("a loop that cd's leaves the directory unknown, got %q", r.Dir)
+	}
+}
+
 func TestAnalyzeScriptDeepNesting(t *testing.T) {
 	for name, src := range map[string]string{
 		"subshells":     strings.Repeat("(", 1000) + "true" + strings.Repeat(")", 1000),

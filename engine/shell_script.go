@@ -70,7 +70,7 @@ func (a *analyzer) script(src string, sc *scope) {
 			a.units = append(a.units, Unit{Sentinel: SentinelUnparseable, Detail: d, Line: SentinelUnparseable + ": " + d, Via: sc.via})
 		}
 	}()
-	w := &walker{a: a, src: src}
+	w := &walker{a: a, src: src, file: f}
 	w.stmts(f.Stmts, sc)
 }
 
@@ -153,8 +153,10 @@ func isWordByte(c byte) bool {
 // walker walks one parsed script; src is that script's text, which
 // positions index into.
 type walker struct {
-	a   *analyzer
-	src string
+	a     *analyzer
+	src   string
+	file  *syntax.File
+	loops map[syntax.Node]*loopSummary // built on the first loop met
 }
 
 func (w *walker) text(n syntax.Node) string {
@@ -202,7 +204,7 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope) {
 		w.ifClause(c, sc)
 	case *syntax.WhileClause:
 		// Later iterations see what earlier ones changed.
-		forgetChanged(c, sc)
+		w.forgetChanged(c, sc)
 		w.stmts(c.Cond, sc)
 		body := sc.clone()
 		w.stmts(c.Do, body)
@@ -310,16 +312,112 @@ func (w *walker) andOrList(c *syntax.BinaryCmd, sc *scope) {
 // forgetChanged drops what a loop may change (variables it assigns or
 // reads into, the directory if it cd's) before walking it, since every
 // iteration after the first starts from the changed state.
-func forgetChanged(loop syntax.Node, sc *scope) {
-	syntax.Walk(loop, func(n syntax.Node) bool {
+func (w *walker) forgetChanged(loop syntax.Node, sc *scope) {
+	if w.loops == nil {
+		w.loops = summarizeLoops(w.file)
+	}
+	ls := w.loops[loop]
+	if ls == nil {
+		sc.vars, sc.dir = nil, "" // not summarised: assume the worst
+		return
+	}
+	if ls.cd {
+		sc.dir = ""
+	}
+	if ls.all {
+		sc.vars = nil
+		return
+	}
+	for n := range ls.names {
+		sc.forget(n)
+	}
+}
+
+// loopSummary is what a loop body may change.
+type loopSummary struct {
+	names map[string]bool
+	all   bool // too many names to list: every variable may change
+	cd    bool
+}
+
+// maxLoopNames bounds a loop summary; a loop assigning more names than
+// this is taken to change every variable.
+const maxLoopNames = 128
+
+func (ls *loopSummary) addName(n string) {
+	if ls.all || n == "" {
+		return
+	}
+	if ls.names == nil {
+		ls.names = make(map[string]bool)
+	}
+	ls.names[n] = true
+	if len(ls.names) > maxLoopNames {
+		ls.all, ls.names = true, nil
+	}
+}
+
+func (ls *loopSummary) absorb(inner *loopSummary) {
+	ls.cd = ls.cd || inner.cd
+	if inner.all {
+		ls.all, ls.names = true, nil
+		return
+	}
+	for n := range inner.names {
+		ls.addName(n)
+	}
+}
+
+// summarizeLoops computes every loop's summary in one walk of the file:
+// events go to the innermost loop, whose summary is folded into its
+// parent's when the walk leaves it. Walking each loop's subtree on its
+// own would cost the nesting depth times the script size.
+func summarizeLoops(f *syntax.File) map[syntax.Node]*loopSummary {
+	out := make(map[syntax.Node]*loopSummary)
+	if f == nil {
+		return out
+	}
+	var nodes []syntax.Node
+	var loops []*loopSummary
+	top := func() *loopSummary {
+		if len(loops) == 0 {
+			return nil
+		}
+		return loops[len(loops)-1]
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			last := nodes[len(nodes)-1]
+			nodes = nodes[:len(nodes)-1]
+			switch last.(type) {
+			case *syntax.WhileClause, *syntax.ForClause:
+				inner := loops[len(loops)-1]
+				loops = loops[:len(loops)-1]
+				if t := top(); t != nil {
+					t.absorb(inner)
+				}
+			}
+			return true
+		}
+		nodes = append(nodes, n)
+		switch n := n.(type) {
+		case *syntax.WhileClause, *syntax.ForClause:
+			ls := &loopSummary{}
+			out[n] = ls
+			loops = append(loops, ls)
+		}
+		ls := top()
+		if ls == nil {
+			return true
+		}
 		switch n := n.(type) {
 		case *syntax.Assign:
 			if n.Name != nil {
-				sc.forget(n.Name.Value)
+				ls.addName(n.Name.Value)
 			}
 		case *syntax.WordIter:
 			if n.Name != nil {
-				sc.forget(n.Name.Value)
+				ls.addName(n.Name.Value)
 			}
 		case *syntax.CallExpr:
 			if len(n.Args) == 0 {
@@ -327,15 +425,16 @@ func forgetChanged(loop syntax.Node, sc *scope) {
 			}
 			switch n.Args[0].Lit() {
 			case "cd", "pushd", "popd":
-				sc.dir = ""
+				ls.cd = true
 			case "read", "mapfile", "readarray", "getopts", "unset", "printf", "wait":
 				for _, a := range n.Args[1:] {
-					sc.forget(a.Lit())
+					ls.addName(a.Lit())
 				}
 			}
 		}
 		return true
 	})
+	return out
 }
 
 func (w *walker) pipeElem(s *syntax.Stmt, sc *scope, piped bool) {
@@ -367,7 +466,7 @@ func (w *walker) ifClause(c *syntax.IfClause, sc *scope) {
 }
 
 func (w *walker) forClause(c *syntax.ForClause, sc *scope) {
-	forgetChanged(c, sc)
+	w.forgetChanged(c, sc)
 	body := sc.clone()
 	switch l := c.Loop.(type) {
 	case *syntax.WordIter:
@@ -655,6 +754,11 @@ func (w *walker) redirect(r *syntax.Redirect, sc *scope) {
 	v, ok := w.literal(r.Word, sc, true)
 	if !ok {
 		w.a.sentinel(SentinelOpaque, "redirection to a path that is not static: "+w.text(r.Word), sc.via)
+		return
+	}
+	if len(w.a.redirects) >= maxUnits {
+		w.a.add(Unit{Sentinel: SentinelUnparseable, Detail: "too large: more than 10000 redirections", Via: sc.via})
+		w.a.full = true
 		return
 	}
 	w.a.redirects = append(w.a.redirects, Redirect{Access: acc, Path: v, Dir: sc.dir, Via: sc.via})
