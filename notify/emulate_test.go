@@ -326,6 +326,75 @@ func rsvEmuCases() []rsvEmuCase {
 			)
 		}
 	}
+	// Through the magic link of the twin's own dirfd: the walk continues
+	// from the object the link names, and Object-only results (Dir == nil)
+	// are acted on through the supervisor's own /proc/self/fd link.
+	magic := func(dirfd int, rest string) string {
+		return fmt.Sprintf("/proc/self/fd/%d%s", dirfd, rest)
+	}
+	for _, c := range []struct {
+		rest  string
+		flags int
+	}{
+		{"/f", unix.O_WRONLY | unix.O_TRUNC},
+		{"/n", unix.O_CREAT | unix.O_WRONLY},
+		{"", unix.O_RDONLY | unix.O_DIRECTORY},
+		{"", unix.O_WRONLY},
+		{"", unix.O_TMPFILE | unix.O_RDWR},
+		{"", unix.O_CREAT | unix.O_EXCL | unix.O_RDWR},
+		{"/d/.", unix.O_TMPFILE | unix.O_RDWR},
+	} {
+		cs = append(cs, rsvEmuCase{
+			name: fmt.Sprintf("open magic%q %#o", c.rest, c.flags),
+			kernel: func(dirfd int) error {
+				fd, err := unix.Open(magic(dirfd, c.rest), c.flags|unix.O_CLOEXEC, 0o666)
+				if err == nil {
+					unix.Close(fd)
+				}
+				return err
+			},
+			emu: func(tid, dirfd int) error {
+				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, c.rest), OpenResolveFlags(c.flags), func(r *Resolved) error {
+					f, err := OpenResolved(r, c.flags, 0o666, rsvTestUmask)
+					if err == nil {
+						f.Close()
+					}
+					return err
+				})
+			},
+		})
+	}
+	cs = append(cs,
+		rsvEmuCase{
+			name:   "chmod magic dir",
+			kernel: func(dirfd int) error { return unix.Chmod(magic(dirfd, ""), 0o700) },
+			emu: func(tid, dirfd int) error {
+				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, ""), FollowLast, func(r *Resolved) error { return Chmod(r, 0o700) })
+			},
+		},
+		rsvEmuCase{
+			name:   "unlink magic/f",
+			kernel: func(dirfd int) error { return unix.Unlink(magic(dirfd, "/f")) },
+			emu: func(tid, dirfd int) error {
+				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, "/f"), ParentOnly, func(r *Resolved) error { return Unlink(r, false) })
+			},
+		},
+		rsvEmuCase{
+			name:   "truncate magic/link_f",
+			kernel: func(dirfd int) error { return unix.Truncate(magic(dirfd, "/link_f"), 1) },
+			emu: func(tid, dirfd int) error {
+				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, "/link_f"), FollowLast, func(r *Resolved) error { return Truncate(r, 1) })
+			},
+		},
+		rsvEmuCase{
+			name:   "rename magic/f magic/d/g",
+			kernel: func(dirfd int) error { return unix.Rename(magic(dirfd, "/f"), magic(dirfd, "/d/g")) },
+			emu: func(tid, dirfd int) error {
+				return rsvTwo(tid, unix.AT_FDCWD, magic(dirfd, "/f"), ParentOnly, magic(dirfd, "/d/g"), ParentOnly,
+					func(a, b *Resolved) error { return Rename(a, b, 0) })
+			},
+		},
+	)
 	return cs
 }
 
