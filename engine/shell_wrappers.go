@@ -28,16 +28,18 @@ const (
 // finds the inner command; an option not listed here means the inner
 // command cannot be located, and the unit becomes opaque.
 type wrapperSpec struct {
-	short    string // one-letter options without a value
-	shortV   string // one-letter options with a value
-	shortO   string // one-letter options with an optional, attached value
-	long     map[string]argKind
-	assigns  bool   // NAME=value words may precede the command
-	numeric  bool   // -NUMBER is an option (nice -10)
-	operands int    // operands between the options and the command
-	noRun    string // space-separated options after which no command runs
-	opaque   string // space-separated options whose meaning hides the command
-	mode     wrapMode
+	short     string // one-letter options without a value
+	shortV    string // one-letter options with a value
+	shortO    string // one-letter options with an optional, attached value
+	long      map[string]argKind
+	assigns   bool   // NAME=value words may precede the command
+	numeric   bool   // -NUMBER is an option (nice -10)
+	operands  int    // operands between the options and the command
+	noRun     string // space-separated options after which no command runs
+	opaque    string // space-separated options whose meaning hides the command
+	chdir     string // space-separated options that set the command's directory
+	dashAlone bool   // "-" is an option (env's old spelling of -i)
+	mode      wrapMode
 }
 
 // wrappers is the table of programs that run another program given on
@@ -49,7 +51,7 @@ var wrappers = map[string]*wrapperSpec{
 			"chdir": reqArg, "split-string": reqArg, "debug": noArg, "argv0": reqArg,
 			"ignore-signal": optArg, "default-signal": optArg, "block-signal": optArg,
 			"list-signal-handling": noArg},
-		opaque: "S split-string",
+		opaque: "S split-string", chdir: "C chdir", dashAlone: true,
 	},
 	"nice":    {shortV: "n", numeric: true, long: map[string]argKind{"adjustment": reqArg}},
 	"nohup":   {},
@@ -70,7 +72,7 @@ var wrappers = map[string]*wrapperSpec{
 	"builtin": {},
 	"exec":    {short: "cl", shortV: "a"},
 	"sudo": {
-		short: "ABbEeHiKklNnPSsVv", shortV: "aCcDgpRrTtUu", shortO: "h", assigns: true,
+		short: "ABbEeHiKklNnPSsVv", shortV: "aCcDgpRrTtUu", shortO: "h", assigns: true, chdir: "D chdir",
 		noRun: "e edit l list v validate V version K remove-timestamp h help",
 		long: map[string]argKind{"askpass": noArg, "background": noArg, "bell": noArg,
 			"close-from": reqArg, "chdir": reqArg, "preserve-env": optArg, "edit": noArg,
@@ -99,7 +101,7 @@ var wrappers = map[string]*wrapperSpec{
 	"chroot": {operands: 1,
 		long: map[string]argKind{"userspec": reqArg, "groups": reqArg, "skip-chdir": noArg}},
 	"unshare": {
-		short: "fimnpuUCTrc", shortV: "RwSG",
+		short: "fimnpuUCTrc", shortV: "RwSG", chdir: "w wd",
 		long: map[string]argKind{"mount": optArg, "uts": optArg, "ipc": optArg, "net": optArg,
 			"pid": optArg, "user": optArg, "cgroup": optArg, "time": optArg, "fork": noArg,
 			"kill-child": optArg, "mount-proc": optArg, "map-root-user": noArg,
@@ -269,7 +271,20 @@ func isShell(name string) bool { return shells[name] }
 type optScan struct {
 	next int      // index of the first word after options and operands
 	seen []string // options given, short as "x", long as "name"
+	vals []field  // the value of each option in seen (zero when none)
 	err  string   // why the inner command cannot be located
+}
+
+// value returns the last value given to any of the named options.
+func (s optScan) value(names string) (field, bool) {
+	for i := len(s.seen) - 1; i >= 0; i-- {
+		for _, n := range strings.Fields(names) {
+			if s.seen[i] == n {
+				return s.vals[i], true
+			}
+		}
+	}
+	return field{}, false
 }
 
 func (s optScan) has(names string) bool {
@@ -286,6 +301,10 @@ func (s optScan) has(names string) bool {
 func scanOptions(fs []field, sp *wrapperSpec) optScan {
 	r := optScan{next: 1}
 	i := 1
+	saw := func(opt string, v field) {
+		r.seen = append(r.seen, opt)
+		r.vals = append(r.vals, v)
+	}
 	value := func(opt string) bool {
 		i++
 		if i >= len(fs) {
@@ -296,6 +315,7 @@ func scanOptions(fs []field, sp *wrapperSpec) optScan {
 			r.err = "value of option " + opt + " is not static: " + fs[i].s
 			return false
 		}
+		r.vals[len(r.vals)-1] = fs[i]
 		return true
 	}
 options:
@@ -310,14 +330,16 @@ options:
 		case s == "--":
 			i++
 			break options
+		case s == "-" && sp.dashAlone:
+			saw("-", field{})
 		case strings.HasPrefix(s, "--"):
-			name, _, hasEq := strings.Cut(s[2:], "=")
+			name, v, hasEq := strings.Cut(s[2:], "=")
 			kind, ok := sp.long[name]
 			if !ok {
 				r.err = "unknown option --" + name
 				return r
 			}
-			r.seen = append(r.seen, name)
+			saw(name, field{s: v})
 			if kind == reqArg && !hasEq && !value("--"+name) {
 				return r
 			}
@@ -334,15 +356,15 @@ options:
 				opt := string(c)
 				switch {
 				case strings.IndexByte(sp.short, c) >= 0:
-					r.seen = append(r.seen, opt)
+					saw(opt, field{})
 				case strings.IndexByte(sp.shortV, c) >= 0:
-					r.seen = append(r.seen, opt)
+					saw(opt, field{s: s[j+1:]})
 					if j == len(s)-1 && !value("-"+opt) {
 						return r
 					}
 					continue options
 				case strings.IndexByte(sp.shortO, c) >= 0:
-					r.seen = append(r.seen, opt)
+					saw(opt, field{s: s[j+1:]})
 					continue options
 				default:
 					r.err = "unknown option -" + opt
@@ -474,6 +496,11 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 	}
 	if len(rest) == 0 {
 		return // env, nice, time … alone run no other program
+	}
+	if v, ok := r.value(sp.chdir); ok && sp.chdir != "" {
+		// The command starts elsewhere: relative paths in it follow.
+		sc = sc.clone()
+		sc.cd(v.s, v.dyn == static)
 	}
 	a.inner(label, rest, sc, sp.mode == wrapXargs)
 }
