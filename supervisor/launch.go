@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
 )
@@ -24,6 +26,10 @@ type Config struct {
 	Policy  *engine.Policy
 	Argv    []string // the command and its arguments
 	Decider Decider  // who answers asks; nil means every ask is denied ("confirmation unavailable")
+	// NewDecider, when set, builds the Decider once the terminal is known:
+	// screen is the relayed terminal a prompt can borrow, or nil when
+	// permwrap has no terminal (stdin and stdout must both be one).
+	NewDecider func(screen authority.Screen) Decider
 	Log     Logger   // where decisions are recorded; nil records nothing
 
 	RequireLandlock bool
@@ -32,6 +38,9 @@ type Config struct {
 	// Notices receives the one-line denial notices meant for a person
 	// (rate-limited); nil means Stderr.
 	Notices io.Writer
+	// NoRelay keeps the command on permwrap's own terminal (no pty, no
+	// prompt).
+	NoRelay bool
 	// Self is the permwrap binary re-executed for the init stage; empty
 	// means /proc/self/exe.
 	Self string
@@ -106,10 +115,30 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 			Setpgid:   true,
 		},
 	}
-	if isTerminal(cfg.Stdin) {
+	// On a terminal, the command runs on a pseudo-terminal permwrap relays,
+	// so a prompt can take the screen over a full-screen agent.
+	var rl *relay
+	if !cfg.NoRelay && isTerminal(cfg.Stdin) && isTerminal(cfg.Stdout) {
+		if rl, err = newRelay(cfg.Stdin, cfg.Stdout); err != nil {
+			return ExitInternal, fmt.Errorf("pseudo-terminal: %w", err)
+		}
+		attr.Files[0], attr.Files[1] = rl.pts, rl.pts
+		if isTerminal(cfg.Stderr) {
+			attr.Files[2] = rl.pts
+		}
+		attr.Sys = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true, Setctty: true, Ctty: 0}
+		cfg.Notices = rl
+	} else if isTerminal(cfg.Stdin) {
 		// The command gets the terminal's foreground: ^C reaches it, not us.
 		attr.Sys.Foreground = true
 		attr.Sys.Ctty = 0
+	}
+	if cfg.NewDecider != nil {
+		var screen authority.Screen
+		if rl != nil {
+			screen = rl
+		}
+		cfg.Decider = cfg.NewDecider(screen)
 	}
 	proc, err := os.StartProcess(self, []string{"permwrap", InitArg, string(specJSON)}, attr)
 	childEnd.Close()
@@ -128,6 +157,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 		return status, nil
 	}
+	if rl != nil {
+		if err := rl.start(); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			waitMain(pid)
+			return ExitInternal, fmt.Errorf("terminal: %w", err)
+		}
+		defer rl.stop()
+	}
 	listener := notify.NewListener(lfd)
 	sup := newSupervisor(cfg, listener, pid)
 	done := make(chan struct{})
@@ -144,6 +181,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 				status = reap(pid)
 				continue
 			}
+			if s == unix.SIGWINCH && rl != nil {
+				rl.resize()
+				continue
+			}
 			_ = unix.Kill(pid, s.(syscall.Signal))
 		case <-ctx.Done():
 			_ = unix.Kill(pid, unix.SIGKILL)
@@ -151,6 +192,13 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	// The command is gone: nothing it left behind may run on unsupervised.
 	killDescendants()
+	if rl != nil {
+		// Let the last of the command's output reach the terminal.
+		select {
+		case <-rl.done:
+		case <-time.After(2 * time.Second):
+		}
+	}
 	listener.Close()
 	sup.finish()
 	return status, nil

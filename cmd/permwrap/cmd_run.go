@@ -107,7 +107,15 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Stdout:          osFile(stdout, os.Stdout),
 		Stderr:          osFile(stderr, os.Stderr),
 	}
-	cfg.Decider = buildDecider(policy, settings, log, stderr)
+	// Fail at start, not at the first ask, when the reviewers are misconfigured.
+	if _, err := buildDecider(policy, settings, log, nil, stderr); err != nil {
+		fmt.Fprintf(stderr, "permwrap: authorizers: %v\n", err)
+		return exitInternal
+	}
+	cfg.NewDecider = func(screen authority.Screen) supervisor.Decider {
+		d, _ := buildDecider(policy, settings, log, screen, stderr)
+		return d
+	}
 
 	status, err := supervisor.Run(context.Background(), cfg)
 	if err != nil {
@@ -142,21 +150,40 @@ func runEnv(workspace string) (engine.Env, error) {
 	return engine.Env{Home: home, Workspace: workspace, TmpDir: tmp}, nil
 }
 
-// buildDecider composes the authority chain for this node: the configured
-// links, then the terminal (no controlling terminal and no parent: deny).
-func buildDecider(p *engine.Policy, s engine.Settings, log *authority.Log, stderr io.Writer) supervisor.Decider {
-	delegation := authority.Delegation{
-		AllowedSurfaces:  s.ModelDelegation.AllowedSurfaces,
-		ExcludedSurfaces: s.ModelDelegation.ExcludedSurfaces,
+// buildDecider composes the authority chain for this node: the links the
+// configuration names, in its order, then the terminal — a prompt on the
+// relayed terminal when there is one, otherwise a terminal that denies
+// ("confirmation unavailable").
+func buildDecider(p *engine.Policy, s engine.Settings, log *authority.Log, screen authority.Screen, stderr io.Writer) (supervisor.Decider, error) {
+	execs := make(map[string]authority.ExecSpec, len(s.Authorizers))
+	for name, a := range s.Authorizers {
+		execs[name] = authority.ExecSpec{Command: a.Command, Timeout: a.Timeout}
+	}
+	var typos []authority.TypoPath
+	for _, t := range s.TypoPaths {
+		typos = append(typos, authority.TypoPath{From: t.From, To: t.To, Match: t.Match})
+	}
+	typos = append(typos, authority.WorkspaceSiblings(p.Env().Workspace)...)
+	links, timeouts, err := authority.Links(execs, typos)
+	if err != nil {
+		return nil, err
 	}
 	cc := authority.ChainConfig{
-		Links:      s.AuthorizerChain,
-		Delegation: delegation,
-		Warn:       func(msg string) { fmt.Fprintf(stderr, "permwrap: warning: %s\n", msg) },
+		Links:    s.AuthorizerChain,
+		Timeouts: timeouts,
+		Delegation: authority.Delegation{
+			AllowedSurfaces:  s.ModelDelegation.AllowedSurfaces,
+			ExcludedSurfaces: s.ModelDelegation.ExcludedSurfaces,
+		},
+		Warn: func(msg string) { fmt.Fprintf(stderr, "permwrap: warning: %s\n", msg) },
 	}
 	q := authority.QuerierFunc(func(c engine.Check) authority.QueryResult {
 		r := p.Evaluate(c)
 		return authority.QueryResult{Action: r.Action, Rule: r.Rule}
 	})
-	return authority.NewChain(cc, map[string]authority.Authorizer{}, authority.DenyingTerminal{}, log, q)
+	var term authority.Terminal = authority.DenyingTerminal{}
+	if screen != nil {
+		term = authority.NewPromptTerminal(screen, authority.PromptOptions{AskTimeout: s.AskTimeout})
+	}
+	return authority.NewChain(cc, links, term, log, q), nil
 }
