@@ -30,7 +30,7 @@ type Config struct {
 	// screen is the relayed terminal a prompt can borrow, or nil when
 	// permwrap has no terminal (stdin and stdout must both be one).
 	NewDecider func(screen authority.Screen) Decider
-	Log     Logger   // where decisions are recorded; nil records nothing
+	Log        Logger // where decisions are recorded; nil records nothing
 
 	RequireLandlock bool
 	Stdin           *os.File
