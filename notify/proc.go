@@ -150,30 +150,43 @@ func (st *rsvStatus) credp() *Cred {
 // supervisor's fs uid and gid but changed its supplementary groups is
 // therefore judged with the supervisor's groups (docs/resolution.md).
 func rsvQuickStatus(tid int) (*rsvStatus, error) {
+	st, pidfd, err := rsvQuickStatusPidfd(tid)
+	if pidfd >= 0 {
+		unix.Close(pidfd)
+	}
+	return st, err
+}
+
+// rsvQuickStatusPidfd is rsvQuickStatus that also hands back the thread's
+// pidfd (or -1) for pidfd_getfd; the caller closes it.
+func rsvQuickStatusPidfd(tid int) (*rsvStatus, int, error) {
 	if tid <= 0 {
-		return nil, fmt.Errorf("notify: invalid tid %d: %w", tid, unix.ESRCH)
+		return nil, -1, fmt.Errorf("notify: invalid tid %d: %w", tid, unix.ESRCH)
 	}
 	pidfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
 	if err != nil {
 		if err == unix.ESRCH || err == unix.ENOENT {
-			return nil, fmt.Errorf("notify: thread %d is gone: %w", tid, unix.ESRCH)
+			return nil, -1, fmt.Errorf("notify: thread %d is gone: %w", tid, unix.ESRCH)
 		}
-		return rsvFullStatus(tid)
+		st, err := rsvFullStatus(tid)
+		return st, -1, err
 	}
 	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_CREDS}
 	err = unix.IoctlPidfdInfo(pidfd, &info)
-	unix.Close(pidfd)
 	if err != nil || info.Mask&unix.PIDFD_INFO_CREDS == 0 || info.Tgid == 0 {
+		unix.Close(pidfd)
 		if err == unix.ESRCH {
-			return nil, fmt.Errorf("notify: thread %d is gone: %w", tid, unix.ESRCH)
+			return nil, -1, fmt.Errorf("notify: thread %d is gone: %w", tid, unix.ESRCH)
 		}
-		return rsvFullStatus(tid)
+		st, err := rsvFullStatus(tid)
+		return st, -1, err
 	}
 	self := rsvSelfCred()
 	if info.Fsuid != self.uid || info.Fsgid != self.gid {
-		return rsvFullStatus(tid)
+		st, err := rsvFullStatus(tid)
+		return st, pidfd, err
 	}
-	return &rsvStatus{tgid: int(info.Tgid), umask: ^uint32(0), cred: Cred{UID: info.Fsuid, GID: info.Fsgid, Groups: self.groups}, same: true}, nil
+	return &rsvStatus{tgid: int(info.Tgid), umask: ^uint32(0), cred: Cred{UID: info.Fsuid, GID: info.Fsgid, Groups: self.groups}, same: true}, pidfd, nil
 }
 
 func rsvFullStatus(tid int) (*rsvStatus, error) {

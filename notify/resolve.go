@@ -248,11 +248,14 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 	if path == "" && flags&AllowEmpty == 0 {
 		return nil, unix.ENOENT
 	}
-	st, err := rsvQuickStatus(tid)
+	st, pidfd, err := rsvQuickStatusPidfd(tid)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
 	if err != nil {
 		return nil, err
 	}
-	w := &rsvWalker{tid: tid, st: st, flags: flags, root: -1, cur: -1}
+	w := &rsvWalker{tid: tid, st: st, flags: flags, root: -1, cur: -1, pidfd: pidfd}
 	defer w.release()
 	// The target's own handles (cwd, fds, root) are opened as the
 	// supervisor: the target needs no permission to use them, and a
@@ -278,6 +281,7 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 
 type rsvWalker struct {
 	tid   int
+	pidfd int // the thread's pidfd, or -1
 	st    *rsvStatus
 	flags ResolveFlags
 	links int
@@ -330,6 +334,18 @@ func (w *rsvWalker) start(dirfd int, path string) error {
 		fd, err = rsvOpenProcLink(w.tid, "cwd", 0)
 	case dirfd < 0:
 		return unix.EBADF
+	case path != "" && w.pidfd >= 0:
+		// A start directory: pidfd_getfd is one syscall where opening
+		// /proc/TID/fd/N is a procfs lookup several times dearer. (For
+		// AT_EMPTY_PATH the object itself is pinned as O_PATH below,
+		// rather than holding the target's open file.)
+		fd, err = unix.PidfdGetfd(w.pidfd, dirfd, 0)
+		if err == unix.EBADF {
+			return unix.EBADF
+		}
+		if err != nil {
+			fd, err = rsvOpenProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
+		}
 	default:
 		fd, err = rsvOpenProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
 	}
