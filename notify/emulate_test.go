@@ -644,6 +644,8 @@ func BenchmarkResolveOpen(b *testing.B) {
 		b.Fatal(err)
 	}
 	pid := os.Getpid()
+	cpu := rsvCPU()
+	defer func() { b.ReportMetric(float64(rsvCPU()-cpu)/float64(b.N), "cpu-ns/op") }()
 	for b.Loop() {
 		r, err := Resolve(pid, unix.AT_FDCWD, base+"/p1/p2/p3/p4/file.go", FollowLast)
 		if err != nil {
