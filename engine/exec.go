@@ -74,16 +74,48 @@ func ruleLabel(r Rule) string {
 
 // decisionSet accumulates answers most-restrictive-wins, remembering which
 // part decided; on a tie the earlier part (the exec itself first) stays.
+// As in Policy.Decide, a check no rule matched abstains; only when every
+// check abstains does the first fallback answer stand.
 type decisionSet struct {
-	best    Result
-	decider string
-	have    bool
+	best     Result
+	decider  string
+	have     bool
+	fallback Result
+	fbWhat   string
+	haveFb   bool
 }
 
 func (s *decisionSet) add(r Result, what string) {
+	if abstains(r) {
+		if !s.haveFb {
+			s.fallback, s.fbWhat, s.haveFb = r, what, true
+		}
+		return
+	}
 	if !s.have || r.Action > s.best.Action || r.Action == s.best.Action && r.HumanOnly && !s.best.HumanOnly {
 		s.best, s.decider, s.have = r, what, true
 	}
+}
+
+// addAlways counts r even when no rule matched: sentinels floor to the
+// builtin ask rather than disappear.
+func (s *decisionSet) addAlways(r Result, what string) {
+	if !s.have || r.Action > s.best.Action || r.Action == s.best.Action && r.HumanOnly && !s.best.HumanOnly {
+		s.best, s.decider, s.have = r, what, true
+	}
+}
+
+func (s *decisionSet) result() (Result, string, bool) {
+	if s.have {
+		return s.best, s.decider, true
+	}
+	return s.fallback, s.fbWhat, s.haveFb
+}
+
+// abstains reports whether r is the answer for "no rule matched". A deny
+// never abstains, whatever produced it.
+func abstains(r Result) bool {
+	return r.Action != Deny && (r.Layer == LayerBuiltin || r.Layer == LayerFallback)
 }
 
 // DecideExec decides an exec: the binary on the exec and path surfaces,
@@ -142,7 +174,7 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 	set.add(first, self.Line)
 
 	p.decideParts(&d, &set, d.Analysis, 1, in.Cwd)
-	d.Result, d.Decider = set.best, set.decider
+	d.Result, d.Decider, _ = set.result()
 	return d
 }
 
@@ -152,7 +184,11 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 	for _, u := range a.Units[from:] {
 		r := p.EvaluateAny(SurfaceBash, unitSpellings(u, home)...)
 		d.Units = append(d.Units, UnitDecision{Unit: u, Result: r})
-		set.add(r, u.String())
+		if u.Sentinel != "" {
+			set.addAlways(r, u.String())
+		} else {
+			set.add(r, u.String())
+		}
 	}
 	for _, rd := range a.Redirects {
 		abs, ok := redirectPath(rd, cwd, home)
@@ -165,7 +201,11 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 			r = p.Evaluate(Check{Surface: SurfaceBash, Value: SentinelOpaque})
 		}
 		d.Redirects = append(d.Redirects, RedirectDecision{Redirect: rd, Path: abs, Result: r})
-		set.add(r, "redirect: "+rd.String())
+		if ok {
+			set.add(r, "redirect: "+rd.String())
+		} else {
+			set.addAlways(r, "redirect: "+rd.String())
+		}
 	}
 	for _, c := range a.Compounds {
 		// A compound counts only when a rule names it; otherwise the
@@ -293,12 +333,13 @@ func explainScript(p *Policy, line string) (string, Result) {
 	var set decisionSet
 	d.Analysis = a
 	p.decideParts(&d, &set, a, 0, p.env.Workspace)
-	if !set.have {
+	var ok bool
+	d.Result, d.Decider, ok = set.result()
+	if !ok {
 		// Nothing runs (an empty script, only assignments): the line
 		// itself is all there is to judge.
-		set.add(p.Evaluate(Check{Surface: SurfaceBash, Value: line}), line)
+		d.Result, d.Decider = p.Evaluate(Check{Surface: SurfaceBash, Value: line}), line
 	}
-	d.Result, d.Decider = set.best, set.decider
 
 	var b strings.Builder
 	b.WriteString("units:\n")

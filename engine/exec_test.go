@@ -142,6 +142,31 @@ func TestDecideExecDefaultPolicy(t *testing.T) {
 	}
 }
 
+// TestDecideExecAbstention: like Policy.Decide, a unit no rule matches
+// abstains, a sentinel does not.
+func TestDecideExecAbstention(t *testing.T) {
+	p, _, err := Compile(Config{
+		Global: &File{Name: "policy.jsonc", Data: []byte(`{"permission": {"exec": "allow", "bash": {"git push *": "deny"}}}`)},
+		Env:    Env{Home: "/home/u", Workspace: "/work/repo", TmpDir: "/tmp"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for argv, want := range map[string]Action{
+		"ls -la":                      Allow, // exec allowed; no bash rule: abstains
+		"git push origin":             Deny,
+		"sh -c 'ls; git push origin'": Deny,
+		"sh -c 'eval x'":              Ask, // the sentinel has no rule: builtin ask
+		"sh -c 'echo \"unterminated'": Ask,
+	} {
+		a := AnalyzeScript(argv)
+		d := p.DecideExec(ExecIntent{Path: "/usr/bin/" + a.Units[0].Argv[0], Resolved: "/usr/bin/" + a.Units[0].Argv[0], Argv: a.Units[0].Argv, Cwd: "/work/repo"})
+		if d.Result.Action != want {
+			t.Errorf("%s: got %s, want %s", argv, d.Reason(), want)
+		}
+	}
+}
+
 func BenchmarkDecideExecTypical(b *testing.B) {
 	p := execTestPolicyT(b)
 	in := ExecIntent{Path: "/bin/bash", Resolved: "/usr/bin/bash", Argv: []string{"bash", "-c", typicalCommand}, Cwd: "/work/repo"}
