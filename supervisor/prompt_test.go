@@ -1,0 +1,191 @@
+package supervisor_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession drives a real terminal: permwrap runs inside tmux, keys are
+// sent with send-keys and the screen is read with capture-pane.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+func newTmux(t *testing.T, s *sandbox, argv ...string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (./scripts/test installs it)")
+	}
+	ts := &tmuxSession{t: t, socket: filepath.Join(s.dir, "tmux.sock"), name: "pw"}
+	env := []string{
+		"PERMWRAP_CONFIG_DIR=" + s.configDir, "HOME=" + s.home,
+		"XDG_STATE_HOME=" + filepath.Join(s.dir, "state"), "PS1=$ ", "TERM=xterm-256color",
+	}
+	cmd := append([]string{"env"}, env...)
+	cmd = append(cmd, permwrapBin, "--log", s.logPath, "--workspace", s.workspace, "--")
+	cmd = append(cmd, argv...)
+	quoted := make([]string, len(cmd))
+	for i, a := range cmd {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	// The shell keeps the pane open after permwrap exits so the last
+	// screen can still be read.
+	script := strings.Join(quoted, " ") + "; echo PERMWRAP-EXIT=$?; sleep 60"
+	ts.tmux("new-session", "-d", "-s", ts.name, "-x", "100", "-y", "30", "-c", s.workspace, script)
+	t.Cleanup(func() { exec.Command("tmux", "-S", ts.socket, "kill-server").Run() })
+	return ts
+}
+
+func (ts *tmuxSession) tmux(args ...string) string {
+	ts.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", ts.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		ts.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (ts *tmuxSession) keys(keys ...string) {
+	ts.t.Helper()
+	ts.tmux(append([]string{"send-keys", "-t", ts.name}, keys...)...)
+}
+
+func (ts *tmuxSession) screen() string {
+	ts.t.Helper()
+	return ts.tmux("capture-pane", "-t", ts.name, "-p")
+}
+
+// waitFor polls the screen until it contains want.
+func (ts *tmuxSession) waitFor(want string) string {
+	ts.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		scr := ts.screen()
+		if strings.Contains(scr, want) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			ts.t.Fatalf("screen never showed %q; it shows:\n%s", want, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const askPolicy = `{ "permission": { "*": "allow",
+  "write": { "*": "allow", "ASKME*": "ask", "${WORKSPACE}/guarded/**": "ask" } } }`
+
+func TestPromptOverShell(t *testing.T) {
+	s := newSandbox(t, askPolicy)
+	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
+	ts.waitFor("$ ")
+	ts.keys("echo before-ask; echo hello > ASKME1; echo after-ask", "Enter")
+	scr := ts.waitFor("permwrap: permission request")
+	mustContain(t, "prompt", scr, "write "+s.path("ASKME1"))
+	mustContain(t, "prompt", scr, "rule write:ASKME*")
+	mustContain(t, "prompt", scr, "Allow once")
+	if strings.Contains(scr, "before-ask") {
+		t.Errorf("the prompt is drawn over the agent's screen, not on the alternate screen:\n%s", scr)
+	}
+	ts.keys("Enter") // allow once
+	scr = ts.waitFor("after-ask")
+	// The shell's screen is back, with what it printed before the prompt.
+	mustContain(t, "restored screen", scr, "before-ask")
+	if strings.Contains(scr, "permission request") {
+		t.Errorf("prompt left on screen:\n%s", scr)
+	}
+	if b, err := os.ReadFile(s.path("ASKME1")); err != nil || string(b) != "hello\n" {
+		t.Fatalf("allowed-once write: %q %v", b, err)
+	}
+
+	// Deny: the write fails with EACCES in the shell.
+	ts.keys("echo x > ASKME2 || echo write-refused", "Enter")
+	ts.waitFor("Allow once")
+	ts.keys("Down", "Down", "Enter") // once, session, [deny]
+	ts.waitFor("write-refused")
+	if s.exists("ASKME2") {
+		t.Error("denied write happened")
+	}
+
+	// Allow for this session, then a second matching write does not ask.
+	os.MkdirAll(s.path("guarded"), 0o755)
+	ts.keys("echo one > guarded/a && echo first-done", "Enter")
+	scr = ts.waitFor("Allow for this session")
+	mustContain(t, "session option", scr, "write:"+s.path("guarded")+"/**")
+	ts.keys("Down", "Enter") // [session]
+	ts.waitFor("Allow for this session (write pattern)")
+	ts.keys("Enter") // accept the suggested pattern
+	ts.waitFor("first-done")
+	ts.keys("echo two > guarded/b && echo second-done", "Enter")
+	scr = ts.waitFor("second-done")
+	if strings.Contains(scr, "permission request") {
+		t.Errorf("second matching write asked again:\n%s", scr)
+	}
+	ts.keys("exit", "Enter")
+	ts.waitFor("PERMWRAP-EXIT=0")
+
+	// Provenance: the approvals are the user's, the session rule is logged.
+	var byUser, session, sessionRules int
+	for _, rec := range s.logRecords() {
+		by, _ := rec["decidedBy"].(map[string]any)
+		switch {
+		case rec["event"] == "permission_request.approved" && by["kind"] == "user":
+			byUser++
+		case rec["event"] == "permission_request.allowed" && by["kind"] == "session_approval":
+			session++
+		case rec["event"] == "session.rules":
+			sessionRules++
+		}
+	}
+	if byUser != 2 || session < 1 || sessionRules != 1 {
+		t.Errorf("log: %d user approvals (want 2), %d session-approved allows (want ≥1), %d session.rules records (want 1)", byUser, session, sessionRules)
+	}
+}
+
+// A full-screen program keeps working: the prompt takes the screen, and
+// after the answer the program is back on the alternate screen and redraws.
+func TestPromptOverFullScreenProgram(t *testing.T) {
+	s := newSandbox(t, askPolicy)
+	// A tiny full-screen program: alternate screen, draws a frame, redraws
+	// on SIGWINCH, writes the file when a key is pressed.
+	prog := `
+import os, sys, signal, tty, termios
+fd = sys.stdin.fileno()
+old = termios.tcgetattr(fd)
+tty.setraw(fd)
+def draw(*_):
+    sys.stdout.write("\x1b[H\x1b[2JFULLSCREEN-APP redraws=%d\r\n" % draw.n); sys.stdout.flush(); draw.n += 1
+draw.n = 0
+sys.stdout.write("\x1b[?1049h"); draw()
+signal.signal(signal.SIGWINCH, draw)
+os.read(fd, 1)
+try:
+    open("ASKME-full", "w").write("ok")
+    msg = "WROTE"
+except PermissionError:
+    msg = "REFUSED"
+sys.stdout.write(msg + "\r\n"); sys.stdout.flush()
+os.read(fd, 1)
+sys.stdout.write("\x1b[?1049l"); sys.stdout.flush()
+termios.tcsetattr(fd, termios.TCSADRAIN, old)
+`
+	ts := newTmux(t, s, "python3", "-c", prog)
+	ts.waitFor("FULLSCREEN-APP redraws=0")
+	ts.keys("x")
+	ts.waitFor("permwrap: permission request")
+	ts.keys("Enter")
+	scr := ts.waitFor("WROTE")
+	// The app redraws only on SIGWINCH: redraws=1 proves permwrap asked it
+	// to repaint after the prompt.
+	mustContain(t, "redrawn app", scr, "FULLSCREEN-APP redraws=1")
+	if strings.Contains(scr, "permission request") {
+		t.Errorf("prompt left on screen:\n%s", scr)
+	}
+	ts.keys("q")
+	ts.waitFor("PERMWRAP-EXIT=0")
+}
