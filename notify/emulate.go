@@ -231,10 +231,10 @@ func rsvCreateFile(create func(mode uint32) (int, error), aclDir *os.File, mode,
 		return nil, err
 	}
 	if want := mode &^ umask & 0o7777; want != 0 {
-		if err := unix.Fchmod(fd, want); err != nil {
-			unix.Close(fd)
-			return nil, fmt.Errorf("notify: set mode of new file: %w", err)
-		}
+		// The create succeeded, and the kernel's would have: a filesystem
+		// that cannot store modes (vfat) refusing fchmod does not undo it.
+		// The file then stays mode 0, never more open than asked.
+		unix.Fchmod(fd, want)
 	}
 	return os.NewFile(uintptr(fd), "created"), nil
 }
