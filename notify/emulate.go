@@ -277,11 +277,11 @@ func Unlink(r *Resolved, removeDir bool) error {
 }
 
 // rsvNameOp checks that r was resolved for a call that handles its last
-// name itself. Only a trailing slash makes ParentOnly matter, and getting it
-// wrong would act on a symlink's target instead of failing as the kernel does
-// (rmdir("link-to-dir/") is ENOTDIR), so say so loudly.
+// name itself. Only a trailing slash after a symlink makes ParentOnly matter,
+// and getting it wrong would act on the symlink's target instead of failing
+// as the kernel does (rmdir("link-to-dir/") is ENOTDIR), so say so loudly.
 func rsvNameOp(op string, r *Resolved) error {
-	if r.TrailingSlash && r.flags&ParentOnly == 0 {
+	if r.TrailingSlash && r.flags&ParentOnly == 0 && r.lastLink {
 		return fmt.Errorf("notify: %s of %q: Resolve was called without ParentOnly: %w", op, r.Path, unix.EINVAL)
 	}
 	return nil

@@ -624,6 +624,11 @@ func TestEmulationNeedsParentOnly(t *testing.T) {
 	if kerr := unix.Rmdir(dir + "/link_e/"); Errno(err) != Errno(kerr) {
 		t.Errorf("rmdir link_e/: emulation %v, kernel %v", err, kerr)
 	}
+	// Without a symlink in the last position ParentOnly changes nothing a
+	// name operation relies on: mkdir("n/") works either way.
+	if err := rsvOne(tid, unix.AT_FDCWD, dir+"/n/", MustBeDir, func(r *Resolved) error { return Mkdir(r, 0o755, 0) }); err != nil {
+		t.Errorf("mkdir n/ without ParentOnly: %v", err)
+	}
 	// mkdir on an existing file is EEXIST even when the caller also asked
 	// for directory semantics.
 	err = rsvOne(tid, unix.AT_FDCWD, dir+"/f", ParentOnly|MustBeDir, func(r *Resolved) error { return Mkdir(r, 0o755, 0) })

@@ -174,6 +174,9 @@ type Resolved struct {
 	last  rsvLast
 	tid   int
 	flags ResolveFlags
+	// lastLink: a symlink in the last position was followed, which for a
+	// name operation is only right with ParentOnly semantics.
+	lastLink bool
 }
 
 // Close releases the pinned descriptors.
@@ -276,6 +279,7 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 	r.Tgid = st.tgid
 	r.tid = tid
 	r.flags = flags
+	r.lastLink = w.lastLink
 	return r, nil
 }
 
@@ -302,6 +306,8 @@ type rsvWalker struct {
 	// scoped lookup, or a ".." seen): before that, RESOLVE_NO_XDEV treats
 	// any jump to the root as crossing a mount.
 	rootSet bool
+	// lastLink records following a symlink in the last position.
+	lastLink bool
 }
 
 type rsvID struct{ mnt, ino uint64 }
@@ -691,6 +697,9 @@ func (w *rsvWalker) followLink(fd int, name, after string, last, slash bool) (*R
 	}()
 	if w.flags&NoSymlinks != 0 {
 		return nil, "", unix.ELOOP
+	}
+	if last {
+		w.lastLink = true
 	}
 	w.links++
 	if w.links > rsvMaxLinks {
