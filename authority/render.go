@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 )
@@ -130,13 +131,20 @@ func printable(s string) string {
 		return s
 	}
 	var b strings.Builder
-	for _, c := range s {
-		if isHidden(c) {
-			q := strconv.QuoteRune(c)
+	for i := 0; i < len(s); {
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1: // a byte that is not UTF-8
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case c == utf8.RuneError:
+			b.WriteString(`\ufffd`)
+		case isHidden(c):
+			q := strconv.QuoteRuneToASCII(c)
 			b.WriteString(q[1 : len(q)-1])
-			continue
+		default:
+			b.WriteRune(c)
 		}
-		b.WriteRune(c)
+		i += size
 	}
 	return b.String()
 }
@@ -184,17 +192,26 @@ func fitWidth(s string, width int) string {
 	return runewidth.Truncate(s, width, "…")
 }
 
+// wrapLine cuts s into lines of at most width columns, continuing under
+// the label column. It is linear in len(s): a full request can carry a
+// 16 KiB command line.
 func wrapLine(s string, width int) []string {
+	const indent = "         "
 	var out []string
-	for textWidth(s) > width {
-		head := runewidth.Truncate(s, width, "")
-		if head == "" { // a single rune wider than the screen
-			head = string([]rune(s)[:1])
+	var line strings.Builder
+	w := 0
+	for _, c := range s {
+		cw := runewidth.RuneWidth(c)
+		if w+cw > width && w > len(indent) {
+			out = append(out, line.String())
+			line.Reset()
+			line.WriteString(indent)
+			w = len(indent)
 		}
-		out = append(out, head)
-		s = "         " + s[len(head):]
+		line.WriteRune(c)
+		w += cw
 	}
-	return append(out, s)
+	return append(out, line.String())
 }
 
 // String renders a request on one line for logs and tests:

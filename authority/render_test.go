@@ -106,3 +106,39 @@ func TestRenderRequestSmallBudgets(t *testing.T) {
 		}
 	}
 }
+
+func FuzzRenderRequest(f *testing.F) {
+	f.Add("/home/u/p/\x1b[31mx", "bash", "git *", 40, 5)
+	f.Add("日本語のファイル名はとても長い/とても長い/とても長い", "c\u202e", "", 20, 1)
+	f.Add("\xff\xfe/x\ufffd", "\x00", "\x9b", 30, 3)
+	f.Fuzz(func(t *testing.T, value, comm, pattern string, width, rows int) {
+		width, rows = 20+abs(width)%200, 1+abs(rows)%40
+		r := renderFixture()
+		r.Check.Value, r.Process.Comm, r.Rule.Pattern = value, comm, pattern
+		r.Units = []string{value, comm}
+		check := func(lines []string, limitRows bool) {
+			if limitRows && len(lines) > rows {
+				t.Fatalf("%d lines for %d rows", len(lines), rows)
+			}
+			for _, l := range lines {
+				if w := runewidth.StringWidth(l); w > width {
+					t.Fatalf("%d columns for %d: %q", w, width, l)
+				}
+				for _, c := range l {
+					if isHidden(c) {
+						t.Fatalf("hidden character %U reached the screen: %q", c, l)
+					}
+				}
+			}
+		}
+		check(RenderRequest(r, width, rows), true)
+		check(RenderFullRequest(r, width), false)
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
