@@ -35,5 +35,6 @@ func ExampleResolve() {
 	}
 	defer f.Close()
 	// ... listener.AddFD(id, int(f.Fd()), flags&unix.O_CLOEXEC != 0)
+
 	// Output: /etc/hostname path true
 }
