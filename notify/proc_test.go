@@ -38,6 +38,12 @@ func TestProcHelpers(t *testing.T) {
 	if tg, err := Tgid(tid); err != nil || tg != os.Getpid() {
 		t.Errorf("Tgid(thread %d) = %d, %v; want %d", tid, tg, err, os.Getpid())
 	}
+	wd, _ := os.Getwd()
+	if r, err := Resolve(tid, unix.AT_FDCWD, "./", FollowLast); err != nil || r.Path != wd || r.Tgid != os.Getpid() {
+		t.Errorf("Resolve for thread %d: %v %v, want %s in %d", tid, r, err, wd, os.Getpid())
+	} else {
+		r.Close()
+	}
 	if f, err := GetFd(tid, int(file.Fd())); err != nil {
 		t.Errorf("GetFd on a non-leader thread: %v", err)
 	} else {
