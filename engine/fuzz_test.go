@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -181,5 +182,74 @@ func TestGlobAgainstReference(t *testing.T) {
 		if got := m.match(value); got != want {
 			t.Fatalf("glob %q on %q = %v, reference %s says %v", pattern, value, got, re, want)
 		}
+		// The word-sized automaton and the general one must agree too.
+		if m.mid != nil && m.mid.small != nil {
+			mid := value
+			if len(mid) >= len(m.prefix)+len(m.suffix) && strings.HasPrefix(mid, m.prefix) && strings.HasSuffix(mid, m.suffix) {
+				mid = mid[len(m.prefix) : len(mid)-len(m.suffix)]
+			}
+			small := m.mid.small
+			m.mid.small = nil
+			general := m.mid.match(mid)
+			m.mid.small = small
+			if general != small.match(mid) {
+				t.Fatalf("glob %q middle on %q: general automaton %v, word automaton %v", pattern, mid, general, !general)
+			}
+		}
 	}
+}
+
+// TestIndexAgreesWithLinearScan checks the rule index against a plain
+// scan of the sorted rules on generated rule sets and values.
+func TestIndexAgreesWithLinearScan(t *testing.T) {
+	seed := uint64(7)
+	next := func(n int) int {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return int(seed % uint64(n))
+	}
+	pathPieces := []string{"/a", "/b", "/a/b", "/", "*", "**", "/**", "?", ".x", "/.x", "c"}
+	valPieces := []string{"/a", "/b", "/", ".x", "c", "a"}
+	bashPieces := []string{"git", " ", "push", "*", " *", "-f", "a"}
+	bashVals := []string{"git", " ", "push", "-f", "a", "x"}
+	gen := func(pieces []string, n int) string {
+		var b strings.Builder
+		for j := next(n) + 1; j > 0; j-- {
+			b.WriteString(pieces[next(len(pieces))])
+		}
+		return b.String()
+	}
+	for round := 0; round < 1000; round++ {
+		var paths, bashes []*compiledRule
+		for i := 0; i < 30; i++ {
+			if pp, err := compilePathPattern(gen(pathPieces, 5)); err == nil {
+				paths = append(paths, &compiledRule{path: pp, spec: pp.spec, order: i})
+			}
+			if bp, err := compileBashPattern(gen(bashPieces, 5)); err == nil {
+				bashes = append(bashes, &compiledRule{bash: bp, spec: bp.spec, order: i})
+			}
+		}
+		pl, bl := newRuleList(paths), newRuleList(bashes)
+		for i := 0; i < 200; i++ {
+			v := gen(valPieces, 6)
+			if got, want := pl.find(v), pl.findLinear(v); got != want {
+				t.Fatalf("path value %q: index found %s, scan %s", v, patternOf(got), patternOf(want))
+			}
+			b := gen(bashVals, 6)
+			if got, want := bl.find(b), bl.findLinear(b); got != want {
+				t.Fatalf("bash value %q: index found %s, scan %s", b, patternOf(got), patternOf(want))
+			}
+		}
+	}
+}
+
+func patternOf(r *compiledRule) string {
+	switch {
+	case r == nil:
+		return "nothing"
+	case r.path != nil:
+		return fmt.Sprintf("%q (order %d)", r.path.expanded, r.order)
+	}
+	return fmt.Sprintf("%q (order %d)", strings.Join(r.bash.segs, "*"), r.order)
 }

@@ -64,6 +64,85 @@ type stateSet [maxPatternStates/64 + 1]uint64
 type automaton struct {
 	elems   []elem
 	classes []byteSet
+	small   *bitNFA // the same automaton in one machine word, when it fits
+}
+
+// bitNFA runs an automaton of fewer than 64 states with the state set in
+// one word: a byte costs a table look-up, a shift and a short closure,
+// instead of a walk over the set.
+type bitNFA struct {
+	adv    [256]uint64 // states that consume the byte and advance
+	loop   [256]uint64 // star states that consume the byte and stay
+	skip1  uint64      // states with an epsilon edge to the next (stars, eps)
+	skip3  uint64      // eps states, whose extra edge jumps over `**/`
+	accept uint64
+}
+
+func newBitNFA(a *automaton) *bitNFA {
+	n := len(a.elems)
+	if n >= 63 {
+		return nil
+	}
+	b := &bitNFA{accept: 1 << uint(n)}
+	for i, e := range a.elems {
+		bit := uint64(1) << uint(i)
+		for c := 0; c < 256; c++ {
+			switch e.kind {
+			case elLit:
+				if byte(c) == e.c {
+					b.adv[c] |= bit
+				}
+			case elAny1:
+				if c != '/' {
+					b.adv[c] |= bit
+				}
+			case elClass:
+				if c != '/' && a.classes[e.class].has(byte(c)) {
+					b.adv[c] |= bit
+				}
+			case elStar:
+				if c != '/' {
+					b.loop[c] |= bit
+				}
+			case elDStar:
+				b.loop[c] |= bit
+			}
+		}
+		switch e.kind {
+		case elStar, elDStar:
+			b.skip1 |= bit
+		case elEps:
+			b.skip1 |= bit
+			if int(e.skip) != i+3 {
+				return nil // not a shape this encoding knows
+			}
+			b.skip3 |= bit
+		}
+	}
+	return b
+}
+
+func (b *bitNFA) closure(x uint64) uint64 {
+	for {
+		y := x | (x&b.skip1)<<1 | (x&b.skip3)<<3
+		if y == x {
+			return x
+		}
+		x = y
+	}
+}
+
+func (b *bitNFA) match(v string) bool {
+	cur := b.closure(1)
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		cur = (cur&b.adv[c])<<1 | cur&b.loop[c]
+		if cur == 0 {
+			return false
+		}
+		cur = b.closure(cur)
+	}
+	return cur&b.accept != 0
 }
 
 func (a *automaton) addState(s *stateSet, i int) {
@@ -86,6 +165,9 @@ func (a *automaton) addState(s *stateSet, i int) {
 }
 
 func (a *automaton) match(v string) bool {
+	if a.small != nil {
+		return a.small.match(v)
+	}
 	var cur, next stateSet
 	a.addState(&cur, 0)
 	n := len(a.elems)
@@ -341,6 +423,7 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 		}
 	}
 	g.mid = &automaton{elems: out, classes: classes}
+	g.mid.small = newBitNFA(g.mid)
 	if len(out) == 1 {
 		switch out[0].kind {
 		case elDStar:

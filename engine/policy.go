@@ -93,6 +93,7 @@ func (r *compiledRule) beats(o *compiledRule) bool {
 type ruleList struct {
 	exact map[string]*compiledRule
 	rules []listEntry
+	index *ruleIndex
 	n     int
 }
 
@@ -102,7 +103,10 @@ type ruleList struct {
 type listEntry struct {
 	prefix, suffix string
 	basename       bool
-	r              *compiledRule
+	// anchor is the directory every matching value lies in or is, with
+	// a trailing '/', for the index; "" when the rule may match anywhere.
+	anchor string
+	r      *compiledRule
 }
 
 func entryFor(r *compiledRule) listEntry {
@@ -123,6 +127,13 @@ func entryFor(r *compiledRule) listEntry {
 			// `X/**` also matches X, which lacks the suffix; the prefix
 			// of X is a prefix of the pattern's, so use X's.
 			e.prefix, e.suffix = r.path.self.prefix, ""
+		}
+		if !e.basename && strings.HasPrefix(e.prefix, "/") {
+			e.anchor = e.prefix[:strings.LastIndexByte(e.prefix, '/')+1]
+			if r.path.self != nil && r.path.self.mid == nil {
+				// A literal X: every match is X or beneath it.
+				e.anchor = r.path.self.prefix + "/"
+			}
 		}
 	}
 	return e
@@ -155,7 +166,101 @@ func newRuleList(rules []*compiledRule) ruleList {
 		l.rules = append(l.rules, entryFor(r))
 	}
 	sort.SliceStable(l.rules, func(i, j int) bool { return l.rules[i].r.beats(l.rules[j].r) })
+	l.buildIndex()
 	return l
+}
+
+// ruleIndex narrows a surface's sorted rules to those that can match a
+// value, so evaluation cost follows the value, not the policy's size.
+// Path rules hang in a trie of the directories their literal prefix
+// names (`~/.ssh/**` under home → u → .ssh's parent, `*.pem` at the
+// root); a value visits only the nodes along its own directories. Command
+// rules whose literal prefix holds a whole first word are bucketed by
+// it. Each list keeps the global specificity order (indexes ascend), so
+// the best match is the smallest index found.
+type ruleIndex struct {
+	root trieNode // path rules
+	// Basename rules with a literal suffix, by the suffix's last byte:
+	// `*.pem`, `*.key`, `.env` are rarely all candidates at once.
+	byLast map[byte][]int32
+	byWord map[string][]int32 // bash rules with a known first word
+	any    []int32            // bash rules without one
+	bash   bool
+}
+
+type trieNode struct {
+	children map[string]*trieNode
+	idx      []int32
+}
+
+func (l *ruleList) buildIndex() {
+	if len(l.rules) == 0 {
+		return
+	}
+	l.index = &ruleIndex{}
+	ix := l.index
+	for i := range l.rules {
+		e := &l.rules[i]
+		if e.r.bash != nil {
+			ix.bash = true
+			if k := strings.IndexByte(e.prefix, ' '); k >= 0 {
+				if ix.byWord == nil {
+					ix.byWord = map[string][]int32{}
+				}
+				ix.byWord[e.prefix[:k]] = append(ix.byWord[e.prefix[:k]], int32(i))
+			} else {
+				ix.any = append(ix.any, int32(i))
+			}
+			continue
+		}
+		node := &ix.root
+		if e.basename && e.suffix != "" {
+			if ix.byLast == nil {
+				ix.byLast = map[byte][]int32{}
+			}
+			last := e.suffix[len(e.suffix)-1]
+			ix.byLast[last] = append(ix.byLast[last], int32(i))
+			continue
+		}
+		// Only an anchored rule leaves the root. Every value the rule
+		// matches is its anchor directory or lies beneath it, so the walk
+		// over the value's components passes the rule's node.
+		if e.anchor != "" {
+			rest := e.anchor[1:]
+			for {
+				j := strings.IndexByte(rest, '/')
+				if j < 0 {
+					break
+				}
+				comp := rest[:j]
+				if node.children == nil {
+					node.children = map[string]*trieNode{}
+				}
+				child := node.children[comp]
+				if child == nil {
+					child = &trieNode{}
+					node.children[comp] = child
+				}
+				node = child
+				rest = rest[j+1:]
+			}
+		}
+		node.idx = append(node.idx, int32(i))
+	}
+}
+
+// scan returns the smallest index in idx below best whose rule matches.
+func (l *ruleList) scan(idx []int32, v, base string, best int32) int32 {
+	for _, i := range idx {
+		if i >= best {
+			break
+		}
+		e := &l.rules[i]
+		if !e.quickReject(v, base) && e.r.match(v) {
+			return i
+		}
+	}
+	return best
 }
 
 // find returns the most specific matching rule, or nil.
@@ -165,15 +270,65 @@ func (l *ruleList) find(v string) *compiledRule {
 			return r
 		}
 	}
-	if len(l.rules) == 0 {
+	ix := l.index
+	if ix == nil {
 		return nil
 	}
+	const none = int32(1<<31 - 1)
+	best := none
 	base := lastComponent(v)
-	for i := range l.rules {
-		e := &l.rules[i]
-		if e.quickReject(v, base) {
-			continue
+	if ix.bash {
+		best = l.scan(ix.any, v, base, best)
+		word := v
+		if k := strings.IndexByte(v, ' '); k >= 0 {
+			word = v[:k]
 		}
+		if list, ok := ix.byWord[word]; ok {
+			best = l.scan(list, v, base, best)
+		}
+	} else {
+		node := &ix.root
+		best = l.scan(node.idx, v, base, best)
+		if ix.byLast != nil && len(base) > 0 {
+			if list, ok := ix.byLast[base[len(base)-1]]; ok {
+				best = l.scan(list, v, base, best)
+			}
+		}
+		if len(v) > 0 && v[0] == '/' {
+			rest := v[1:]
+			for node.children != nil {
+				j := strings.IndexByte(rest, '/')
+				comp := rest
+				if j >= 0 {
+					comp = rest[:j]
+				}
+				// The last component is visited too: a literal `X/**`
+				// hangs at X's own node and matches X.
+				node = node.children[comp]
+				if node == nil {
+					break
+				}
+				best = l.scan(node.idx, v, base, best)
+				if j < 0 {
+					break
+				}
+				rest = rest[j+1:]
+			}
+		}
+	}
+	if best == none {
+		return nil
+	}
+	return l.rules[best].r
+}
+
+// findLinear is find without the index: the reference the index is
+// tested against.
+func (l *ruleList) findLinear(v string) *compiledRule {
+	if r, ok := l.exact[v]; ok {
+		return r
+	}
+	for _, e := range l.rules {
 		if e.r.match(v) {
 			return e.r
 		}
