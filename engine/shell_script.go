@@ -224,10 +224,12 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope) {
 	case *syntax.FuncDecl:
 		// The body runs whenever the function is called, with whatever
 		// variables hold then: nothing known at definition time counts.
+		// After the definition any call may have run it, so what it
+		// changes is unknown from here on.
 		fn := sc.clone()
 		fn.vars = nil
 		w.stmt(c.Body, fn)
-		sc.merge(fn)
+		w.forgetChanged(c, sc)
 	case *syntax.ArithmCmd:
 		w.arith(c.X, sc)
 	case *syntax.TestClause:
@@ -333,7 +335,7 @@ func (w *walker) forgetChanged(loop syntax.Node, sc *scope) {
 	}
 }
 
-// loopSummary is what a loop body may change.
+// loopSummary is what a loop or function body may change.
 type loopSummary struct {
 	names map[string]bool
 	all   bool // too many names to list: every variable may change
@@ -390,7 +392,7 @@ func summarizeLoops(f *syntax.File) map[syntax.Node]*loopSummary {
 			last := nodes[len(nodes)-1]
 			nodes = nodes[:len(nodes)-1]
 			switch last.(type) {
-			case *syntax.WhileClause, *syntax.ForClause:
+			case *syntax.WhileClause, *syntax.ForClause, *syntax.FuncDecl:
 				inner := loops[len(loops)-1]
 				loops = loops[:len(loops)-1]
 				if t := top(); t != nil {
@@ -401,7 +403,7 @@ func summarizeLoops(f *syntax.File) map[syntax.Node]*loopSummary {
 		}
 		nodes = append(nodes, n)
 		switch n := n.(type) {
-		case *syntax.WhileClause, *syntax.ForClause:
+		case *syntax.WhileClause, *syntax.ForClause, *syntax.FuncDecl:
 			ls := &loopSummary{}
 			out[n] = ls
 			loops = append(loops, ls)
@@ -574,9 +576,7 @@ func (w *walker) call(c *syntax.CallExpr, s *syntax.Stmt, sc *scope) {
 // command records a simple command and looks into what it runs.
 func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
 	if len(fs) == 0 {
-		// Every word expanded to nothing at run time, or an unknown
-		// expansion might become a command: only the latter matters,
-		// and it has already been reported by fields.
+		// Every word was a variable known to be empty: nothing runs.
 		return
 	}
 	if fs[0].dyn != static {
@@ -624,9 +624,9 @@ func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
 			return // only redirections: they were recorded already
 		}
 	}
-	if isShell(name) && s != nil {
+	if isShell(baseName(name)) && s != nil {
 		if _, _, mode, err := shellArgs(fs); err == "" && mode == shellModeStdin {
-			w.shellStdin(name, s, sc)
+			w.shellStdin(baseName(name), s, sc)
 			return
 		}
 	}

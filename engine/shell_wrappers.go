@@ -518,6 +518,14 @@ func (a *analyzer) inner(label string, fs []field, sc *scope, stdinArgs bool) {
 		u.Line = renderWords(argv, dyn) + " " + StdinArgsMarker
 	}
 	a.add(u)
+	if label == "command" || label == "builtin" {
+		// These run shell builtins too: `command eval …` is eval.
+		switch argv[0] {
+		case "eval", "source", ".":
+			a.sentinel(SentinelOpaque, label+" "+argv[0], in.via)
+			return
+		}
+	}
 	a.wrapped(baseName(argv[0]), fs, in)
 }
 
