@@ -16,7 +16,7 @@ type verdict struct {
 	// "/etc/hosts"); for an exec, the command line.
 	access string
 	value  string
-	exec   *execDecision
+	exec   *engine.ExecDecision
 }
 
 // judge asks the policy about a decoded request. Every path a call
@@ -38,8 +38,8 @@ func (s *supervisor) judge(r *request) verdict {
 		return verdict{result: p.DecidePath(r.access, res.Path), access: accessWord(r.access), value: res.Path}
 	case opExec:
 		res := r.res[0]
-		r.intent = execIntent{Path: r.raw[0], Resolved: res.Path, Argv: r.argv, Cwd: s.cwdOf(r.tid)}
-		d := decideExec(p, r.intent)
+		r.intent = engine.ExecIntent{Path: r.raw[0], Resolved: res.Path, Argv: r.argv, Cwd: s.cwdOf(r.tid)}
+		d := p.DecideExec(r.intent)
 		v := verdict{result: d.Result, access: "exec", value: engine.RenderArgv(displayArgv(r)), exec: &d}
 		// A #! script runs its interpreter: each one of the chain is an
 		// exec too, judged like the script itself.

@@ -171,6 +171,7 @@ func (s *supervisor) ask(r *request, v verdict) {
 	}
 	if d.Action() != engine.Allow {
 		s.notices.denied(v, d.Reason(), d.DecidedBy().String())
+		s.tellAgent(r, v, d.Reason(), d.DecidedBy().String())
 		s.respondErr(r.n.ID, unix.EACCES)
 		return
 	}
@@ -181,15 +182,57 @@ func (s *supervisor) ask(r *request, v verdict) {
 	s.perform(r)
 }
 
-// deny refuses a request with EACCES, logs it and tells the person.
+// deny refuses a request with EACCES, logs it and tells the person (and
+// the agent, see tellAgent).
 func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decision) {
 	s.record(r, v, asked, d)
 	reason := d.Reason()
 	if reason == "" {
 		reason = v.result.Rule.Reason
 	}
+	if v.exec != nil && v.exec.Decider != "" && v.exec.Decider != v.value {
+		// Name the part of the command that was refused.
+		if reason != "" {
+			reason = v.exec.Decider + ": " + reason
+		} else {
+			reason = v.exec.Decider
+		}
+	}
 	s.notices.denied(v, reason, ruleName(v.result))
+	s.tellAgent(r, v, reason, ruleName(v.result))
 	s.respondErr(r.n.ID, unix.EACCES)
+}
+
+// tellAgent appends one line naming the denial to the denied process's
+// stderr when that is a pipe or a regular file: a tool subprocess whose
+// output the model reads, so it learns why instead of retrying. Never the
+// agent's own terminal, never the command body. denialNotice: "off" turns
+// it off.
+func (s *supervisor) tellAgent(r *request, v verdict, reason, by string) {
+	if s.cfg.Policy.Settings().DenialNotice == "off" {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("permwrap: denied ")
+	b.WriteString(v.access)
+	if v.exec == nil && v.value != "" {
+		b.WriteByte(' ')
+		b.WriteString(v.value)
+	}
+	if reason != "" {
+		b.WriteString(" — ")
+		b.WriteString(reason)
+	}
+	if by != "" {
+		b.WriteString(" (" + by + ")")
+	}
+	line := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, b.String())
+	_ = notify.TellFd(r.tid, 2, []byte(line+"\n"), s.cfg.Stderr)
 }
 
 // record writes the review-log record of a decision made without asking.

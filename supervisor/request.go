@@ -43,7 +43,7 @@ type request struct {
 
 	// exec
 	argv      []string
-	intent    execIntent
+	intent    engine.ExecIntent
 	interps   []interpreter // a #! script's interpreters, each judged too
 	imageKind imageKind
 	// symlink content; xattr name
