@@ -152,6 +152,48 @@ func (p *parser) errorf(off int, format string, args ...any) {
 	p.errs = append(p.errs, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf(format, args...)})
 }
 
+// Limits on what a configuration file may be; real ones are far below.
+const (
+	maxConfigSize  = 4 << 20
+	maxConfigDepth = 64
+)
+
+// nestingWithin reports whether brackets nest at most max deep, skipping
+// strings and comments, and where the first too-deep bracket is.
+func nestingWithin(b []byte, max int) (int, bool) {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '/':
+			if i+1 < len(b) && b[i+1] == '/' {
+				for i < len(b) && b[i] != '\n' {
+					i++
+				}
+			} else if i+1 < len(b) && b[i+1] == '*' {
+				i += 2
+				for i+1 < len(b) && !(b[i] == '*' && b[i+1] == '/') {
+					i++
+				}
+				i++
+			}
+		case '{', '[':
+			depth++
+			if depth > max {
+				return i, false
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return 0, true
+}
+
 var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
 
 // parseConfig reads one configuration file. The returned error, if any,
@@ -161,6 +203,14 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 	fc := &fileConfig{name: name, settings: defaultSettings()}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &ConfigError{Pos: Position{File: name}, Msg: "empty file: write {} for an empty policy"}
+	}
+	if len(data) > maxConfigSize {
+		return nil, &ConfigError{Pos: Position{File: name}, Msg: fmt.Sprintf("file is larger than %d bytes", maxConfigSize)}
+	}
+	if off, ok := nestingWithin(data, maxConfigDepth); !ok {
+		// The JSONC parser recurses per level; refuse before it can
+		// exhaust the stack on a hostile scope file.
+		return nil, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf("nested deeper than %d levels", maxConfigDepth)}
 	}
 	v, err := hujson.Parse(data)
 	if err != nil {

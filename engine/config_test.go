@@ -50,6 +50,8 @@ func TestConfigErrors(t *testing.T) {
 		{"global may not hold protectedWrites", FileGlobal, `{"protectedWrites": []}`, []string{`1:2: unknown key "protectedWrites"`}},
 		{"every error is reported", FileGlobal, "{\n\"permission\": {\"reed\": \"allow\", \"write\": {\"/a\": \"nope\"}},\n\"askTimeout\": 5,\n\"bogus\": 1\n}",
 			[]string{`2:16: unknown surface "reed"`, `2:49: unknown action "nope"`, "3:15: askTimeout: want a string, got a number", `4:1: unknown key "bogus"`}},
+		{"nesting too deep", FileScope, `{"permission": {"read": {"a": ` + strings.Repeat("[", 100000) + "}}}", []string{"1:92: nested deeper than 64 levels"}},
+		{"brackets in strings and comments do not count", FileGlobal, "// [[[[\n{\"permission\": {\"read\": {\"*\": {\"action\": \"deny\", \"reason\": \"" + strings.Repeat("[", 100) + "\"}}}, \"x\": 1}", []string{`2:167: unknown key "x"`}},
 		{"comments and trailing commas are fine, positions count them", FileGlobal, "// c\n{\n  /* x */ \"permission\": {\"read\": \"allow\",},\n  \"oops\": 1,\n}", []string{`4:3: unknown key "oops"`}},
 	}
 	for _, tt := range tests {
