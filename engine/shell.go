@@ -326,6 +326,9 @@ type scope struct {
 	// pipedStdin is set for commands reading a pipe (not first in a
 	// pipeline): a shell there runs a script nobody can see.
 	pipedStdin bool
+	// argsFollow is set for a command that gets more arguments at run
+	// time (xargs): a wrapper or `sh -c` missing its command gets it then.
+	argsFollow bool
 }
 
 func (s *scope) clone() *scope {

@@ -619,6 +619,16 @@ func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
 	case "trap":
 		w.trap(fs, sc)
 		return
+	case "alias":
+		// With expand_aliases on, an alias turns any later word into
+		// any command.
+		for _, f := range fs[1:] {
+			if strings.Contains(f.s, "=") || f.dyn != static {
+				w.a.sentinel(SentinelOpaque, "alias definition", sc.via)
+				break
+			}
+		}
+		return
 	case "exec":
 		if len(fs) == 1 {
 			return // only redirections: they were recorded already
@@ -698,8 +708,7 @@ func (w *walker) shellStdin(name string, s *syntax.Stmt, sc *scope) {
 			}
 			return
 		case syntax.RdrIn:
-			v, _ := w.literal(r.Word, sc, true)
-			w.a.sentinel(SentinelOpaque, name+" reads its script from "+v, sc.via)
+			w.a.sentinel(SentinelOpaque, name+" reads its script from "+w.text(r.Word), sc.via)
 			return
 		}
 	}

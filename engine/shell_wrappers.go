@@ -460,6 +460,14 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 		return
 	}
 	rest := fs[r.next:]
+	if len(rest) == 0 && sc.argsFollow {
+		// xargs env, xargs sudo …: the command itself comes from stdin.
+		a.sentinel(SentinelOpaque, label+" runs a command read at run time", sc.via)
+		return
+	}
+	if sp.mode == wrapXargs {
+		rest = markReplaced(r, rest)
+	}
 	switch sp.mode {
 	case wrapWatch:
 		if !r.has("x exec") {
@@ -508,6 +516,7 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 // inner records the command a wrapper runs and looks into it in turn.
 func (a *analyzer) inner(label string, fs []field, sc *scope, stdinArgs bool) {
 	in := sc.inner(label, true)
+	in.argsFollow = stdinArgs
 	if fs[0].dyn != static {
 		a.sentinel(SentinelOpaque, label+" runs a command that is not static: "+fs[0].s, in.via)
 		return
@@ -546,6 +555,10 @@ func (a *analyzer) shell(name, label string, fs []field, sc *scope) {
 	case err != "":
 		a.sentinel(SentinelOpaque, name+": "+err, sc.via)
 		return
+	case mode == shellModeNoScript && sc.argsFollow:
+		// xargs sh -c: the script is the first word read at run time.
+		a.sentinel(SentinelOpaque, label+" -c with a script read at run time", sc.via)
+		return
 	case mode != shellModeScript:
 		return
 	case sc.depth >= maxWrapperDepth:
@@ -568,9 +581,10 @@ func (a *analyzer) shell(name, label string, fs []field, sc *scope) {
 type shellMode uint8
 
 const (
-	shellModeStdin  shellMode = iota // interactive, -s, or a here-document
-	shellModeFile                    // sh FILE [ARGS…]
-	shellModeScript                  // sh -c SCRIPT [ARGS…]
+	shellModeStdin    shellMode = iota // interactive, -s, or a here-document
+	shellModeFile                      // sh FILE [ARGS…]
+	shellModeScript                    // sh -c SCRIPT [ARGS…]
+	shellModeNoScript                  // sh -c with no script: the shell refuses to start
 )
 
 func shellArgs(fs []field) (script field, args []field, mode shellMode, err string) {
@@ -636,7 +650,7 @@ options:
 	switch {
 	case cflag:
 		if i >= len(fs) {
-			return field{}, nil, shellModeStdin, "" // "-c: option requires an argument"
+			return field{}, nil, shellModeNoScript, ""
 		}
 		return fs[i], fs[i+1:], shellModeScript, ""
 	case sflag || i >= len(fs):
@@ -687,4 +701,26 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// markReplaced marks the words of an xargs command that hold the -I/-i
+// replacement string: they are filled in from stdin at run time, so
+// `xargs -I{} sh -c {}` runs a script nobody can see.
+func markReplaced(r optScan, rest []field) []field {
+	v, ok := r.value("I i replace")
+	if !ok {
+		return rest
+	}
+	repl := v.s
+	if repl == "" {
+		repl = "{}" // -i and --replace without a value
+	}
+	out := make([]field, len(rest))
+	copy(out, rest)
+	for i := range out {
+		if out[i].dyn == static && strings.Contains(out[i].s, repl) {
+			out[i].dyn = dynOne
+		}
+	}
+	return out
 }
