@@ -320,7 +320,9 @@ func (l *Log) SessionRules(rules []engine.Rule) {
 	}
 	list := make([]any, 0, len(rules))
 	for _, r := range rules {
-		list = append(list, ruleToJSON(r))
+		if rj := ruleToJSON(r); rj != nil {
+			list = append(list, rj)
+		}
 	}
 	l.send(l.encode(EventSessionRules, fields{
 		{"decidedBy", ByUser{Via: "dialog"}},
@@ -345,11 +347,7 @@ func (l *Log) chainResolved(id RequestID, links []LinkOutcome, terminal string, 
 	if links == nil {
 		links = []LinkOutcome{}
 	}
-	list := make([]any, 0, len(links))
-	for _, o := range links {
-		list = append(list, o)
-	}
-	f := fields{{"requestId", id}, {"links", list}}
+	f := fields{{"requestId", id}, {"links", links}}
 	if terminal != "" {
 		f = append(f, field{"terminal", terminal})
 	}
@@ -422,6 +420,21 @@ func (l *Log) sanitize(key string, v any) []byte {
 		return strconv.AppendInt(nil, x, 10)
 	case bool:
 		return strconv.AppendBool(nil, x)
+	case DecidedBy: // typed copies: the nested records of every decision skip the round trip too
+		return l.marshal(l.capDecidedBy(x))
+	case *ruleJSON:
+		if x == nil {
+			return []byte("null")
+		}
+		c := *x
+		c.Pattern, c.Position = l.str(c.Pattern), l.str(c.Position)
+		return l.marshal(&c)
+	case []LinkOutcome:
+		c := make([]LinkOutcome, len(x))
+		for i, o := range x {
+			c[i] = LinkOutcome{Name: l.str(o.Name), Verdict: o.Verdict, Reason: l.str(o.Reason), Note: l.str(o.Note)}
+		}
+		return l.marshal(c)
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -436,6 +449,58 @@ func (l *Log) sanitize(key string, v any) []byte {
 		return []byte(`"unencodable"`)
 	}
 	return out
+}
+
+// str caps and masks one string value.
+func (l *Log) str(s string) string { return elide(maskInline(s), l.opts.FieldWidth) }
+
+func (l *Log) marshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`"unencodable"`)
+	}
+	return b
+}
+
+// capDecidedBy returns d with every string capped and masked, following
+// forwarded decisions down to MaxForwardDepth.
+func (l *Log) capDecidedBy(d DecidedBy) DecidedBy {
+	return l.capDecidedByDepth(d, 0)
+}
+
+func (l *Log) capDecidedByDepth(d DecidedBy, depth int) DecidedBy {
+	switch x := d.(type) {
+	case ByUser:
+		x.Via = l.str(x.Via)
+		return x
+	case ByAuthorizer:
+		x.Name, x.Reason = l.str(x.Name), l.str(x.Reason)
+		return x
+	case ByRule:
+		x.Pattern, x.Pos.File = l.str(x.Pattern), l.str(x.Pos.File)
+		return x
+	case BySessionApproval:
+		x.Pattern = l.str(x.Pattern)
+		return x
+	case ByYolo:
+		x.Pattern = l.str(x.Pattern)
+		return x
+	case ByUnavailable:
+		x.Reason = l.str(x.Reason)
+		return x
+	case ByError:
+		x.Reason = l.str(x.Reason)
+		return x
+	case ByForwarded:
+		x.Responder = l.str(x.Responder)
+		if depth >= MaxForwardDepth {
+			x.Decision = nil
+		} else if x.Decision != nil {
+			x.Decision = l.capDecidedByDepth(x.Decision, depth+1)
+		}
+		return x
+	}
+	return ByError{Reason: "unknown provenance"}
 }
 
 func (l *Log) walk(key string, v any) any {

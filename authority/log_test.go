@@ -114,7 +114,12 @@ func TestLogCapsAndMasks(t *testing.T) {
 	r.Process.Exe = "/usr/bin/git"
 	l.Decided(r, false, Denied(ByRule{Surface: engine.SurfaceBash, Pattern: "git push *", Origin: engine.OriginGlobal}, "curl -H 'Authorization: Bearer sekrit' is not allowed"))
 	l.send(l.encode("test.masking", fields{{"requestId", r.ID}, {"api_key", "hunter2"}, {"nested", map[string]any{"password": "pw", "ok": "fine"}}}), false)
+	l.Decided(r, true, Denied(ByForwarded{Responder: "outer", Decision: ByAuthorizer{Name: "judge", Verdict: VerdictDeny, Reason: "saw API_TOKEN=abc123 in " + strings.Repeat("y", 300)}}, "no"))
 	recs := records()
+	inner := recs[2]["decidedBy"].(map[string]any)["decision"].(map[string]any)["reason"].(string)
+	if strings.Contains(inner, "abc123") || len(inner) > 64 || !strings.HasSuffix(inner, "…") {
+		t.Fatalf("nested decidedBy reason %q", inner)
+	}
 	value := recs[0]["value"].(string)
 	if strings.Contains(value, "ghp_") || !strings.HasSuffix(value, "…") || len(value) > 64 {
 		t.Fatalf("value %q", value)
