@@ -941,13 +941,28 @@ func rsvDup(fd int) (int, error) {
 	return nfd, nil
 }
 
+// rsvSelfFdDir is the supervisor's /proc/self/fd, opened once: reading a
+// link relative to it skips two procfs lookups ("self", "fd") per call.
+var rsvSelfFdDir = sync.OnceValue(func() int {
+	fd, err := unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
+
 // rsvFdPath is the kernel's d_path of one of the supervisor's own fds.
 func rsvFdPath(fd int) (string, error) {
-	p := "/proc/self/fd/" + strconv.Itoa(fd)
 	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlink(p, buf)
+	var n int
+	var err error
+	if dir := rsvSelfFdDir(); dir >= 0 {
+		n, err = unix.Readlinkat(dir, strconv.Itoa(fd), buf)
+	} else {
+		n, err = unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
+	}
 	if err != nil {
-		return "", fmt.Errorf("notify: readlink %s: %w", p, err)
+		return "", fmt.Errorf("notify: readlink /proc/self/fd/%d: %w", fd, err)
 	}
 	return string(buf[:n]), nil
 }
