@@ -258,6 +258,10 @@ var shells = map[string]bool{
 	"ksh": true, "mksh": true, "yash": true, "posh": true,
 }
 
+// foreignShells take a command string too, in a language the bash parser
+// cannot read: their -c is opaque rather than misread.
+var foreignShells = map[string]bool{"fish": true, "nu": true, "elvish": true, "pwsh": true, "xonsh": true, "tcsh": true, "csh": true}
+
 var shellLong = map[string]argKind{
 	"login": noArg, "norc": noArg, "noprofile": noArg, "posix": noArg, "rcfile": reqArg,
 	"init-file": reqArg, "restricted": noArg, "verbose": noArg, "noediting": noArg,
@@ -429,6 +433,15 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 	}
 	if shells[name] {
 		a.shell(name, label, fs, sc)
+		return
+	}
+	if foreignShells[name] {
+		for _, f := range fs[1:] {
+			if f.dyn != static || f.s == "-c" || f.s == "--command" || strings.HasPrefix(f.s, "--command=") {
+				a.sentinel(SentinelOpaque, name+" runs a script in a language permwrap does not parse", sc.via)
+				return
+			}
+		}
 		return
 	}
 	if name == "find" {
