@@ -106,6 +106,7 @@ var attacks = []attack{
 	{name: "read_direct", effects: leaksSecret},
 	{name: "read_dirfd", effects: leaksSecret, controlOut: 1},
 	{name: "read_cwd", effects: leaksSecret},
+	{name: "read_fchdir_opath", effects: leaksSecret},
 	{name: "read_dotdot", effects: leaksSecret},
 	{name: "read_symlink_file", effects: leaksSecret},
 	{name: "read_symlink_dir", effects: leaksSecret},
@@ -124,6 +125,8 @@ var attacks = []attack{
 	{name: "read_race_path_flip", effects: leaksSecret},
 	{name: "read_race_symlink_swap", effects: leaksSecret},
 	{name: "read_race_dir_swap", effects: leaksSecret},
+	{name: "read_race_cwd_flip", effects: leaksSecret},
+	{name: "read_race_dirfd_flip", effects: leaksSecret},
 	{name: "read_race_vm_writev", effects: leaksSecret},
 	{name: "read_race_ptrace_poke", effects: leaksSecret},
 	{name: "read_race_proc_mem", effects: leaksSecret},
@@ -131,6 +134,7 @@ var attacks = []attack{
 	{name: "read_int80", effects: leaksSecret, impossible: ia32Impossible, sigsys: true},
 	{name: "read_x32", effects: leaksSecret, impossible: x32Impossible},
 	{name: "read_userns_bind", effects: leaksSecret},
+	{name: "read_userns_open_tree", effects: leaksSecret},
 
 	// Writes under protected/.
 	{name: "write_direct", effects: changesDenied},
@@ -173,6 +177,7 @@ var attacks = []attack{
 	{name: "exec_symlink", effects: runsForbidden, controlFile: "ok-ran"},
 	{name: "exec_hardlink", effects: runsForbidden},
 	{name: "exec_execveat_opath", effects: runsForbidden, controlFile: "ok-ran"},
+	{name: "exec_execveat_dirfd", effects: runsForbidden, controlFile: "ok-ran"},
 	{name: "exec_proc_fd", effects: runsForbidden, controlFile: "ok-ran"},
 	{name: "exec_shebang", effects: runsForbidden, controlFile: "ok-ran"},
 	{name: "exec_race_path_flip", effects: runsForbidden},
