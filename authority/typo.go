@@ -62,16 +62,24 @@ func NewTypoPath(mistakes []TypoPath) (*TypoPathAuthorizer, error) {
 	return a, nil
 }
 
-// WorkspaceSiblings is the common mistake for a workspace: a sibling
-// directory whose name extends the workspace's (project-old, project.bak,
-// project2 next to project).
+// WorkspaceSiblings are the common mistakes for a workspace: a stale
+// copy next to it (project-old, project.bak, project-backup, project-copy,
+// project.orig, project~). Only these suffixes: a sibling like
+// project-common is as likely a real dependency as a mistake, and a
+// wrong "did you mean" would deny it without asking anyone.
 func WorkspaceSiblings(workspace string) []TypoPath {
 	ws := path.Clean(workspace)
 	if ws == "/" || !path.IsAbs(ws) {
 		return nil
 	}
-	return []TypoPath{{From: ws + "?*/**", To: ws}}
+	var out []TypoPath
+	for _, suffix := range siblingSuffixes {
+		out = append(out, TypoPath{From: glob.QuoteMeta(ws+suffix) + "/**", To: ws})
+	}
+	return out
 }
+
+var siblingSuffixes = []string{"-old", ".old", "_old", ".bak", "-bak", "-backup", ".backup", "-copy", " copy", ".orig", "~"}
 
 // typoProbe is a file name no mistake pattern names: a prefix of the path
 // that matches with it appended is a directory the pattern covers whole.

@@ -20,11 +20,12 @@ func TestTypoPath(t *testing.T) {
 		value string
 		want  string // "" = defer
 	}{
-		{engine.SurfaceWrite, "/home/u/project-old/src/x.go", "/home/u/project-old/src/x.go looks like a mistaken path (typo pattern /home/u/project?*/**); did you mean /home/u/project/src/x.go?"},
-		{engine.SurfaceRead, "/home/u/project.bak/go.mod", "/home/u/project.bak/go.mod looks like a mistaken path (typo pattern /home/u/project?*/**); did you mean /home/u/project/go.mod?"},
+		{engine.SurfaceWrite, "/home/u/project-old/src/x.go", "/home/u/project-old/src/x.go looks like a mistaken path (typo pattern /home/u/project-old/**); did you mean /home/u/project/src/x.go?"},
+		{engine.SurfaceRead, "/home/u/project.bak/go.mod", "/home/u/project.bak/go.mod looks like a mistaken path (typo pattern /home/u/project.bak/**); did you mean /home/u/project/go.mod?"},
 		{engine.SurfaceRead, "/home/u/src/github.com/acme/old-api/a/b.go", "/home/u/src/github.com/acme/old-api/a/b.go looks like a mistaken path (typo pattern /home/u/src/github.com/acme/old-api/**); did you mean /home/u/src/github.com/acme/api/a/b.go?"},
 		{engine.SurfaceWrite, "/tmp/projct/main.go", "/tmp/projct/main.go looks like a mistaken path (typo pattern /tmp/projct/*.go); did you mean /home/u/project/main.go?"},
 		{engine.SurfaceWrite, "/home/u/project/src/x.go", ""}, // the workspace itself
+		{engine.SurfaceRead, "/home/u/project-common/lib.go", ""}, // a real sibling, not a stale copy
 		{engine.SurfaceRead, "/home/u/other/x", ""},
 		{engine.SurfaceBash, "cat /home/u/project-old/x", ""}, // only path surfaces
 		{engine.SurfaceExec, "/home/u/project-old/bin/tool", ""},
@@ -54,6 +55,18 @@ func TestTypoPathBadPatterns(t *testing.T) {
 	}
 	if WorkspaceSiblings("/") != nil || WorkspaceSiblings("rel") != nil {
 		t.Error("siblings of / or a relative workspace")
+	}
+	// Glob metacharacters in the workspace are literal.
+	a, err := NewTypoPath(WorkspaceSiblings("/src/[x]{a,b}*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, reason, _ := a.Review(context.Background(), NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/src/[x]{a,b}*-old/f"}), nil)
+	if v != VerdictDeny || !strings.HasSuffix(reason, "did you mean /src/[x]{a,b}*/f?") {
+		t.Fatalf("%v %q", v, reason)
+	}
+	if v, _, _ := a.Review(context.Background(), NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/src/xa-old/f"}), nil); v != VerdictDefer {
+		t.Fatal("metacharacters in the workspace were read as a pattern")
 	}
 }
 
