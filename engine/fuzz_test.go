@@ -56,7 +56,7 @@ func FuzzLoadConfig(f *testing.F) {
 // syntax translated to an RE2 expression (no [...] classes).
 func globRegexp(p string) (string, bool) {
 	var b strings.Builder
-	b.WriteString(`^`)
+	b.WriteString(`(?s)^`) // `**` matches newlines too: paths may hold any byte but NUL
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		switch c {
