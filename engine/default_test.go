@@ -138,6 +138,10 @@ func TestDefaultPolicy(t *testing.T) {
 			t.Errorf("workspace=home: write %s = %v", path, r)
 		}
 	}
+	// Writes anywhere may ask, so the Landlock floor cannot narrow them.
+	if f := p.LandlockFloor(); !f.WriteAnywhere {
+		t.Errorf("default floor %+v, want WriteAnywhere", f)
+	}
 	// Yolo lifts the default's asks but not its denies.
 	y, _, _ := Compile(Config{Env: testEnv, Yolo: true})
 	if r := y.DecidePath(AccessWrite, "/etc/hosts"); r.Action != Allow {

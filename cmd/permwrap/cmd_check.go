@@ -110,6 +110,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	if fs.NArg() == 1 {
+		if len(pf.scopes) > 0 || pf.configDir != "" {
+			fmt.Fprintln(stderr, "permwrap check: FILE is checked on its own; --policy and --config-dir apply only without FILE")
+			return exitInternal
+		}
 		name := fs.Arg(0)
 		kind, err := fileKindFor(name, *as)
 		if err != nil {
