@@ -144,6 +144,8 @@ var attacks = []attack{
 	{name: "write_symlink_file", effects: changesDenied},
 	{name: "write_symlink_dir", effects: changesDenied},
 	{name: "write_dangling_symlink", effects: changesDenied},
+	{name: "write_via_symlink_dir", effects: changesDenied},
+	{name: "write_via_symlink_file", effects: changesDenied},
 	{name: "write_proc_self_fd", effects: changesDenied},
 	{name: "write_hardlink", effects: changesDenied},
 	{name: "write_linkat_empty_path", effects: changesDenied},
@@ -171,6 +173,8 @@ var attacks = []attack{
 	{name: "write_tmpfile_linkat", effects: changesDenied, controlFile: "free/tmpctl"},
 	{name: "write_io_uring", effects: changesDenied, impossible: ioUringImpossible, unavailable: ioUringUnavailable},
 	{name: "write_race_path_flip", effects: changesDenied},
+	{name: "write_race_symlink_meta", effects: changesDenied},
+	{name: "write_race_dir_swap_unlink", effects: changesDenied},
 
 	// Exec of forbidden/prog.
 	{name: "exec_direct", effects: runsForbidden},
