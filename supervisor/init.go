@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -27,6 +28,7 @@ const handoffFd = 3
 // initSpec is what the supervisor tells the init stage, as JSON in argv.
 type initSpec struct {
 	Argv            []string
+	Env             []string // the command's environment
 	WriteDirs       []string
 	WriteAnywhere   bool
 	RequireLandlock bool
@@ -65,6 +67,12 @@ func RunInit(args []string) int {
 	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil || len(spec.Argv) == 0 {
 		return fail(initExitInternal, "init stage: bad spec: %v", err)
 	}
+	// The lookup uses the command's PATH, not the init stage's.
+	for _, kv := range spec.Env {
+		if strings.HasPrefix(kv, "PATH=") {
+			os.Setenv("PATH", kv[len("PATH="):])
+		}
+	}
 	path, err := exec.LookPath(spec.Argv[0])
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
@@ -93,7 +101,7 @@ func RunInit(args []string) int {
 	unix.Close(handoffFd)
 	// The execve is the first notification the supervisor judges: the
 	// command itself is held to the policy like anything it runs later.
-	err = unix.Exec(path, spec.Argv, os.Environ())
+	err = unix.Exec(path, spec.Argv, spec.Env)
 	code := initExitNoExec
 	if errors.Is(err, unix.ENOENT) {
 		code = initExitNotFound

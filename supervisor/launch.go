@@ -82,6 +82,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	floor := cfg.Policy.LandlockFloor()
 	spec := initSpec{
 		Argv:            cfg.Argv,
+		Env:             os.Environ(),
 		WriteDirs:       floor.WriteDirs,
 		WriteAnywhere:   floor.WriteAnywhere,
 		RequireLandlock: cfg.RequireLandlock,
@@ -106,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 
 	attr := &os.ProcAttr{
 		Files: []*os.File{cfg.Stdin, cfg.Stdout, cfg.Stderr, childEnd},
-		Env:   os.Environ(),
+		Env:   initEnv(),
 		Sys: &syscall.SysProcAttr{
 			// The child dies with us; its own children are covered by the
 			// listener closing (their watched syscalls then fail) and by
@@ -322,4 +323,20 @@ func childrenOf(pid int) []int {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// initEnv is the init stage's own environment: the command's, with
+// TERM=dumb. permwrap links bubbletea, whose package init asks the
+// terminal for its colours (OSC 11 and a cursor report); in the init stage
+// that terminal is the command's pty, and the terminal's answer would
+// arrive as the command's first keystrokes. termenv asks nothing of a
+// dumb terminal. The command itself gets its real environment (the spec).
+func initEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TERM=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TERM=dumb")
 }

@@ -42,6 +42,7 @@ type supervisor struct {
 	cancel  context.CancelFunc
 	notices *noticer
 	execs   execVerifier
+	scripts scriptApprovals
 
 	asks sync.WaitGroup
 }
@@ -156,7 +157,11 @@ func (s *supervisor) ask(r *request, v verdict) {
 		s.cfg.Log.Asked(req)
 	}
 	var d authority.Decision
-	if s.cfg.Decider == nil {
+	if v.exec != nil && len(v.exec.Analysis.Units) > 0 && !v.result.HumanOnly &&
+		s.scripts.covers(s.tgidOf(r.tid), v.exec.Analysis.Units[0].Line) {
+		// A unit of a script a person already allowed for this process tree.
+		d = authority.Allowed(authority.ByUser{Via: "script approval"})
+	} else if s.cfg.Decider == nil {
 		d = authority.Denied(authority.ByUnavailable{Reason: "confirmation unavailable"}, "confirmation unavailable")
 	} else {
 		d = s.cfg.Decider.Resolve(s.ctx, req)
@@ -168,6 +173,11 @@ func (s *supervisor) ask(r *request, v verdict) {
 	}
 	if s.cfg.Log != nil {
 		s.cfg.Log.Decided(req, true, d)
+	}
+	if d.Action() == engine.Allow && v.exec != nil {
+		if _, ok := d.DecidedBy().(authority.ByUser); ok {
+			s.scripts.approve(s.tgidOf(r.tid), v.exec)
+		}
 	}
 	if d.Action() != engine.Allow {
 		s.notices.denied(v, d.Reason(), d.DecidedBy().String())
@@ -277,6 +287,14 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 		req.Suggested = authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(acc, check.Value, s.cfg.Policy.Env())}
 	}
 	return req
+}
+
+// tgidOf is the thread group of a thread (the thread itself when unknown).
+func (s *supervisor) tgidOf(tid int) int {
+	if g, err := notify.Tgid(tid); err == nil {
+		return g
+	}
+	return tid
 }
 
 // nodeOf says which permwrap node a thread belongs to: "" for this one.

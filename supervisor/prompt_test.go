@@ -83,7 +83,7 @@ const askPolicy = `{ "permission": { "*": "allow",
 func TestPromptOverShell(t *testing.T) {
 	s := newSandbox(t, askPolicy)
 	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
-	ts.waitFor("$ ")
+	ts.waitFor("$")
 	ts.keys("echo before-ask; echo hello > ASKME1; echo after-ask", "Enter")
 	scr := ts.waitFor("permwrap: permission request")
 	mustContain(t, "prompt", scr, "write "+s.path("ASKME1"))
@@ -188,4 +188,46 @@ termios.tcsetattr(fd, termios.TCSADRAIN, old)
 	}
 	ts.keys("q")
 	ts.waitFor("PERMWRAP-EXIT=0")
+}
+
+// A script that needs asking is asked once, before it runs, with its
+// units; after the person allows it, the execs it makes do not ask again.
+func TestScriptAskedOnce(t *testing.T) {
+	need(t, "git")
+	s := newSandbox(t, `{ "permission": { "*": "allow", "bash": { "*": "allow", "git *": "ask" } } }`)
+	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
+	ts.waitFor("$")
+	// The script prints done-2, which its own text (shown in the prompt)
+	// does not contain.
+	ts.keys(`bash -c 'git --version >/dev/null && git version >/dev/null && echo done-$((1+1))'`, "Enter")
+	scr := ts.waitFor("permwrap: permission request")
+	mustContain(t, "prompt shows the units", scr, "git --version")
+	mustContain(t, "prompt shows the units", scr, "git version")
+	ts.keys("Enter") // allow once
+	scr = ts.waitFor("done-2")
+	if strings.Contains(scr, "permission request") {
+		t.Errorf("asked again inside the approved script:\n%s", scr)
+	}
+	// Outside that script, the same command asks again.
+	ts.keys("git version", "Enter")
+	ts.waitFor("permwrap: permission request")
+	ts.keys("Down", "Down", "Enter") // deny
+	ts.waitFor("Permission denied")
+	ts.keys("exit", "Enter")
+	ts.waitFor("PERMWRAP-EXIT=")
+	var dialog, script int
+	for _, rec := range s.logRecords() {
+		by, _ := rec["decidedBy"].(map[string]any)
+		if rec["event"] == "permission_request.approved" && by["kind"] == "user" {
+			switch by["via"] {
+			case "dialog":
+				dialog++
+			case "script approval":
+				script++
+			}
+		}
+	}
+	if dialog != 1 || script != 2 {
+		t.Errorf("approvals: %d by dialog (want 1), %d by the script approval (want 2)", dialog, script)
+	}
 }
