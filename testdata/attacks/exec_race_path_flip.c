@@ -11,10 +11,11 @@
 #include <sys/wait.h>
 #include <time.h>
 static char buf[32] = "free/ok";
+static volatile long flips;
 static void *flipper(void *arg)
 {
 	(void)arg;
-	for (;;) {
+	for (;; flips++) {
 		memcpy(buf, "forbidden/prog", 15);
 		__asm__ volatile("" ::: "memory"); /* keep both stores */
 		memcpy(buf, "free/ok\0\0\0\0\0\0\0", 15);
@@ -34,6 +35,9 @@ int main(void)
 			pthread_t t;
 			char *argv[] = { "x", NULL };
 			pthread_create(&t, NULL, flipper, NULL);
+			/* on a loaded machine the flipper may not have run yet */
+			while (flips < 1000)
+				;
 			for (int i = 0; i < 50; i++)
 				execve(buf, argv, (char *[]){ NULL });
 			_exit(0);
