@@ -1,0 +1,47 @@
+package engine
+
+// ReadsAlwaysAllowed reports whether this policy answers allow to every
+// read of every path, whatever session rules are added later (they only
+// allow). The supervisor then lets plain read-only opens through in the
+// kernel without a notification — the biggest cost of supervision — and
+// Landlock's read-everywhere floor covers them.
+//
+// It is conservative: true only when no rule on the read or path surface
+// (hard guards included) says anything but allow, the run is not floored
+// by a failed scope, and an unmatched read would be allowed too (a `*`
+// read or path rule, or an allowing universal fallback).
+func (p *Policy) ReadsAlwaysAllowed() bool {
+	if p.failClosed {
+		return false
+	}
+	onlyAllow := func(l *ruleList) bool {
+		for _, r := range l.exact {
+			if r.Action != Allow {
+				return false
+			}
+		}
+		for _, e := range l.rules {
+			if e.r.Action != Allow {
+				return false
+			}
+		}
+		return true
+	}
+	catchAll := func(l *ruleList) bool {
+		for _, e := range l.rules {
+			if e.r.path != nil && e.r.path.anyValue && e.r.Action == Allow {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range []Surface{SurfaceRead, SurfacePath} {
+		if !onlyAllow(&p.hard[s]) || !onlyAllow(&p.rules[s]) {
+			return false
+		}
+	}
+	if catchAll(&p.rules[SurfaceRead]) || catchAll(&p.rules[SurfacePath]) {
+		return true
+	}
+	return p.fallback != nil && p.fallback.Action == Allow
+}
