@@ -163,7 +163,9 @@ func quoteWord(s string, first bool) string {
 	if s == "" {
 		return "''"
 	}
-	needs := false
+	// A command name that is a reserved word ({, if, [[ …) or names a
+	// construct the parser treats specially would be read as syntax.
+	needs := first && (syntax.IsKeyword(s) || s == "let")
 	for i := 0; i < len(s) && !needs; i++ {
 		c := s[i]
 		switch c {
@@ -171,8 +173,9 @@ func quoteWord(s string, first bool) string {
 			'<', '>', '(', ')', '*', '?':
 			needs = true
 		case '[':
-			// A lone [ (the test command) is not a glob.
-			needs = strings.IndexByte(s[i+1:], ']') >= 0
+			// A lone [ (the test command) is not a glob; in a longer
+			// command name, name[ would read as an array assignment.
+			needs = strings.IndexByte(s[i+1:], ']') >= 0 || first && s != "["
 		case '{':
 			// Only {a,b} and {1..3} expand; find's {} does not.
 			needs = braceExpands(s[i+1:])

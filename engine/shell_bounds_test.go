@@ -27,6 +27,12 @@ func FuzzAnalyzeScript(f *testing.F) {
 			if u.Value() == "" {
 				t.Fatalf("unit with an empty bash value: %+v", u)
 			}
+			if u.Sentinel == "" && len(u.Dynamic) == 0 && !u.StdinArgs && u.Line != RenderArgv(u.Argv) {
+				// A later exec of the same words must render the same
+				// line, or a person's approval of a unit would not
+				// carry over to the exec it announced.
+				t.Fatalf("static unit line %q differs from RenderArgv %q", u.Line, RenderArgv(u.Argv))
+			}
 		}
 	})
 }
@@ -47,6 +53,34 @@ func FuzzAnalyzeArgv(f *testing.F) {
 			t.Fatalf("Units[0] is not the exec itself: %q", a.Units[0].Line)
 		}
 		_ = SuggestBashPattern(argv)
+	})
+}
+
+// FuzzRenderArgvRoundTrip: whatever the words, the rendered line reads
+// back as exactly those words.
+func FuzzRenderArgvRoundTrip(f *testing.F) {
+	f.Add("git", "commit -m 'a b'")
+	f.Add("x=y", "$'\\x01'")
+	f.Add("\xff", "{a,b}")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if strings.ContainsRune(a, 0) || strings.ContainsRune(b, 0) || a == "" {
+			t.Skip("argv words cannot hold NUL; an empty command name is not a command")
+		}
+		argv := []string{a, b}
+		line := RenderArgv(argv)
+		got := AnalyzeScript(line)
+		if len(got.Units) == 1 && strings.HasPrefix(got.Units[0].Detail, "too deeply nested") {
+			// The nesting check ignores quotes on purpose (a quote in a
+			// here-document or comment must not hide real nesting), so
+			// hundreds of quoted parentheses floor to the sentinel.
+			return
+		}
+		if len(got.Units) == 0 || got.Units[0].Sentinel != "" || len(got.Units[0].Dynamic) != 0 {
+			t.Fatalf("RenderArgv(%q) = %s reads back as %v", argv, line, got.Units)
+		}
+		if u := got.Units[0].Argv; len(u) != 2 || u[0] != a || u[1] != b {
+			t.Fatalf("RenderArgv(%q) = %s reads back as %q", argv, line, u)
+		}
 	})
 }
 
