@@ -94,7 +94,8 @@ func (s *sandbox) run(argv ...string) result {
 	return s.runWith(nil, argv...)
 }
 
-func (s *sandbox) runWith(setup func(*exec.Cmd), argv ...string) result {
+// runWith is run with a hook called once permwrap has started.
+func (s *sandbox) runWith(onStart func(*exec.Cmd), argv ...string) result {
 	s.t.Helper()
 	args := append([]string{"--log", s.logPath, "--workspace", s.workspace, "--"}, argv...)
 	cmd := exec.Command(permwrapBin, args...)
@@ -106,12 +107,12 @@ func (s *sandbox) runWith(setup func(*exec.Cmd), argv ...string) result {
 	)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if setup != nil {
-		setup(cmd)
-	}
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
+	}
+	if onStart != nil {
+		onStart(cmd)
 	}
 	go func() { done <- cmd.Wait() }()
 	select {

@@ -135,7 +135,11 @@ func (s *supervisor) decode(n *notify.Notif) (*request, error) {
 		}
 		r.xattrName = name
 	case opExec:
-		argv, err := notify.ReadArgv(r.tid, arg(1), maxArgs, maxArgvBytes)
+		argvArg := 1 // execve(path, argv, envp)
+		if n.Nr == unix.SYS_EXECVEAT {
+			argvArg = 2 // execveat(dirfd, path, argv, envp, flags)
+		}
+		argv, err := notify.ReadArgv(r.tid, arg(argvArg), maxArgs, maxArgvBytes)
 		if err != nil {
 			return nil, &errnoError{unix.E2BIG, "reading argv: " + err.Error()}
 		}

@@ -22,10 +22,36 @@ const denyPolicy = `{
   }
 }`
 
+// Issue 3's example, `bash -c 'echo x > ok; echo y > DENIED'`. Since the
+// shell-script analysis (issue 5), a script whose units include a denied
+// redirect is refused before any of it runs: nothing is written, bash's
+// exec fails (126) and the notice names the unit and the rule.
 func TestDoneWhenExample(t *testing.T) {
 	s := newSandbox(t, denyPolicy)
 	ok := filepath.Join(s.dir, "ok")
 	r := s.run("bash", "-c", "echo x > "+ok+"; echo y > DENIED")
+	if r.code != 126 {
+		t.Errorf("exit status = %d, want 126 (the script is refused whole); stderr:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(ok); err == nil {
+		t.Error("the script's first command ran: a refused script must run nothing")
+	}
+	if s.exists("DENIED") {
+		t.Error("denied file was created")
+	}
+	mustContain(t, "stderr", r.stderr, "redirect: write DENIED")
+	mustContain(t, "stderr", r.stderr, "test says no")
+	mustContain(t, "stderr", r.stderr, "rule write:DENIED")
+}
+
+// The same script from a file is not judged as a whole (permwrap does not
+// read script files): each syscall is. The first write happens, the second
+// fails with EACCES and a notice, and permwrap exits with bash's status.
+func TestPerSyscallEnforcement(t *testing.T) {
+	s := newSandbox(t, denyPolicy)
+	ok := filepath.Join(s.dir, "ok")
+	s.write("script.sh", "echo x > "+ok+"; echo y > DENIED\n")
+	r := s.run("bash", "script.sh")
 	if r.code != 1 {
 		t.Errorf("exit status = %d, want bash's 1; stderr:\n%s", r.code, r.stderr)
 	}
