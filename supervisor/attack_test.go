@@ -506,10 +506,12 @@ func checkControl(t *testing.T, how string, a attack, s *sandbox, r result) {
 	}
 }
 
+// clip keeps both ends of long output: the start shows the first
+// denials, the end the attack's own summary.
 func clip(s string) string {
-	const max = 3000
-	if len(s) > max {
-		return s[:max] + fmt.Sprintf("… (%d more bytes)", len(s)-max)
+	const half = 1500
+	if len(s) > 2*half {
+		return s[:half] + fmt.Sprintf("\n… (%d bytes left out) …\n", len(s)-2*half) + s[len(s)-half:]
 	}
 	return s
 }
