@@ -119,7 +119,13 @@ func TestExecLink(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
-			j := judge(t, c.mode, 2*time.Second)
+			// Generous except for the hang: a loaded CI machine can take
+			// seconds to start the judge, and that must not read as a hang.
+			timeout := 30 * time.Second
+			if c.mode == "hang" {
+				timeout = 2 * time.Second
+			}
+			j := judge(t, c.mode, timeout)
 			start := time.Now()
 			v, reason, err := j.Review(context.Background(), bashAsk("git push origin main"), nil)
 			if c.errLike != "" {
@@ -142,7 +148,11 @@ func TestExecLinkInChain(t *testing.T) {
 	// Through the chain, every failure mode defers to the terminal.
 	for _, mode := range []string{"hang", "garbage", "huge", "fail"} {
 		t.Run(mode, func(t *testing.T) {
-			links, timeouts, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: 300 * time.Millisecond}})
+			timeout := 30 * time.Second
+			if mode == "hang" {
+				timeout = 300 * time.Millisecond
+			}
+			links, timeouts, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: timeout}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,12 +176,12 @@ func TestExecLinkQuerySocket(t *testing.T) {
 	})
 	r := bashAsk("bash -c 'ls; rm -rf build'")
 	r.Units = []string{"ls", "rm -rf build"}
-	v, reason, err := judge(t, "query", 5*time.Second).Review(context.Background(), r, q)
+	v, reason, err := judge(t, "query", 30*time.Second).Review(context.Background(), r, q)
 	if err != nil || v != VerdictDeny || reason != "rm -rf build is denied by rule rm *" {
 		t.Fatalf("%v %q %v", v, reason, err)
 	}
 	r.Units = []string{"ls", "pwd"}
-	if v, _, err := judge(t, "query", 5*time.Second).Review(context.Background(), r, q); err != nil || v != VerdictDefer {
+	if v, _, err := judge(t, "query", 30*time.Second).Review(context.Background(), r, q); err != nil || v != VerdictDefer {
 		t.Fatalf("%v %v", v, err)
 	}
 	// The socket directory is gone after the review.
