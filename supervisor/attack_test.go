@@ -110,6 +110,7 @@ var attacks = []attack{
 	{name: "read_dotdot", effects: leaksSecret},
 	{name: "read_symlink_file", effects: leaksSecret},
 	{name: "read_symlink_dir", effects: leaksSecret},
+	{name: "read_symlink_proc", effects: leaksSecret, controlOut: 2},
 	{name: "read_hardlink", effects: leaksSecret | changesDenied}, // the link count of secret/key changes
 	{name: "read_rename_out", effects: leaksSecret | changesDenied},
 	{name: "read_rename_parent", effects: leaksSecret | changesDenied},
@@ -135,6 +136,7 @@ var attacks = []attack{
 	{name: "read_x32", effects: leaksSecret, impossible: x32Impossible},
 	{name: "read_userns_bind", effects: leaksSecret},
 	{name: "read_userns_open_tree", effects: leaksSecret},
+	{name: "read_userns_chroot", effects: leaksSecret},
 
 	// Writes under protected/.
 	{name: "write_direct", effects: changesDenied},
