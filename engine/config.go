@@ -56,7 +56,7 @@ type AuthorizerSpec struct {
 
 // Delegation limits what automated reviewers may allow.
 type Delegation struct {
-	AllowedSurfaces  []Surface // empty: every surface
+	AllowedSurfaces  []Surface // surfaces on which reviewers may allow; empty: none (they can only deny)
 	ExcludedSurfaces []Surface
 }
 

@@ -90,6 +90,9 @@ var NotifiedIoctls = []uint64{
 	FS_IOC_FSSETXATTR,
 }
 
+// ArchSetFS is arch_prctl's ARCH_SET_FS.
+const ArchSetFS = 0x1002
+
 // FS_IOC_FSSETXATTR is _IOW('X', 32, struct fsxattr) (x/sys lacks it).
 const FS_IOC_FSSETXATTR = 0x401c5820
 
@@ -193,6 +196,20 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 		if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_IOCTL), notif, []seccomp.ScmpCondition{c}); err != nil {
 			return nil, fmt.Errorf("notify: rule for ioctl %#x: %w", cmd, err)
 		}
+	}
+
+	// arch_prctl(ARCH_SET_FS): every libc (glibc, musl) and the Go runtime
+	// set the thread pointer with it before main and before any
+	// constructor. It is the supervisor's stop right after an exec, where
+	// the new image's argv is still the kernel's copy (programs may
+	// rewrite their argv later: mkdir -p does). Only the command (a
+	// register) is compared; the supervisor continues it.
+	setFS, err := seccomp.MakeCondition(0, seccomp.CompareMaskedEqual, 0xffffffff, ArchSetFS)
+	if err != nil {
+		return nil, fmt.Errorf("notify: arch_prctl condition: %w", err)
+	}
+	if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_ARCH_PRCTL), notif, []seccomp.ScmpCondition{setFS}); err != nil {
+		return nil, fmt.Errorf("notify: rule for arch_prctl: %w", err)
 	}
 
 	denied := deniedSyscalls

@@ -61,7 +61,12 @@ func (s *supervisor) perform(r *request) {
 		s.continueExec(r)
 		return
 	}
-	err := s.emulate(r)
+	var err error
+	if r.fdOnly() {
+		err = s.emulateOnFd(r)
+	} else {
+		err = s.emulate(r)
+	}
 	if r.op == opOpen {
 		return // emulate answered (ADDFD) or returned an error below
 	}
@@ -79,10 +84,16 @@ func (s *supervisor) emulate(r *request) error {
 	res := r.res[0]
 	switch r.op {
 	case opOpen:
-		umask, err := notify.Umask(r.tid)
-		if err != nil {
-			s.respondErr(r.n.ID, unix.EACCES)
-			return err
+		// The umask matters only when the open can create; reading it
+		// costs a /proc read.
+		var umask uint32
+		if r.flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+			m, err := notify.Umask(r.tid)
+			if err != nil {
+				s.respondErr(r.n.ID, unix.EACCES)
+				return err
+			}
+			umask = m
 		}
 		flags := int(r.flags)
 		if r.access&engine.AccessWrite == 0 && flags&unix.O_CREAT != 0 {
@@ -195,4 +206,70 @@ func (s *supervisor) respondErr(id uint64, errno unix.Errno) {
 
 func (s *supervisor) respondVal(id uint64, v int64) {
 	_ = s.l.RespondValue(id, v)
+}
+
+// fdOnly reports whether the call names its file by an fd alone (fchmod,
+// fchown, fsetxattr, fremovexattr, utimensat(fd, NULL)).
+func (r *request) fdOnly() bool {
+	d := r.desc
+	if d.dirfd == argNone || r.op == opIoctl || r.op == opBind {
+		return false
+	}
+	return d.path == argNone || (r.op == opUtimes && r.n.Args[d.path] == 0)
+}
+
+// emulateOnFd performs an fd-only call on the target's own open file
+// (pidfd_getfd), with the target's identity, so the kernel's answers hold
+// (EBADF for an O_PATH fd). The file must be the one whose path was
+// judged: a dup2 onto that fd number since then fails the call.
+func (s *supervisor) emulateOnFd(r *request) error {
+	res := r.res[0]
+	f, err := notify.GetFd(r.tid, int(int32(r.n.Args[r.desc.dirfd])))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var got unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &got); err != nil {
+		return err
+	}
+	if got.Dev != res.Stat.Dev || got.Ino != res.Stat.Ino {
+		return unix.EBADF
+	}
+	fd := int(f.Fd())
+	return notify.WithCred(res.Cred, func() error {
+		switch r.op {
+		case opChmod:
+			return unix.Fchmod(fd, r.mode&0o7777)
+		case opChown:
+			a := r.n.Args
+			return unix.Fchown(fd, int(int32(a[1])), int(int32(a[2])))
+		case opUtimes:
+			ts, err := s.readTimes(r)
+			if err != nil {
+				return err
+			}
+			if ts == nil {
+				ts = &[2]unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+			}
+			return unix.UtimesNanoAt(fd, "", ts[:], unix.AT_EMPTY_PATH)
+		case opSetxattr:
+			size := r.n.Args[3]
+			if size > 65536 { // XATTR_SIZE_MAX
+				return unix.E2BIG
+			}
+			var value []byte
+			if size > 0 {
+				v, err := notify.ReadBytes(r.tid, r.n.Args[2], int(size))
+				if err != nil {
+					return err
+				}
+				value = v
+			}
+			return unix.Fsetxattr(fd, r.xattrName, value, int(r.n.Args[4]))
+		case opRemovexattr:
+			return unix.Fremovexattr(fd, r.xattrName)
+		}
+		return unix.ENOSYS
+	})
 }

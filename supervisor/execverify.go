@@ -24,9 +24,11 @@ import (
 // fails is killed with SIGKILL.
 //
 // Verification happens at the first of: the process's next notification
-// (held until verified), or a poller that watches /proc right after the
-// continue. The residual window — instructions the new image runs before
-// either — is documented in docs/security.md.
+// (held until verified) — normally arch_prctl(ARCH_SET_FS), which every
+// libc and the Go runtime make before main and before any constructor, so
+// argv is checked before the program can rewrite it (mkdir -p does) — or
+// a poller that watches /proc right after the continue, for images that
+// never make that call. The residual window is in docs/security.md.
 
 type devIno struct{ dev, ino uint64 }
 
