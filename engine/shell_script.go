@@ -951,10 +951,6 @@ func (w *walker) appendFields(dst []field, wd *syntax.Word, sc *scope) []field {
 	return fs
 }
 
-func (w *walker) dynamic(wd *syntax.Word, k dynKind) []field {
-	return []field{{s: w.text(wd), dyn: k}}
-}
-
 func (w *walker) appendDynamic(dst []field, wd *syntax.Word, k dynKind) []field {
 	return append(dst, field{s: w.text(wd), dyn: k})
 }

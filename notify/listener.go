@@ -289,24 +289,22 @@ func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
 		return -1, fmt.Errorf("notify: blocking signals for ADDFD: %w", err)
 	}
 	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	for {
-		fd, err := ioctlNotifAddfd(l.fd, &a)
-		switch err {
-		case nil:
-			return fd, nil
-		case unix.EINTR:
-			// Only SIGSTOP can still interrupt; the request was withdrawn
-			// but the answer may not have been (see above).
-			return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD interrupted; the target may have seen an empty result: %w", err)
-		case unix.ESRCH:
-			return -1, ErrGone // the target died before installing the fd
-		case unix.ENOENT:
-			return -1, ErrGone
-		case unix.EINVAL:
-			return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD with FLAG_SEND (Linux 5.14+) refused: %w", err)
-		}
-		return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
+	fd, err := ioctlNotifAddfd(l.fd, &a)
+	switch err {
+	case nil:
+		return fd, nil
+	case unix.EINTR:
+		// Only SIGSTOP can still interrupt; the request was withdrawn
+		// but the answer may not have been (see above).
+		return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD interrupted; the target may have seen an empty result: %w", err)
+	case unix.ESRCH:
+		return -1, ErrGone // the target died before installing the fd
+	case unix.ENOENT:
+		return -1, ErrGone
+	case unix.EINVAL:
+		return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD with FLAG_SEND (Linux 5.14+) refused: %w", err)
 	}
+	return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
 }
 
 // IDValid returns nil while the target is still blocked in syscall id, and

@@ -143,20 +143,13 @@ func (st *rsvStatus) credp() *Cred {
 	return &st.cred
 }
 
-// rsvQuickStatus gets what every Resolve needs (tgid, fs uid and gid) from
-// PIDFD_GET_INFO, three cheap syscalls, instead of /proc/TID/status, which
+// rsvQuickStatusPidfd gets what every Resolve needs (tgid, fs uid and gid)
+// from PIDFD_GET_INFO, three cheap syscalls, instead of /proc/TID/status, which
 // costs ~15µs to generate. Only when the fs ids differ from the supervisor's
 // is the full status read, for the groups. A thread that kept the
 // supervisor's fs uid and gid but changed its supplementary groups is
 // therefore judged with the supervisor's groups (docs/resolution.md).
-func rsvQuickStatus(tid int) (*rsvStatus, error) {
-	st, pidfd, err := rsvQuickStatusPidfd(tid)
-	if pidfd >= 0 {
-		unix.Close(pidfd)
-	}
-	return st, err
-}
-
+//
 // rsvQuickStatusPidfd is rsvQuickStatus that also hands back the thread's
 // pidfd (or -1) for pidfd_getfd; the caller closes it.
 func rsvQuickStatusPidfd(tid int) (*rsvStatus, int, error) {
