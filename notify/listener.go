@@ -261,6 +261,24 @@ func (l *Listener) RespondValue(id uint64, val int64) error {
 // thread's signals are blocked while it waits for the target to take the
 // fd (microseconds, unless the target is stopped).
 func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
+	return l.addfd(id, srcFd, cloexec, true)
+}
+
+// InstallFD installs a duplicate of srcFd in the target without completing
+// the syscall; the caller answers it afterwards (RespondValue with the
+// returned number). That lets the supervisor close its own copy first: a
+// file it opened for writing must not still be open for writing when the
+// target, told the open is done, writes, closes and executes it (ETXTBSY).
+//
+// Only sound when the filter was loaded with WAIT_KILLABLE_RECV: then the
+// target ignores every non-fatal signal until it is answered, so it cannot
+// be interrupted between the install and the answer and end up with an fd
+// it does not know about.
+func (l *Listener) InstallFD(id uint64, srcFd int, cloexec bool) (int, error) {
+	return l.addfd(id, srcFd, cloexec, false)
+}
+
+func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool) (int, error) {
 	if srcFd < 0 {
 		return -1, fmt.Errorf("notify: AddFD with invalid source fd %d", srcFd)
 	}
@@ -268,7 +286,10 @@ func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
 		return -1, err
 	}
 	defer l.release()
-	a := seccompNotifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(srcFd)}
+	a := seccompNotifAddfd{ID: id, Srcfd: uint32(srcFd)}
+	if send {
+		a.Flags = unix.SECCOMP_ADDFD_FLAG_SEND
+	}
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -106,14 +107,7 @@ func (s *supervisor) emulate(r *request) error {
 			s.respondErr(r.n.ID, errnoOf(err))
 			return err
 		}
-		_, err = s.l.AddFD(r.n.ID, int(f.Fd()), r.flags&unix.O_CLOEXEC != 0)
-		f.Close()
-		if err != nil && !errors.Is(err, unix.ENOENT) {
-			// The target is still waiting: fail its call rather than leave
-			// it hanging. (ENOENT: it is gone or was interrupted.)
-			s.respondErr(r.n.ID, errnoOf(err))
-		}
-		return err
+		return s.installFD(r, f)
 	case opUnlink:
 		return notify.Unlink(res, false)
 	case opRmdir:
@@ -272,4 +266,34 @@ func (s *supervisor) emulateOnFd(r *request) error {
 		}
 		return unix.ENOSYS
 	})
+}
+
+// installFD gives the target the file the supervisor opened for it and
+// completes its open. With WAIT_KILLABLE_RECV the fd is installed first and
+// the call answered after the supervisor's own copy is closed: a program
+// that writes a script, closes it and runs it at once must not find the
+// supervisor still holding it open for writing (ETXTBSY). Without it, the
+// install and the answer must be one step (SEND), or an interrupted target
+// could be left with an fd it does not know about.
+func (s *supervisor) installFD(r *request, f *os.File) error {
+	cloexec := r.flags&unix.O_CLOEXEC != 0
+	if !s.waitKillable {
+		_, err := s.l.AddFD(r.n.ID, int(f.Fd()), cloexec)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			// The target is still waiting: fail its call rather than leave
+			// it hanging. (ENOENT: it is gone or was interrupted.)
+			s.respondErr(r.n.ID, errnoOf(err))
+		}
+		return err
+	}
+	fd, err := s.l.InstallFD(r.n.ID, int(f.Fd()), cloexec)
+	f.Close()
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			s.respondErr(r.n.ID, errnoOf(err))
+		}
+		return err
+	}
+	return s.l.RespondValue(r.n.ID, int64(fd))
 }

@@ -25,6 +25,10 @@ const InitArg = "__permwrap_init"
 // the first of ExtraFiles in the child.
 const handoffFd = 3
 
+// handoffWaitKillable is set in the hand-off's data byte when the filter
+// was loaded with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV.
+const handoffWaitKillable = 1
+
 // initSpec is what the supervisor tells the init stage, as JSON in argv.
 type initSpec struct {
 	Argv            []string
@@ -90,11 +94,16 @@ func RunInit(args []string) int {
 	if err != nil {
 		return fail(initExitInternal, "seccomp filter: %v", err)
 	}
-	lfd, _, err := notify.Install(prog)
+	lfd, used, err := notify.Install(prog)
 	if err != nil {
 		return fail(initExitInternal, "seccomp: %v", err)
 	}
-	if err := unix.Sendmsg(handoffFd, []byte{0}, unix.UnixRights(lfd), nil, 0); err != nil {
+	// The one data byte says how the filter was loaded.
+	var flags byte
+	if used.WaitKillable {
+		flags |= handoffWaitKillable
+	}
+	if err := unix.Sendmsg(handoffFd, []byte{flags}, unix.UnixRights(lfd), nil, 0); err != nil {
 		return fail(initExitInternal, "handing over the seccomp listener: %v", err)
 	}
 	unix.Close(lfd)

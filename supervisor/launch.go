@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	pid := proc.Pid
 	_ = proc.Release() // we reap with wait4 ourselves (we are a subreaper)
 
-	lfd, err := receiveListener(parentEnd)
+	lfd, handoff, err := receiveListener(parentEnd)
 	if err != nil {
 		// The init stage failed and said why on stderr; pass its status on.
 		status := waitMain(pid)
@@ -176,6 +176,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	listener := notify.NewListener(lfd)
 	sup := newSupervisor(cfg, listener, pid)
+	sup.waitKillable = handoff&handoffWaitKillable != 0
 	done := make(chan struct{})
 	go func() {
 		sup.serve()
@@ -213,9 +214,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	return status, nil
 }
 
-// receiveListener waits for the init stage to hand over the listener fd.
-// A one-byte message without an fd means the init stage failed.
-func receiveListener(sock *os.File) (int, error) {
+// receiveListener waits for the init stage to hand over the listener fd
+// and its flags byte. A message without an fd means the init stage failed.
+func receiveListener(sock *os.File) (int, byte, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
@@ -224,23 +225,23 @@ func receiveListener(sock *os.File) (int, error) {
 			continue
 		}
 		if err != nil {
-			return -1, fmt.Errorf("receiving the listener: %w", err)
+			return -1, 0, fmt.Errorf("receiving the listener: %w", err)
 		}
 		if n == 0 || oobn == 0 {
-			return -1, errors.New("init stage failed before handing over the listener")
+			return -1, 0, errors.New("init stage failed before handing over the listener")
 		}
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err != nil || len(msgs) != 1 {
-			return -1, fmt.Errorf("bad control message: %v", err)
+			return -1, 0, fmt.Errorf("bad control message: %v", err)
 		}
 		fds, err := unix.ParseUnixRights(&msgs[0])
 		if err != nil || len(fds) != 1 {
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
-			return -1, fmt.Errorf("bad listener hand-off: %v", err)
+			return -1, 0, fmt.Errorf("bad listener hand-off: %v", err)
 		}
-		return fds[0], nil
+		return fds[0], buf[0], nil
 	}
 }
 

@@ -42,7 +42,10 @@ type supervisor struct {
 	cancel  context.CancelFunc
 	notices *noticer
 	execs   execVerifier
-	scripts scriptApprovals
+	// waitKillable: the filter has WAIT_KILLABLE_RECV, so a target waiting
+	// for its answer cannot be interrupted (see installFD).
+	waitKillable bool
+	scripts      scriptApprovals
 
 	asks sync.WaitGroup
 }
