@@ -87,7 +87,7 @@ type Log struct {
 	opts    LogOptions
 	w       io.Writer
 	closer  io.Closer
-	ch      chan []byte
+	ch      chan func() []byte // each yields one encoded record, on the writer goroutine
 	done    chan struct{}
 	mu      sync.RWMutex // held for reading while sending; Close takes it for writing
 	closed  bool
@@ -136,7 +136,7 @@ func newLog(w io.Writer, c io.Closer, opts LogOptions) *Log {
 	if opts.ReadAllows == "" {
 		opts.ReadAllows = readAllowsAll
 	}
-	l := &Log{opts: opts, w: w, closer: c, ch: make(chan []byte, opts.Buffer), done: make(chan struct{}), now: time.Now}
+	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), done: make(chan struct{}), now: time.Now}
 	go l.writer()
 	return l
 }
@@ -170,8 +170,8 @@ func repairTail(f *os.File, path string) error {
 func (l *Log) writer() {
 	defer close(l.done)
 	lastReport := time.Time{}
-	for line := range l.ch {
-		l.write(line)
+	for enc := range l.ch {
+		l.write(enc())
 		if n := l.dropped.Load(); n > 0 && time.Since(lastReport) >= dropReportInterval {
 			l.dropped.Add(-n)
 			lastReport = time.Now()
@@ -232,6 +232,13 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) send(line []byte, droppable bool) {
+	l.sendLazy(func() []byte { return line }, droppable)
+}
+
+// sendLazy queues a record whose encoding the writer goroutine does: the
+// caller (a supervisor worker with a process waiting on it) pays only for
+// the queueing.
+func (l *Log) sendLazy(enc func() []byte, droppable bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -239,13 +246,13 @@ func (l *Log) send(line []byte, droppable bool) {
 	}
 	if droppable {
 		select {
-		case l.ch <- line:
+		case l.ch <- enc:
 		default:
 			l.dropped.Add(1)
 		}
 		return
 	}
-	l.ch <- line
+	l.ch <- enc
 }
 
 // Record writes one permission_request.* record about r and its decision.
@@ -268,7 +275,18 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 	if p, ok := d.SessionRule(); ok {
 		f = append(f, field{"sessionRule", map[string]any{"surface": p.Surface.String(), "pattern": p.Pattern}})
 	}
-	l.send(l.encode(ev, f), readAllow)
+	t := l.now()
+	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow)
+}
+
+// Wants reports whether a record of this kind would be written at all, so
+// a caller can skip gathering what it would hold (allowed reads with
+// readAllows "none" are not).
+func (l *Log) Wants(ev Event, s engine.Surface) bool {
+	if l == nil {
+		return false
+	}
+	return !(ev == EventAllowed && s == engine.SurfaceRead && l.opts.ReadAllows == readAllowsNone)
 }
 
 // Decided writes the outcome record for r: allowed/denied when recorded
@@ -385,7 +403,13 @@ type field struct {
 type fields []field
 
 func (l *Log) encode(ev Event, f fields) []byte {
-	all := append(fields{{"time", l.now().UTC().Format(time.RFC3339Nano)}, {"event", string(ev)}}, f...)
+	return l.encodeAt(l.now(), ev, f)
+}
+
+// encodeAt encodes a record stamped t (when it happened, not when the
+// writer got to it).
+func (l *Log) encodeAt(t time.Time, ev Event, f fields) []byte {
+	all := append(fields{{"time", t.UTC().Format(time.RFC3339Nano)}, {"event", string(ev)}}, f...)
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, kv := range all {

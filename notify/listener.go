@@ -293,6 +293,25 @@ func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool) (int, error) 
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}
+	if !send {
+		// Without SEND the kernel copes with an interrupted wait itself:
+		// a request the target has not taken yet is withdrawn, one it took
+		// reports its result. So EINTR (Go's SIGURG) is simply retried,
+		// with no signal mask and no locked thread (both cost syscalls and
+		// a thread hand-off on every open).
+		for {
+			fd, err := ioctlNotifAddfd(l.fd, &a)
+			switch err {
+			case nil:
+				return fd, nil
+			case unix.EINTR:
+				continue
+			case unix.ESRCH, unix.ENOENT:
+				return -1, ErrGone
+			}
+			return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
+		}
+	}
 	// With FLAG_SEND the kernel marks the notification answered before it
 	// waits for the target to install the fd. A signal during that wait
 	// withdraws the fd but not the answer: the restarted ioctl then fails

@@ -72,9 +72,8 @@ func (s *supervisor) serve() {
 }
 
 func (s *supervisor) worker() {
-	// RECV blocks in the kernel; keep it on one thread for its duration.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// Not locked to a thread: RECV blocks in the kernel like any syscall,
+	// and a locked goroutine costs a thread hand-off at every wake-up.
 	var n notify.Notif
 	for {
 		err := s.l.Receive(&n)
@@ -258,6 +257,9 @@ func (s *supervisor) tellAgent(r *request, v verdict, reason, by string) {
 func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) {
 	if s.cfg.Log == nil {
 		return
+	}
+	if l, ok := s.cfg.Log.(*authority.Log); ok && !l.Wants(authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
+		return // not written: do not gather it
 	}
 	s.cfg.Log.Decided(s.authorityRequest(r, v), asked, d)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/permwrap/permwrap/authority"
@@ -117,6 +118,14 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return d
 	}
 
+	// A CPU profile of the supervisor, for performance work only.
+	if p := os.Getenv("PERMWRAP_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	status, err := supervisor.Run(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "permwrap: %v\n", err)
