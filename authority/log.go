@@ -175,11 +175,11 @@ func (l *Log) writer() {
 		if n := l.dropped.Load(); n > 0 && time.Since(lastReport) >= dropReportInterval {
 			l.dropped.Add(-n)
 			lastReport = time.Now()
-			l.write(l.encode(EventDropped, fields{{"count", n}, {"what", "read allows (log writer behind)"}}))
+			l.write(l.encode(EventDropped, l.droppedFields(n)))
 		}
 	}
 	if n := l.dropped.Swap(0); n > 0 {
-		l.write(l.encode(EventDropped, fields{{"count", n}, {"what", "read allows (log writer behind)"}}))
+		l.write(l.encode(EventDropped, l.droppedFields(n)))
 	}
 }
 
@@ -342,7 +342,10 @@ func (l *Log) SessionRules(rules []engine.Rule) {
 			list = append(list, rj)
 		}
 	}
+	// Every record carries a request id and a decidedBy, so one parser
+	// reads them all; this one's id names the record itself.
 	l.send(l.encode(EventSessionRules, fields{
+		{"requestId", NewRequestID()},
 		{"decidedBy", ByUser{Via: "dialog"}},
 		{"rules", list},
 	}), false)
@@ -355,6 +358,7 @@ func (l *Log) unregisteredLink(id RequestID, name string) {
 	l.send(l.encode(EventUnregisteredLink, fields{
 		{"requestId", id},
 		{"name", name},
+		{"decidedBy", ByUnavailable{Reason: "authorizer link " + name + " is not registered: skipped"}},
 	}), false)
 }
 
@@ -589,4 +593,15 @@ func mayHoldSecret(s string) bool {
 		}
 	}
 	return false
+}
+
+// droppedFields describes read-allow records the writer could not keep up
+// with (they are counted, never silently lost).
+func (l *Log) droppedFields(n int64) fields {
+	return fields{
+		{"requestId", NewRequestID()},
+		{"count", n},
+		{"what", "read allows (log writer behind)"},
+		{"decidedBy", ByError{Reason: "review log writer fell behind"}},
+	}
 }

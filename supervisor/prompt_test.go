@@ -132,6 +132,9 @@ func TestPromptOverShell(t *testing.T) {
 	// Provenance: the approvals are the user's, the session rule is logged.
 	var byUser, session, sessionRules int
 	for _, rec := range s.logRecords() {
+		if rec["requestId"] == nil || rec["decidedBy"] == nil {
+			t.Errorf("record without requestId/decidedBy: %v", rec)
+		}
 		by, _ := rec["decidedBy"].(map[string]any)
 		switch {
 		case rec["event"] == "permission_request.approved" && by["kind"] == "user":
