@@ -15,8 +15,13 @@ import (
 // call is performed by the supervisor on exactly the paths that were
 // resolved and checked (pinned by fds), never continued: a continued call
 // would make the kernel re-read pointer arguments a second thread may have
-// changed since the check. The one exception is exec, which cannot be
-// emulated; it is continued and verified afterwards (execverify.go).
+// changed since the check. Three calls are continued, and none of them
+// on a decision that read memory:
+//   - execve/execveat, which cannot be emulated: continued, then verified
+//     (execverify.go);
+//   - open/openat with O_PATH in the flags register (opathFastPath): the
+//     answer is allow whatever the path, and every use of the fd is judged;
+//   - arch_prctl(ARCH_SET_FS), only a stop for exec verification (loop.go).
 
 // opathFastPath answers O_PATH opens. The kernel cannot install an O_PATH
 // file with ADDFD (it uses fget(), which refuses them), and an O_PATH fd
