@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/permwrap/permwrap/notify"
 )
 
 // Required reports whether kernel features are required (CI).
@@ -24,16 +24,14 @@ func Skip(t testing.TB, reason string) {
 }
 
 // RequireUserNotif skips (or fails) unless seccomp user notification and
-// Landlock are usable here.
+// Landlock are usable here, as notify.Probe sees them.
 func RequireUserNotif(t testing.TB) {
 	t.Helper()
-	ret := uint32(unix.SECCOMP_RET_USER_NOTIF)
-	// SECCOMP_GET_ACTION_AVAIL = 2
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, 2, 0, uintptrOf(&ret)); e != 0 {
-		Skip(t, "seccomp user notification: "+e.Error())
+	f := notify.Probe()
+	if f.UserNotif != notify.Yes {
+		Skip(t, "seccomp user notification ("+f.UserNotif.String()+")")
 	}
-	abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1) // LANDLOCK_CREATE_RULESET_VERSION
-	if e != 0 || abi < 1 {
+	if f.LandlockABI < 1 {
 		Skip(t, "landlock")
 	}
 }
