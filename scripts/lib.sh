@@ -28,14 +28,45 @@ apt_install() {
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# The Go release permwrap is built with (go.mod needs 1.26).
+go_want=1.26.8
+
+# go_new_enough reports whether the go on PATH is at least 1.26.
+go_new_enough() {
+	command -v go >/dev/null 2>&1 || return 1
+	local v
+	v=$(go env GOVERSION 2>/dev/null) || return 1
+	v=${v#go}
+	local major=${v%%.*} rest=${v#*.}
+	local minor=${rest%%.*}
+	[ "$major" -gt 1 ] || { [ "$major" -eq 1 ] && [ "${minor%%[!0-9]*}" -ge 26 ]; }
+}
+
 ensure_go() {
-	if ! command -v go >/dev/null 2>&1; then
-		if [ -x /usr/local/go/bin/go ]; then
-			export PATH="/usr/local/go/bin:$PATH"
-		else
-			apt_install golang-go
+	[ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH"
+	if ! go_new_enough; then
+		# Debian's own Go is older than 1.26. It can still fetch the
+		# official toolchain from the Go module proxy, as the module
+		# golang.org/toolchain (what GOTOOLCHAIN does on newer Go).
+		command -v go >/dev/null 2>&1 || apt_install golang-go
+		local arch
+		case "$(uname -m)" in
+		x86_64) arch=amd64 ;;
+		aarch64) arch=arm64 ;;
+		*) echo "permwrap setup: no Go toolchain for $(uname -m)" >&2; return 1 ;;
+		esac
+		echo "permwrap setup: fetching Go $go_want from the module proxy" >&2
+		local dir
+		dir=$(GOFLAGS=-modcacherw go mod download -json "golang.org/toolchain@v0.0.1-go$go_want.linux-$arch" |
+			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+		if [ -z "$dir" ] || [ ! -f "$dir/bin/go" ]; then
+			echo "permwrap setup: could not fetch the Go toolchain" >&2
+			return 1
 		fi
+		chmod -R u+x "$dir/bin" "$dir/pkg/tool" 2>/dev/null || true
+		export PATH="$dir/bin:$PATH"
 	fi
+	export GOTOOLCHAIN=local
 	export PATH="$(go env GOPATH)/bin:$PATH"
 }
 
