@@ -57,7 +57,8 @@ ensure_go() {
 		esac
 		echo "permwrap setup: fetching Go $go_want from the module proxy" >&2
 		local dir
-		dir=$(GOFLAGS=-modcacherw go mod download -json "golang.org/toolchain@v0.0.1-go$go_want.linux-$arch" |
+		# (Outside any module: an old go cannot even parse our go.mod.)
+		dir=$(cd / && GO111MODULE=on GOFLAGS=-modcacherw go mod download -json "golang.org/toolchain@v0.0.1-go$go_want.linux-$arch" |
 			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
 		if [ -z "$dir" ] || [ ! -f "$dir/bin/go" ]; then
 			echo "permwrap setup: could not fetch the Go toolchain" >&2
