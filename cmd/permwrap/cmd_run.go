@@ -24,6 +24,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // runFlags are the flags of `permwrap [flags] -- CMD`.
 type runFlags struct {
+	configDir       string
 	policies        stringList
 	workspace       string
 	yolo            bool
@@ -32,6 +33,7 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.configDir, "config-dir", "", "configuration `DIR` (default $PERMWRAP_CONFIG_DIR, else $XDG_CONFIG_HOME/permwrap, else ~/.config/permwrap)")
 	fs.Var(&f.policies, "policy", "add a policy `FILE` as a scope above the global policy for this run (repeatable)")
 	fs.StringVar(&f.workspace, "workspace", "", "the workspace `DIR` that ${WORKSPACE} names (default: the current directory)")
 	fs.BoolVar(&f.yolo, "yolo", false, "answer every ask with allow (never loosens a deny or a hard guard)")
@@ -66,7 +68,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "permwrap: %v\n", err)
 		return exitInternal
 	}
-	policy, warnings, err := engine.Load(engine.LoadOptions{Scopes: f.policies, Env: env, Yolo: f.yolo})
+	policy, warnings, err := engine.Load(engine.LoadOptions{ConfigDir: f.configDir, Scopes: f.policies, Env: env, Yolo: f.yolo})
 	if err != nil {
 		fmt.Fprintf(stderr, "permwrap: %v\n", err)
 		return exitInternal
