@@ -248,10 +248,7 @@ func (s *supervisor) emulateOnFd(r *request) error {
 			if err != nil {
 				return err
 			}
-			if ts == nil {
-				ts = &[2]unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
-			}
-			return unix.UtimesNanoAt(fd, "", ts[:], unix.AT_EMPTY_PATH)
+			return notify.Futimens(fd, ts)
 		case opSetxattr:
 			size := r.n.Args[3]
 			if size > 65536 { // XATTR_SIZE_MAX
