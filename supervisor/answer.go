@@ -68,7 +68,8 @@ func (s *supervisor) perform(r *request) {
 		return
 	}
 	var err error
-	if r.fdOnly() {
+	if r.fdOnly() && r.op != opIoctl {
+		// (The attribute ioctls take the fd themselves, in emulate.)
 		err = s.emulateOnFd(r)
 	} else {
 		err = s.emulate(r)
@@ -157,17 +158,9 @@ func (s *supervisor) emulate(r *request) error {
 		}
 		return notify.Utimens(res, ts, r.desc.follow && r.flags&unix.AT_SYMLINK_NOFOLLOW == 0)
 	case opSetxattr:
-		size := r.n.Args[3]
-		if size > 65536 { // XATTR_SIZE_MAX
-			return unix.E2BIG
-		}
-		var value []byte
-		if size > 0 {
-			v, err := notify.ReadBytes(r.tid, r.n.Args[2], int(size))
-			if err != nil {
-				return err
-			}
-			value = v
+		value, err := s.readXattrValue(r)
+		if err != nil {
+			return err
 		}
 		return notify.Setxattr(res, r.xattrName, value, int(r.n.Args[4]), r.desc.follow)
 	case opRemovexattr:
@@ -207,14 +200,28 @@ func (s *supervisor) respondVal(id uint64, v int64) {
 	_ = s.l.RespondValue(id, v)
 }
 
-// fdOnly reports whether the call names its file by an fd alone (fchmod,
-// fchown, fsetxattr, fremovexattr, utimensat(fd, NULL)).
+// fdOnly reports whether the call names its (first) file by an fd alone
+// (fchmod, fchown, fsetxattr, fremovexattr, utimensat(fd, NULL), the
+// attribute ioctls).
 func (r *request) fdOnly() bool {
 	d := r.desc
-	if d.dirfd == argNone || r.op == opIoctl || r.op == opBind {
+	if d.dirfd == argNone {
 		return false
 	}
 	return d.path == argNone || (r.op == opUtimes && r.n.Args[d.path] == 0)
+}
+
+// readXattrValue reads a set*xattr call's value (args 2 and 3) once,
+// within the kernel's bound (XATTR_SIZE_MAX, else E2BIG).
+func (s *supervisor) readXattrValue(r *request) ([]byte, error) {
+	size := r.n.Args[3]
+	if size > 65536 {
+		return nil, unix.E2BIG
+	}
+	if size == 0 {
+		return nil, nil
+	}
+	return notify.ReadBytes(r.tid, r.n.Args[2], int(size))
 }
 
 // emulateOnFd performs an fd-only call on the target's own open file
@@ -250,17 +257,9 @@ func (s *supervisor) emulateOnFd(r *request) error {
 			}
 			return notify.Futimens(fd, ts)
 		case opSetxattr:
-			size := r.n.Args[3]
-			if size > 65536 { // XATTR_SIZE_MAX
-				return unix.E2BIG
-			}
-			var value []byte
-			if size > 0 {
-				v, err := notify.ReadBytes(r.tid, r.n.Args[2], int(size))
-				if err != nil {
-					return err
-				}
-				value = v
+			value, err := s.readXattrValue(r)
+			if err != nil {
+				return err
 			}
 			return unix.Fsetxattr(fd, r.xattrName, value, int(r.n.Args[4]))
 		case opRemovexattr:

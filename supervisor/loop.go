@@ -188,9 +188,7 @@ func (s *supervisor) ask(r *request, v verdict) {
 		}
 	}
 	if d.Action() != engine.Allow {
-		s.notices.denied(v, d.Reason(), d.DecidedBy().String())
-		s.tellAgent(r, v, d.Reason(), d.DecidedBy().String())
-		s.respondErr(r.n.ID, unix.EACCES)
+		s.refuse(r, v, d.Reason(), d.DecidedBy().String())
 		return
 	}
 	// The target may have died while a person thought about it.
@@ -216,8 +214,14 @@ func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decisio
 			reason = v.exec.Decider
 		}
 	}
-	s.notices.denied(v, reason, ruleName(v.result))
-	s.tellAgent(r, v, reason, ruleName(v.result))
+	s.refuse(r, v, reason, ruleName(v.result))
+}
+
+// refuse fails the call with EACCES and says why, to the person and to
+// the agent.
+func (s *supervisor) refuse(r *request, v verdict, reason, by string) {
+	s.notices.denied(v, reason, by)
+	s.tellAgent(r, v, reason, by)
 	s.respondErr(r.n.ID, unix.EACCES)
 }
 
@@ -230,26 +234,7 @@ func (s *supervisor) tellAgent(r *request, v verdict, reason, by string) {
 	if s.cfg.Policy.Settings().DenialNotice == "off" {
 		return
 	}
-	var b strings.Builder
-	b.WriteString("permwrap: denied ")
-	b.WriteString(v.access)
-	if v.exec == nil && v.value != "" {
-		b.WriteByte(' ')
-		b.WriteString(v.value)
-	}
-	if reason != "" {
-		b.WriteString(" — ")
-		b.WriteString(reason)
-	}
-	if by != "" {
-		b.WriteString(" (" + by + ")")
-	}
-	line := strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, b.String())
+	line := denialLine(v, v.exec == nil, reason, by)
 	_ = notify.TellFd(r.tid, 2, []byte(line+"\n"), s.cfg.Stderr)
 }
 

@@ -32,10 +32,19 @@ func newNoticer(w io.Writer) *noticer {
 
 // denied writes "permwrap: denied write /etc/hosts — reason (rule write:/etc/** from policy.jsonc:12)".
 func (n *noticer) denied(v verdict, reason, by string) {
+	n.line(denialLine(v, true, reason, by))
+}
+
+// denialLine is the one line that names a denial, for the person
+// (noticer) and for the agent (tellAgent); withValue false leaves out the
+// value (an exec's command body is not echoed to the agent). It is
+// printable: a path may hold escape sequences, which must never reach a
+// terminal.
+func denialLine(v verdict, withValue bool, reason, by string) string {
 	var b strings.Builder
 	b.WriteString("permwrap: denied ")
 	b.WriteString(v.access)
-	if v.value != "" {
+	if withValue && v.value != "" {
 		b.WriteByte(' ')
 		b.WriteString(v.value)
 	}
@@ -48,16 +57,21 @@ func (n *noticer) denied(v verdict, reason, by string) {
 		b.WriteString(by)
 		b.WriteByte(')')
 	}
-	n.line(b.String())
+	return printable(b.String())
 }
 
-func (n *noticer) line(s string) {
-	s = strings.Map(func(r rune) rune {
+// printable replaces control characters with '?'.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
-			return '?' // a path may hold escape sequences; never send them to the terminal
+			return '?'
 		}
 		return r
 	}, s)
+}
+
+func (n *noticer) line(s string) {
+	s = printable(s)
 	if len([]rune(s)) > noticeWidth {
 		s = string([]rune(s)[:noticeWidth-1]) + "…"
 	}

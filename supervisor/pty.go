@@ -82,10 +82,6 @@ func (r *relay) start() error {
 // stop restores the terminal. Output still queued in the pty is drained
 // first (the command has exited by now).
 func (r *relay) stop() {
-	select {
-	case <-r.done:
-	default:
-	}
 	unix.Write(r.wake[1], []byte{1})
 	r.mu.Lock()
 	r.paused = false

@@ -158,7 +158,7 @@ func (s *supervisor) decode(n *notify.Notif) (*request, error) {
 		}
 		flags := s.resolveFlags(r, i)
 		var path string
-		if pathArg == argNone || (desc.op == opUtimes && arg(pathArg) == 0 && dirArg != argNone) {
+		if i == 0 && r.fdOnly() {
 			// fd-only calls (fchmod, fchown, f*xattr, utimensat(fd, NULL)).
 			flags |= notify.AllowEmpty
 		} else {
