@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
 )
@@ -43,7 +45,13 @@ func (s *supervisor) judge(r *request) verdict {
 		v := verdict{result: d.Result, access: "exec", value: engine.RenderArgv(displayArgv(r)), exec: &d}
 		// A #! script runs its interpreter: each one of the chain is an
 		// exec too, judged like the script itself.
+		// The image's identity is taken here too, for the verification
+		// after the exec (one open of the image per exec).
 		if f := r.openImage(); f != nil {
+			var st unix.Stat_t
+			if unix.Fstat(int(f.Fd()), &st) == nil {
+				r.image, r.haveImage = devIno{st.Dev, st.Ino}, true
+			}
 			r.interps, r.imageKind = interpreterChain(r.tid, f)
 			f.Close()
 		} else {

@@ -78,17 +78,12 @@ func (s *supervisor) continueExec(r *request) {
 	p.preExe, _ = statDevIno(base + "/exe")
 	p.preCmd, _ = os.ReadFile(base + "/cmdline")
 
-	// What the kernel must end up running.
-	var st unix.Stat_t
-	f := r.openImage()
-	if f != nil {
-		defer f.Close()
-	}
-	if f == nil || unix.Fstat(int(f.Fd()), &st) != nil {
+	// What the kernel must end up running (identified when judged).
+	if !r.haveImage {
 		s.respondErr(r.n.ID, unix.EACCES)
 		return
 	}
-	p.wantExe = []devIno{{st.Dev, st.Ino}}
+	p.wantExe = []devIno{r.image}
 	switch r.imageKind {
 	case imageScript:
 		p.script = true

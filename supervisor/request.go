@@ -46,6 +46,8 @@ type request struct {
 	intent    engine.ExecIntent
 	interps   []interpreter // a #! script's interpreters, each judged too
 	imageKind imageKind
+	image     devIno // the resolved image's identity (when haveImage)
+	haveImage bool
 	// symlink content; xattr name
 	linkTarget string
 	xattrName  string
