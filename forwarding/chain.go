@@ -1,0 +1,190 @@
+package forwarding
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+// A Layer is one policy of a chain: the node that wrote it and the
+// instance that judges with it. Instances are per (node judged, layer):
+// a session approval given for one node's subtree lives only in that
+// subtree's instances.
+type Layer struct {
+	Node   *Node
+	Policy *engine.Policy
+}
+
+// LayerResult is one layer's answer.
+type LayerResult struct {
+	Node   *Node
+	Result engine.Result
+}
+
+// Verdict is a decision over a chain of policies: the combined answer,
+// the layer that gave it, and every layer's answer (root first).
+type Verdict struct {
+	Result engine.Result
+	// Decider is the node whose policy gave Result: the most restrictive
+	// answer; among equal actions a human-only one; among those the layer
+	// nearest the root.
+	Decider *Node
+	Layers  []LayerResult
+	// Ambiguous is set when the process could belong to more than one
+	// node (see Tree): every candidate's chain was consulted. Nothing
+	// decided for it may become a session approval.
+	Ambiguous bool
+}
+
+// stronger reports whether a must replace b: the more restrictive action,
+// or on equal actions a human-only answer over one that is not. Later
+// layers never replace an equal earlier one, so the outermost layer names
+// an answer several layers share.
+func stronger(a, b engine.Result) bool {
+	if a.Action != b.Action {
+		return a.Action > b.Action
+	}
+	return a.HumanOnly && !b.HumanOnly
+}
+
+// valid reports whether r is an answer at all; anything else is treated
+// as a deny (an engine result with no action would otherwise rank below
+// allow).
+func valid(r engine.Result) bool {
+	return r.Action == engine.Allow || r.Action == engine.Ask || r.Action == engine.Deny
+}
+
+// undecided is the answer for a layer that gave none.
+func undecided(r engine.Result) engine.Result {
+	return engine.Result{Action: engine.Deny, Check: r.Check, Layer: engine.LayerBuiltin,
+		Rule: engine.Rule{Surface: r.Check.Surface, Action: engine.Deny, Origin: engine.OriginBuiltin,
+			Reason: "a nested policy layer gave no answer"}}
+}
+
+// Judge asks every layer with judge and combines the answers
+// most-restrictive-wins (deny > ask > allow). It returns the deciding
+// layer's own value (an exec decision keeps its units and decider) and
+// the verdict. With no layers it denies: there is nothing to judge by.
+func Judge[T any](layers []Layer, judge func(*engine.Policy) T, result func(T) engine.Result) (T, Verdict) {
+	var best T
+	var v Verdict
+	if len(layers) == 0 {
+		v.Result = undecided(engine.Result{})
+		return best, v
+	}
+	v.Layers = make([]LayerResult, 0, len(layers))
+	for i, l := range layers {
+		x := judge(l.Policy)
+		r := result(x)
+		if !valid(r) {
+			r = undecided(r)
+		}
+		v.Layers = append(v.Layers, LayerResult{Node: l.Node, Result: r})
+		if i == 0 || stronger(r, v.Result) {
+			best, v.Result, v.Decider = x, r, l.Node
+		}
+	}
+	return best, v
+}
+
+func identity(r engine.Result) engine.Result { return r }
+
+// JudgeResult is Judge for judges that return an engine.Result.
+func JudgeResult(layers []Layer, judge func(*engine.Policy) engine.Result) Verdict {
+	_, v := Judge(layers, judge, identity)
+	return v
+}
+
+// Decide composes independent checks of one access in every layer
+// (engine.Policy.Decide) and combines the layers.
+func Decide(layers []Layer, checks ...engine.Check) Verdict {
+	return JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.Decide(checks...) })
+}
+
+// DecidePath decides an access to a path in every layer.
+func DecidePath(layers []Layer, a engine.Access, path string) Verdict {
+	return JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.DecidePath(a, path) })
+}
+
+// DecideExec decides an exec in every layer; the returned decision is the
+// deciding layer's.
+func DecideExec(layers []Layer, in engine.ExecIntent) (engine.ExecDecision, Verdict) {
+	return Judge(layers, func(p *engine.Policy) engine.ExecDecision { return p.DecideExec(in) },
+		func(d engine.ExecDecision) engine.Result { return d.Result })
+}
+
+// String is one line per layer, the decider marked, for explain and
+// tests.
+func (v Verdict) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", v.Result.Action)
+	if v.Decider != nil {
+		fmt.Fprintf(&b, " by %s", v.Decider.Label())
+	}
+	if v.Ambiguous {
+		b.WriteString(" (ambiguous node: every candidate's chain consulted)")
+	}
+	for _, l := range v.Layers {
+		mark := " "
+		if l.Node == v.Decider && l.Result == v.Result {
+			mark = "*"
+		}
+		fmt.Fprintf(&b, "\n %s %s: %s", mark, l.Node.Label(), l.Result)
+	}
+	return b.String()
+}
+
+// LayerExplanation is how one layer answered a check, and why.
+type LayerExplanation struct {
+	Node        *Node
+	Explanation engine.Explanation
+}
+
+// Explain evaluates one check in every layer (engine.Policy.Explain) and
+// says which layer's answer stands: what `permwrap explain --node` shows.
+func Explain(layers []Layer, c engine.Check) ([]LayerExplanation, Verdict) {
+	out := make([]LayerExplanation, 0, len(layers))
+	for _, l := range layers {
+		out = append(out, LayerExplanation{Node: l.Node, Explanation: l.Policy.Explain(c)})
+	}
+	v := JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.Evaluate(c) })
+	return out, v
+}
+
+// OfflineChain builds a chain from configurations, root first, for
+// `permwrap explain --node` without a running root: node i is the child
+// of node i-1. Names label the layers ("root" for the first when empty).
+func OfflineChain(names []string, cfgs []engine.Config) ([]Layer, []engine.Warning, error) {
+	if len(cfgs) == 0 {
+		return nil, nil, fmt.Errorf("forwarding: no configuration")
+	}
+	var layers []Layer
+	var warns []engine.Warning
+	var parent *Node
+	for i, cfg := range cfgs {
+		p, w, err := engine.Compile(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		warns = append(warns, w...)
+		name := ""
+		if i < len(names) {
+			name = names[i]
+		}
+		if name == "" {
+			if i == 0 {
+				name = rootName
+			} else {
+				name = fmt.Sprintf("node%d", i)
+			}
+		}
+		n := &Node{id: NodeID(i), name: name, parent: parent, own: p, cfg: cfg}
+		if parent != nil {
+			n.depth = parent.depth + 1
+		}
+		layers = append(layers, Layer{Node: n, Policy: p})
+		parent = n
+	}
+	return layers, warns, nil
+}

@@ -1,0 +1,30 @@
+// Package forwarding is permwrap's nesting: what lets a permwrap started
+// inside another one tighten the rules for its own subtree without
+// supervising anything itself.
+//
+// Only one seccomp listener can serve a filter chain, so an inner permwrap
+// does not supervise. Its keeper process knocks (an open of KnockPath that
+// only a supervising permwrap answers, with a connected socket), registers
+// a node — its configuration, which the outer permwrap compiles with its own
+// engine — and from then on the outer permwrap (the root) judges every
+// notification of that subtree against the whole chain of policies from the
+// root to the node, most restrictive wins. Asks from the subtree go to the
+// root's own authority chain; the inner runs none. The root streams the
+// subtree's review-log records back so the inner's --log gets them.
+//
+// The package has four parts, each usable on its own:
+//
+//   - the wire (wire.go): versioned, length-prefixed, size-bounded frames
+//     holding JSON messages read tolerantly (unknown fields and message
+//     types are ignored, counts and depth are limited);
+//   - the registry and chains (registry.go, chain.go): nodes with their
+//     compiled policies, Judge and Decide combining every layer
+//     most-restrictive-wins, session approvals scoped to a node's subtree;
+//   - the tree (tree.go): which node a process belongs to, found once per
+//     process and cached, exact under pid reuse, failing closed where the
+//     ancestry cannot be known (Procs abstracts /proc so it is testable);
+//   - the server and the client (server.go, client.go): the root's side of
+//     a knock's connection, and the inner's.
+//
+// docs/nesting.md describes the model, the wire and the failure modes.
+package forwarding
