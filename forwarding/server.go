@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/permwrap/permwrap/engine"
@@ -167,6 +169,38 @@ func (s *Server) Attach(c net.Conn, peer Peer) error {
 	s.mu.Unlock()
 	go s.serve(c, r, peer)
 	return nil
+}
+
+// Accept answers a knock: it makes a connected pair of unix stream
+// sockets, serves one end for peer (the knocking process as the kernel
+// named it) and returns the other, which the supervisor installs in the
+// knocker as the result of its open (ADDFD with O_CLOEXEC) and then
+// closes. ErrBusy when the server takes no more connections: the
+// supervisor answers the knock with EUSERS.
+func (s *Server) Accept(peer Peer) (*os.File, error) {
+	s.mu.Lock()
+	busy := s.closed || s.pending >= s.opts.MaxPending
+	s.mu.Unlock()
+	if busy {
+		return nil, ErrBusy
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("forwarding: socketpair: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "nest-server")
+	theirs := os.NewFile(uintptr(fds[1]), "nest-client")
+	c, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		theirs.Close()
+		return nil, fmt.Errorf("forwarding: %w", err)
+	}
+	if err := s.Attach(c, peer); err != nil {
+		theirs.Close()
+		return nil, err
+	}
+	return theirs, nil
 }
 
 // Sink is the node's log sink, or nil when its inner permwrap did not ask

@@ -94,12 +94,17 @@ func (s *serverWorld) knock(parent, pid int) (*Conn, Peer, error) {
 	s.f.spawn(parent, pid)
 	st, _ := s.f.Stat(pid)
 	peer := Peer{PID: pid, Start: st.Start}
-	a, b := socketPair(s.t)
-	if err := s.srv.Attach(a, peer); err != nil {
-		b.Close()
+	f, err := s.srv.Accept(peer)
+	if err != nil {
 		return nil, peer, err
 	}
-	c := NewConn(b)
+	// What the knocker's open returns (installed by ADDFD).
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	c := NewConn(nc)
 	s.t.Cleanup(func() { c.Close() })
 	return c, peer, nil
 }

@@ -110,6 +110,20 @@ func (m Membership) Layers() []Layer {
 	return out
 }
 
+// JudgeMembership is Judge over the membership's layers; the verdict is
+// marked Ambiguous when the process may belong to several nodes.
+func JudgeMembership[T any](m Membership, judge func(*engine.Policy) T, result func(T) engine.Result) (T, Verdict) {
+	x, v := Judge(m.Layers(), judge, result)
+	v.Ambiguous = m.Ambiguous()
+	return x, v
+}
+
+// DecideIn decides independent checks of one access for a process of m.
+func DecideIn(m Membership, checks ...engine.Check) Verdict {
+	_, v := JudgeMembership(m, func(p *engine.Policy) engine.Result { return p.Decide(checks...) }, identity)
+	return v
+}
+
 // Label names the node, or the candidates joined by "|".
 func (m Membership) Label() string {
 	if len(m.nodes) == 0 {
@@ -249,7 +263,10 @@ func (t *Tree) resolve(tgid int) (Membership, error) {
 		st, err := t.procs.Stat(pid)
 		if err != nil {
 			if len(walked) == 0 {
-				return Membership{}, err
+				if errors.Is(err, ErrGone) {
+					return Membership{}, err
+				}
+				return Membership{}, unknown("process %d: %v", pid, err)
 			}
 			// An ancestor exited between reading its child and itself:
 			// the child has a new parent now. Walk again.
@@ -418,16 +435,30 @@ func (t *Tree) KeeperDone(n *Node) error {
 // or abandoned, and a finished node no live process belongs to is
 // removed. It reports whether nodes remain that a later sweep may settle.
 func (t *Tree) Sweep() bool {
-	t.mu.Lock()
-	live := map[*Node]bool{}
+	// Pins are checked outside the lock: a check may read /proc, and
+	// lookups must not wait for a sweep over every process.
+	t.mu.RLock()
+	all := make(map[int]*entry, len(t.m))
 	for pid, e := range t.m {
+		all[pid] = e
+	}
+	t.mu.RUnlock()
+	live := map[*Node]bool{}
+	var dead []int
+	for pid, e := range all {
 		if !e.pin.Alive() {
-			delete(t.m, pid)
-			e.pin.Close()
+			dead = append(dead, pid)
 			continue
 		}
 		for _, n := range e.m.nodes {
 			live[n] = true
+		}
+	}
+	t.mu.Lock()
+	for _, pid := range dead {
+		if e := t.m[pid]; e != nil && e == all[pid] {
+			delete(t.m, pid)
+			e.pin.Close()
 		}
 	}
 	t.mu.Unlock()

@@ -299,7 +299,7 @@ func TestKilledKeeperFailsClosed(t *testing.T) {
 	if !m.Ambiguous() || len(m.Nodes()) != 2 {
 		t.Fatalf("orphan of a broken node: %s", m.Label())
 	}
-	if v := Decide(m.Layers(), write("/i/x")...); v.Result.Action != engine.Deny {
+	if v := DecideIn(m, write("/i/x")...); v.Result.Action != engine.Deny || !v.Ambiguous {
 		t.Fatalf("the broken node's deny must still hold for its possible orphans: %s", v)
 	}
 	if v := Decide(m.Layers(), write("/o/x")...); v.Result.Action != engine.Deny {
@@ -314,6 +314,11 @@ func TestKilledKeeperFailsClosed(t *testing.T) {
 	// A process that started before the inner's keeper cannot be its orphan.
 	if m := w.nodeOf(oc); m.Node() != outer {
 		t.Fatalf("outer's command: %s", m.Label())
+	}
+	// An ambiguous process cannot register a node: its parent is not known.
+	ust, _ := w.f.Stat(unseen)
+	if _, _, err := w.tree.Register(Peer{PID: unseen, Start: ust.Start}, Spec{Name: "x", Argv: []string{"x"}, Config: cfg(`{}`)}); !errors.Is(err, ErrUnknownNode) {
+		t.Fatalf("registration from an ambiguous process: %v", err)
 	}
 	w.tree.Sweep()
 	if inner.State() != StateAbandoned {
