@@ -80,7 +80,8 @@ type Message interface {
 	Validate() error
 }
 
-// header is every frame's envelope.
+// header is every frame's envelope. Messages do not hold it: Encode
+// writes it, Decode reads it first.
 type header struct {
 	V    int    `json:"v"`
 	Kind string `json:"type"`
@@ -90,7 +91,6 @@ type header struct {
 // version, so a root can always read it and answer in a version both
 // speak.
 type Hello struct {
-	header
 	Proto    string `json:"proto"`
 	Min      int    `json:"min"`
 	Max      int    `json:"max"`
@@ -99,7 +99,6 @@ type Hello struct {
 
 // Welcome answers Hello (root → inner).
 type Welcome struct {
-	header
 	Version int `json:"version"`
 	// Parent is the label of the node the inner permwrap is in; the node
 	// it registers will be that node's child.
@@ -137,7 +136,6 @@ type WireEnv struct {
 
 // Register asks the root for a node (inner → root).
 type Register struct {
-	header
 	Name   string     `json:"name"`
 	Argv   []string   `json:"argv"` // the command the node runs
 	Config WireConfig `json:"config"`
@@ -148,7 +146,6 @@ type Register struct {
 
 // Registered answers Register (root → inner).
 type Registered struct {
-	header
 	Node     uint32   `json:"node"`
 	Label    string   `json:"label"`
 	Chain    []string `json:"chain"`    // labels from the root to this node
@@ -158,34 +155,29 @@ type Registered struct {
 // Refused says why a registration (or the connection) was refused
 // (root → inner). The root closes the connection after it.
 type Refused struct {
-	header
 	Reason string `json:"reason"`
 }
 
 // Log carries one review-log record of the node's subtree (root → inner),
 // without its trailing newline.
 type Log struct {
-	header
 	Line string `json:"line"`
 }
 
 // Dropped says how many records the root could not send (the inner was
 // not reading fast enough); the inner writes a record saying so.
 type Dropped struct {
-	header
 	Count int64 `json:"count"`
 }
 
 // Done says the keeper's subtree is empty and the keeper exits
 // (inner → root).
-type Done struct {
-	header
-}
+type Done struct{}
 
 // Unknown is a well-formed frame of a type this build does not know. The
 // reader returns it instead of an error so callers can skip it.
 type Unknown struct {
-	header
+	Kind string
 }
 
 func (Hello) Type() string      { return TypeHello }
@@ -244,54 +236,44 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	return body, nil
 }
 
-// Encode renders m as a frame (header and body). It sets the envelope's
-// version and type; it does not validate (the sender's data is its own).
+// Encode renders m as a frame (header and body), writing the envelope
+// (version and type) first. It does not validate: the sender's data is
+// its own.
 func Encode(m Message) ([]byte, error) {
-	var body []byte
-	var err error
-	h := header{V: Version, Kind: m.Type()}
+	if _, ok := m.(*Unknown); ok {
+		return nil, fmt.Errorf("forwarding: cannot encode a message of unknown type %q", m.Type())
+	}
 	switch x := m.(type) {
-	case Hello:
-		x.header = h
-		body, err = json.Marshal(x)
-	case Welcome:
-		x.header = h
-		body, err = json.Marshal(x)
 	case Register:
-		x.header = h
 		if x.Argv == nil {
 			x.Argv = []string{}
 		}
 		if x.Config.Scopes == nil {
 			x.Config.Scopes = []WireFile{}
 		}
-		body, err = json.Marshal(x)
+		m = x
 	case Registered:
-		x.header = h
 		if x.Chain == nil {
 			x.Chain = []string{}
 		}
 		if x.Warnings == nil {
 			x.Warnings = []string{}
 		}
-		body, err = json.Marshal(x)
-	case Refused:
-		x.header = h
-		body, err = json.Marshal(x)
-	case Log:
-		x.header = h
-		body, err = json.Marshal(x)
-	case Dropped:
-		x.header = h
-		body, err = json.Marshal(x)
-	case Done:
-		x.header = h
-		body, err = json.Marshal(x)
-	default:
-		return nil, fmt.Errorf("forwarding: cannot encode %T", m)
+		m = x
 	}
+	fields, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
+	}
+	if len(fields) < 2 || fields[0] != '{' {
+		return nil, fmt.Errorf("forwarding: %T does not encode as an object", m)
+	}
+	env, _ := json.Marshal(header{V: Version, Kind: m.Type()})
+	body := env[:len(env)-1] // {"v":1,"type":"…"
+	if len(fields) > 2 {
+		body = append(append(body, ','), fields[1:]...)
+	} else {
+		body = append(body, '}')
 	}
 	if len(body) > MaxRegisterFrame {
 		return nil, fmt.Errorf("%w: %s message of %d bytes", ErrFrameTooLarge, m.Type(), len(body))
@@ -348,47 +330,14 @@ func Decode(body []byte) (Message, error) {
 	if h.Kind != TypeHello && (h.V < MinVersion || h.V > Version) {
 		return nil, wireErr(h.Kind, "protocol version %d not spoken here (%d..%d)", h.V, MinVersion, Version)
 	}
-	var m Message
-	var err error
-	switch h.Kind {
-	case TypeHello:
-		var x Hello
-		err = json.Unmarshal(body, &x)
-		m = x
-	case TypeWelcome:
-		var x Welcome
-		err = json.Unmarshal(body, &x)
-		m = x
-	case TypeRegister:
-		var x Register
-		err = json.Unmarshal(body, &x)
-		m = x
-	case TypeRegistered:
-		var x Registered
-		err = json.Unmarshal(body, &x)
-		m = x
-	case TypeRefused:
-		var x Refused
-		err = json.Unmarshal(body, &x)
-		m = x
-	case TypeLog:
-		var x Log
-		err = json.Unmarshal(body, &x)
-		m = x
-	case TypeDropped:
-		var x Dropped
-		err = json.Unmarshal(body, &x)
-		m = x
-	case TypeDone:
-		var x Done
-		err = json.Unmarshal(body, &x)
-		m = x
-	default:
+	dec, ok := decoders[h.Kind]
+	if !ok {
 		if !printableASCII(h.Kind) {
 			return nil, wireErr("", "message type is not printable")
 		}
-		return &Unknown{header: h}, nil
+		return &Unknown{Kind: h.Kind}, nil
 	}
+	m, err := dec(body)
 	if err != nil {
 		return nil, wireErr(h.Kind, "%v", err)
 	}
@@ -396,6 +345,23 @@ func Decode(body []byte) (Message, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+func decodeAs[T Message](body []byte) (Message, error) {
+	var x T
+	err := json.Unmarshal(body, &x)
+	return x, err
+}
+
+var decoders = map[string]func([]byte) (Message, error){
+	TypeHello:      decodeAs[Hello],
+	TypeWelcome:    decodeAs[Welcome],
+	TypeRegister:   decodeAs[Register],
+	TypeRegistered: decodeAs[Registered],
+	TypeRefused:    decodeAs[Refused],
+	TypeLog:        decodeAs[Log],
+	TypeDropped:    decodeAs[Dropped],
+	TypeDone:       decodeAs[Done],
 }
 
 // jsonDepthWithin checks that objects and arrays nest at most max deep,
