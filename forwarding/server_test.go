@@ -294,8 +294,8 @@ func TestServerLimitsAndTimeouts(t *testing.T) {
 	s.ev.wait(t, EventProtocol)
 	s.ev.wait(t, EventProtocol)
 	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, _, err := s.knock(s.agent, 8004+int(time.Now().UnixNano()%1000)); err == nil {
+	for pid := 8004; ; pid++ {
+		if _, _, err := s.knock(s.agent, pid); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
