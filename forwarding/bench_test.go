@@ -60,9 +60,10 @@ func BenchmarkDecidePolicyDirect(b *testing.B) {
 func BenchmarkNodeOfNotNested(b *testing.B) {
 	r, _ := benchRegistry(b, 0)
 	tree := NewTree(ProcFS{}, r, os.Getppid(), TreeOptions{})
+	pid := os.Getpid()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := tree.NodeOf(os.Getpid()); err != nil {
+		if _, err := tree.NodeOf(pid); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -73,12 +74,13 @@ func BenchmarkNodeOfNotNested(b *testing.B) {
 func BenchmarkNodeOfCachedProcFS(b *testing.B) {
 	r, _ := benchRegistry(b, 1)
 	tree := NewTree(ProcFS{}, r, os.Getppid(), TreeOptions{})
-	if _, err := tree.NodeOf(os.Getpid()); err != nil {
+	pid := os.Getpid()
+	if _, err := tree.NodeOf(pid); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := tree.NodeOf(os.Getpid()); err != nil {
+		if _, err := tree.NodeOf(pid); err != nil {
 			b.Fatal(err)
 		}
 	}
