@@ -4,10 +4,13 @@ package supervisor_test
 // SIGKILL), end to end through the permwrap binary.
 
 import (
+	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/permwrap/permwrap/authority"
+	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // realPython is python3's own executable: the first exec under permwrap
@@ -408,4 +415,327 @@ func readChildren(pid int) string {
 		b.WriteByte(' ')
 	}
 	return b.String()
+}
+
+// queryJudge is a reviewer that trusts the policy: it asks the query
+// channel about the command and allows exactly when the policy would. It
+// waits for the attacker (attack-done) before asking, so the attack
+// happens during its review. With PERMWRAP_QUERY_FD it uses the inherited
+// channel; otherwise the socket path in PERMWRAP_QUERY_SOCKET (the old
+// way).
+const queryJudge = `
+import json, os, socket, sys, time
+report, ws = sys.argv[1], sys.argv[2]
+req = json.load(sys.stdin)
+open(os.path.join(ws, "review-started"), "w").close()
+deadline = time.time() + 30
+while not os.path.exists(os.path.join(ws, "attack-done")) and time.time() < deadline:
+    time.sleep(0.02)
+if "PERMWRAP_QUERY_FD" in os.environ:
+    s, how = socket.socket(fileno=int(os.environ["PERMWRAP_QUERY_FD"])), "fd"
+else:
+    s, how = socket.socket(socket.AF_UNIX), "path"
+    s.connect(os.environ["PERMWRAP_QUERY_SOCKET"])
+f = s.makefile("rw")
+f.write(json.dumps({"surface": "bash", "value": req["value"]}) + "\n")
+f.flush()
+answer = json.loads(f.readline())
+with open(report, "w") as out:
+    json.dump({"how": how, "answer": answer}, out)
+open(os.path.join(ws, "judge-done"), "w").close()
+print(json.dumps({"verdict": "allow" if answer.get("action") == "allow" else "deny",
+                  "reason": "the policy says %s" % answer.get("action")}))
+`
+
+// queryAttacker runs in the tree during a review and tries every way to
+// reach the reviewer's query channel: socket files where the old design
+// put them ($TMPDIR/permwrap-query-*), named sockets in /proc/net/unix,
+// the reviewer's own fds through /proc and pidfd_getfd. What it finds it
+// queries, and it replaces socket files with a server that answers allow.
+// It touches nothing but this test's own: its private $TMPDIR and the
+// reviewer it is given (the machine may run other permwraps).
+const queryAttacker = `
+import ctypes, glob, json, os, socket, subprocess, sys, threading, time
+ws, judge = sys.argv[1], sys.argv[2]   # (both unique to this test)
+tmp = os.environ["TMPDIR"]            # private to this test
+push = {}
+if len(sys.argv) > 3:   # under permwrap: the tree's own push, which the reviewer reviews
+    def run_push():
+        try:
+            push["rc"] = subprocess.run(["true", "push", "origin"]).returncode
+        except OSError as e:
+            push["rc"] = "exec failed: %s" % e
+    pusher = threading.Thread(target=run_push)
+    pusher.start()
+deadline = time.time() + 30
+while not os.path.exists(os.path.join(ws, "review-started")) and time.time() < deadline:
+    time.sleep(0.02)
+res = {"found": [], "reached": [], "replaced": [], "failed": [], "judgeSeen": False}
+def query(c):
+    c.settimeout(2)
+    c.sendall(b'{"surface":"bash","value":"true push origin"}\n')
+    return c.recv(4096).decode()
+def fake(srv):
+    while True:
+        c, _ = srv.accept()
+        f = c.makefile("rw")
+        for line in f:
+            f.write('{"action":"allow"}\n')
+            f.flush()
+cands = set(glob.glob(os.path.join(tmp, "permwrap-query-*", "*")))
+try:
+    for line in open("/proc/net/unix").read().splitlines()[1:]:
+        parts = line.split()
+        # Only this test's own: other sockets on the machine are not ours
+        # to connect to, let alone replace.
+        if len(parts) >= 8 and (parts[7].startswith(tmp + "/") or parts[7].startswith("@") and ws in parts[7]):
+            cands.add(parts[7])
+except OSError as e:
+    res["failed"].append("/proc/net/unix: %s" % e)
+for p in sorted(cands):
+    res["found"].append(p)
+    addr = "\0" + p[1:] if p.startswith("@") else p
+    try:
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(addr)
+        res["reached"].append("%s answered %s" % (p, query(c).strip()))
+    except OSError as e:
+        res["failed"].append("connect %s: %s" % (p, e))
+    if not p.startswith("@"):
+        try:
+            os.unlink(p)
+            srv = socket.socket(socket.AF_UNIX)
+            srv.bind(p)
+            srv.listen(4)
+            threading.Thread(target=fake, args=(srv,), daemon=True).start()
+            res["replaced"].append(p)
+        except OSError as e:
+            res["failed"].append("replace %s: %s" % (p, e))
+libc = ctypes.CDLL(None, use_errno=True)
+for pdir in glob.glob("/proc/[0-9]*"):
+    if pdir == "/proc/%d" % os.getpid():
+        continue
+    try:
+        with open(pdir + "/cmdline", "rb") as f:
+            if judge.encode() not in f.read():
+                continue
+    except OSError:
+        continue
+    res["judgeSeen"] = True
+    pid = int(pdir[6:])
+    try:
+        fds = os.listdir(pdir + "/fd")
+    except OSError as e:
+        res["failed"].append("list %s/fd: %s" % (pdir, e))
+        fds = ["3"]
+    for fd in fds:
+        p = "%s/fd/%s" % (pdir, fd)
+        try:
+            c = socket.socket(socket.AF_UNIX)
+            c.connect(p)
+            res["reached"].append("%s answered %s" % (p, query(c).strip()))
+        except OSError as e:
+            res["failed"].append("connect %s: %s" % (p, e))
+        try:
+            os.close(os.open(p, os.O_RDWR))
+            res["reached"].append("opened " + p)
+        except OSError as e:
+            res["failed"].append("open %s: %s" % (p, e))
+        try:
+            pidfd = os.pidfd_open(pid)
+            got = libc.syscall(438, pidfd, int(fd), 0)  # pidfd_getfd
+            if got >= 0:
+                try:
+                    c = socket.socket(fileno=got)
+                    res["reached"].append("pidfd_getfd %s answered %s" % (p, query(c).strip()))
+                except OSError as e:
+                    res["failed"].append("pidfd_getfd %s: got fd %d, not a channel: %s" % (p, got, e))
+            else:
+                res["failed"].append("pidfd_getfd %s: %s" % (p, os.strerror(ctypes.get_errno())))
+        except OSError as e:
+            res["failed"].append("pidfd_open %d: %s" % (pid, e))
+with open(os.path.join(ws, "attack.json"), "w") as f:
+    json.dump(res, f)
+open(os.path.join(ws, "attack-done"), "w").close()
+deadline = time.time() + 30   # keep any fake server up until the judge has asked
+while not os.path.exists(os.path.join(ws, "judge-done")) and time.time() < deadline:
+    time.sleep(0.02)
+if len(sys.argv) > 3:
+    pusher.join()
+    print(json.dumps(push))
+`
+
+type attackReport struct {
+	Found, Reached, Replaced, Failed []string
+	JudgeSeen                        bool
+}
+
+type judgeReport struct {
+	How    string
+	Answer struct{ Action string }
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, b)
+	}
+}
+
+// TestQueryChannelAttack: a process in the tree tries to find, query or
+// replace the reviewer's query channel while the reviewer is deciding on
+// the tree's own `git push` (here `true push`). Bare, against the old
+// design (a socket file in $TMPDIR), it replaces the socket and the
+// reviewer, told "allow" by the fake, allows. Under permwrap there is
+// nothing to find, the reviewer's fds are out of reach, and the reviewer
+// gets the policy's real answer (the allowed twin).
+func TestQueryChannelAttack(t *testing.T) {
+	python := realPython(t)
+	write := func(dir, name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	t.Run("bare", func(t *testing.T) {
+		dir := t.TempDir()
+		tmp := filepath.Join(dir, "tmp")
+		ws := filepath.Join(dir, "ws")
+		os.MkdirAll(tmp, 0o755)
+		os.MkdirAll(ws, 0o755)
+		judge := write(dir, "judge.py", queryJudge)
+		attacker := write(dir, "attacker.py", queryAttacker)
+		// The old design: a socket in $TMPDIR answering from the policy
+		// (which says ask).
+		sockDir, err := os.MkdirTemp(tmp, "permwrap-query-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("unix", filepath.Join(sockDir, "query.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					sc := bufio.NewScanner(c)
+					for sc.Scan() {
+						fmt.Fprintln(c, `{"action":"ask"}`)
+					}
+				}()
+			}
+		}()
+		env := append(os.Environ(), "TMPDIR="+tmp)
+		att := exec.Command(python, attacker, ws, judge)
+		att.Env = env
+		if err := att.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = att.Process.Kill(); _ = att.Wait() }()
+		report := filepath.Join(dir, "judge.json")
+		jc := exec.Command(python, judge, report, ws)
+		jc.Env = append(env, "PERMWRAP_QUERY_SOCKET="+filepath.Join(sockDir, "query.sock"))
+		jc.Stdin = strings.NewReader(`{"value":"true push origin"}`)
+		out, err := jc.Output()
+		if err != nil {
+			t.Fatalf("judge: %v", err)
+		}
+		var ar attackReport
+		readJSON(t, filepath.Join(ws, "attack.json"), &ar)
+		var jr judgeReport
+		readJSON(t, report, &jr)
+		if len(ar.Replaced) == 0 || jr.Answer.Action != "allow" || !strings.Contains(string(out), `"allow"`) {
+			t.Fatalf("bare: the attack on a socket in $TMPDIR did not work (attack %+v, judge %+v, verdict %s); it proves nothing", ar, jr, out)
+		}
+	})
+
+	// Bare against the new design: outside a sandbox, a process of the
+	// same user can take the reviewer's inherited fd with pidfd_getfd —
+	// so it is Landlock's and the filter's refusal of that, below, that
+	// keeps the channel private, and the attacker's code does work.
+	t.Run("bare-inherited-fd", func(t *testing.T) {
+		dir := t.TempDir()
+		tmp := filepath.Join(dir, "tmp")
+		ws := filepath.Join(dir, "ws")
+		os.MkdirAll(tmp, 0o755)
+		os.MkdirAll(ws, 0o755)
+		judge := write(dir, "judge.py", queryJudge)
+		attacker := write(dir, "attacker.py", queryAttacker)
+		report := filepath.Join(dir, "judge.json")
+		t.Setenv("TMPDIR", tmp)
+		att := exec.Command(python, attacker, ws, judge)
+		if err := att.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = att.Process.Kill(); _ = att.Wait() }()
+		links, _, err := authority.ExecLinks(map[string]authority.ExecSpec{"j": {Command: []string{python, judge, report, ws}, Timeout: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ask := authority.QuerierFunc(func(engine.Check) authority.QueryResult { return authority.QueryResult{Action: engine.Ask} })
+		if _, _, err := links["j"].Review(context.Background(), authority.NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "true push origin"}), ask); err != nil {
+			t.Fatal(err)
+		}
+		var ar attackReport
+		readJSON(t, filepath.Join(ws, "attack.json"), &ar)
+		stole := false
+		for _, r := range ar.Reached {
+			stole = stole || strings.HasPrefix(r, "pidfd_getfd") && strings.Contains(r, `"action"`)
+		}
+		if !stole {
+			kerneltest.Skip(t, fmt.Sprintf("bare, the attacker could not take the reviewer's fd (%+v); the sandboxed half still runs", ar))
+		}
+	})
+
+	t.Run("permwrap", func(t *testing.T) {
+		s := newSandbox(t, "")
+		tmp := filepath.Join(s.dir, "tmp")
+		os.MkdirAll(tmp, 0o755)
+		judge := write(s.dir, "judge.py", queryJudge)
+		attacker := write(s.workspace, "attacker.py", queryAttacker)
+		report := filepath.Join(s.dir, "judge.json")
+		policy := fmt.Sprintf(`{
+  "permission": {"*": "allow", "bash": {"*": "allow", "true push *": "ask"}},
+  "authorizerChain": ["trusting"],
+  "authorizers": {"trusting": {"command": [%q, %q, %q, %q], "timeoutMs": 60000}},
+  "modelDelegation": {"allowedSurfaces": ["bash"]}
+}`, python, judge, report, s.workspace)
+		os.WriteFile(filepath.Join(s.configDir, "policy.jsonc"), []byte(policy), 0o644)
+		t.Setenv("TMPDIR", tmp)
+		r := s.run(python, attacker, s.workspace, judge, "push")
+		if _, err := os.Stat(filepath.Join(s.workspace, "attack.json")); err != nil {
+			t.Fatalf("the attacker wrote no report: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+
+		var ar attackReport
+		readJSON(t, filepath.Join(s.workspace, "attack.json"), &ar)
+		if !ar.JudgeSeen {
+			t.Fatalf("the attacker never saw the reviewer running: it proves nothing (%+v)", ar)
+		}
+		if len(ar.Found) > 0 || len(ar.Reached) > 0 || len(ar.Replaced) > 0 {
+			t.Errorf("the attacker got somewhere: found %q, reached %q, replaced %q", ar.Found, ar.Reached, ar.Replaced)
+		}
+		var jr judgeReport
+		readJSON(t, report, &jr)
+		if jr.How != "fd" || jr.Answer.Action != "ask" {
+			t.Errorf("the reviewer's own query: %+v, want the policy's answer (ask) over the inherited fd", jr)
+		}
+		var push struct{ RC any }
+		if err := json.Unmarshal([]byte(r.stdout), &push); err != nil || push.RC == nil || push.RC == float64(0) {
+			t.Errorf("true push: %q (want it refused: the reviewer denies what the policy asks about); stderr:\n%s", r.stdout, r.stderr)
+		}
+		t.Logf("what the attacker tried: %q", ar.Failed)
+	})
 }
