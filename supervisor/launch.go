@@ -219,6 +219,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	// left behind is killed; its exit code is the command's status.
 	status := -1
 	var runErr error
+	cancelled := ctx.Done()
 	for status < 0 {
 		select {
 		case s := <-sigs:
@@ -231,8 +232,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 				continue
 			}
 			_ = unix.Kill(pid, s.(syscall.Signal))
-		case <-ctx.Done():
+		case <-cancelled:
 			_ = unix.Kill(pid, unix.SIGKILL)
+			cancelled = nil
 		}
 	}
 	if runErr != nil {

@@ -455,7 +455,7 @@ print(json.dumps({"verdict": "allow" if answer.get("action") == "allow" else "de
 // It touches nothing but this test's own: its private $TMPDIR and the
 // reviewer it is given (the machine may run other permwraps).
 const queryAttacker = `
-import ctypes, glob, json, os, socket, subprocess, sys, threading, time
+import ctypes, glob, json, os, select, socket, subprocess, sys, threading, time
 ws, judge = sys.argv[1], sys.argv[2]   # (both unique to this test)
 tmp = os.environ["TMPDIR"]            # private to this test
 push = {}
@@ -472,9 +472,19 @@ while not os.path.exists(os.path.join(ws, "review-started")) and time.time() < d
     time.sleep(0.02)
 res = {"found": [], "reached": [], "replaced": [], "failed": [], "judgeSeen": False}
 def query(c):
-    c.settimeout(2)
+    # No settimeout: on a stolen fd it would set O_NONBLOCK on the
+    # reviewer's own open file, and break the reviewer instead.
     c.sendall(b'{"surface":"bash","value":"true push origin"}\n')
+    if not select.select([c], [], [], 5)[0]:
+        return "(no answer)"
     return c.recv(4096).decode()
+def connect(addr, label):
+    try:
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(addr)
+        res["reached"].append("%s answered %s" % (label, query(c).strip()))
+    except OSError as e:
+        res["failed"].append("connect %s: %s" % (label, e))
 def fake(srv):
     while True:
         c, _ = srv.accept()
@@ -495,12 +505,7 @@ except OSError as e:
 for p in sorted(cands):
     res["found"].append(p)
     addr = "\0" + p[1:] if p.startswith("@") else p
-    try:
-        c = socket.socket(socket.AF_UNIX)
-        c.connect(addr)
-        res["reached"].append("%s answered %s" % (p, query(c).strip()))
-    except OSError as e:
-        res["failed"].append("connect %s: %s" % (p, e))
+    connect(addr, p)
     if not p.startswith("@"):
         try:
             os.unlink(p)
@@ -530,12 +535,7 @@ for pdir in glob.glob("/proc/[0-9]*"):
         fds = ["3"]
     for fd in fds:
         p = "%s/fd/%s" % (pdir, fd)
-        try:
-            c = socket.socket(socket.AF_UNIX)
-            c.connect(p)
-            res["reached"].append("%s answered %s" % (p, query(c).strip()))
-        except OSError as e:
-            res["failed"].append("connect %s: %s" % (p, e))
+        connect(p, p)
         try:
             os.close(os.open(p, os.O_RDWR))
             res["reached"].append("opened " + p)
@@ -602,15 +602,18 @@ func TestQueryChannelAttack(t *testing.T) {
 		}
 		return p
 	}
-
-	t.Run("bare", func(t *testing.T) {
-		dir := t.TempDir()
-		tmp := filepath.Join(dir, "tmp")
-		ws := filepath.Join(dir, "ws")
+	// bareScene is a private $TMPDIR, a workspace for the markers, and
+	// the two programs, outside any sandbox.
+	bareScene := func(t *testing.T) (dir, tmp, ws, judge, attacker string) {
+		dir = t.TempDir()
+		tmp, ws = filepath.Join(dir, "tmp"), filepath.Join(dir, "ws")
 		os.MkdirAll(tmp, 0o755)
 		os.MkdirAll(ws, 0o755)
-		judge := write(dir, "judge.py", queryJudge)
-		attacker := write(dir, "attacker.py", queryAttacker)
+		return dir, tmp, ws, write(dir, "judge.py", queryJudge), write(dir, "attacker.py", queryAttacker)
+	}
+
+	t.Run("bare", func(t *testing.T) {
+		dir, tmp, ws, judge, attacker := bareScene(t)
 		// The old design: a socket in $TMPDIR answering from the policy
 		// (which says ask).
 		sockDir, err := os.MkdirTemp(tmp, "permwrap-query-")
@@ -666,13 +669,7 @@ func TestQueryChannelAttack(t *testing.T) {
 	// so it is Landlock's and the filter's refusal of that, below, that
 	// keeps the channel private, and the attacker's code does work.
 	t.Run("bare-inherited-fd", func(t *testing.T) {
-		dir := t.TempDir()
-		tmp := filepath.Join(dir, "tmp")
-		ws := filepath.Join(dir, "ws")
-		os.MkdirAll(tmp, 0o755)
-		os.MkdirAll(ws, 0o755)
-		judge := write(dir, "judge.py", queryJudge)
-		attacker := write(dir, "attacker.py", queryAttacker)
+		dir, tmp, ws, judge, attacker := bareScene(t)
 		report := filepath.Join(dir, "judge.json")
 		t.Setenv("TMPDIR", tmp)
 		att := exec.Command(python, attacker, ws, judge)

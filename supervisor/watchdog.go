@@ -180,6 +180,7 @@ func killTree() {
 // tree (its parent still alive, its pid still its own) before anything
 // is sent to it.
 func killRound() int {
+	killedByNumber := 0
 	type node struct {
 		pid int
 		fd  int // pidfd; -1 for this process
@@ -196,6 +197,13 @@ func killRound() int {
 		queue = queue[1:]
 		for _, c := range childrenOf(parent.pid) {
 			fd, err := unix.PidfdOpen(c, 0)
+			if errors.Is(err, unix.ENOSYS) {
+				// No pidfds (before Linux 5.3; permwrap needs 5.14 for
+				// its hand-off, so not expected): kill by number.
+				_ = unix.Kill(c, unix.SIGKILL)
+				killedByNumber++
+				continue
+			}
 			if err != nil {
 				continue // gone already
 			}
@@ -211,7 +219,7 @@ func killRound() int {
 	for _, n := range found {
 		_ = unix.PidfdSendSignal(n.fd, unix.SIGKILL, nil, 0)
 	}
-	return len(found)
+	return len(found) + killedByNumber
 }
 
 // pidfdAlive reports whether the process behind a pidfd has not been
