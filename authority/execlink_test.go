@@ -239,11 +239,8 @@ func TestExecLinkQueryChannelEnds(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "judge.sh")
 	out := filepath.Join(t.TempDir(), "child-saw-eof")
 	os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\n(cat <&3 >/dev/null; echo eof > "+out+") >/dev/null 2>&1 &\necho '{\"verdict\": \"defer\"}'\n"), 0o755)
-	links, _, err := ExecLinks(map[string]ExecSpec{"sh": {Command: []string{script}, Timeout: 30 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, _, err := links["sh"].Review(context.Background(), bashAsk("ls"), nil); err != nil || v != VerdictDefer {
+	j := &ExecAuthorizer{Name: "sh", Command: []string{script}, Timeout: 30 * time.Second}
+	if v, _, err := j.Review(context.Background(), bashAsk("ls"), nil); err != nil || v != VerdictDefer {
 		t.Fatalf("%v %v", v, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -677,12 +677,9 @@ func TestQueryChannelAttack(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = att.Process.Kill(); _ = att.Wait() }()
-		links, _, err := authority.ExecLinks(map[string]authority.ExecSpec{"j": {Command: []string{python, judge, report, ws}, Timeout: time.Minute}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := &authority.ExecAuthorizer{Name: "j", Command: []string{python, judge, report, ws}, Timeout: time.Minute}
 		ask := authority.QuerierFunc(func(engine.Check) authority.QueryResult { return authority.QueryResult{Action: engine.Ask} })
-		if _, _, err := links["j"].Review(context.Background(), authority.NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "true push origin"}), ask); err != nil {
+		if _, _, err := j.Review(context.Background(), authority.NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "true push origin"}), ask); err != nil {
 			t.Fatal(err)
 		}
 		var ar attackReport
