@@ -7,14 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
+	"strconv"
 	"time"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/sockpair"
 )
 
 // ExecSpec defines an exec link: `"authorizers": {"judge": {"command":
@@ -35,9 +35,13 @@ const (
 	judgeWaitDelay   = 500 * time.Millisecond
 )
 
-// QuerySocketEnv names the environment variable that gives a judge the
-// path of its query socket.
-const QuerySocketEnv = "PERMWRAP_QUERY_SOCKET"
+// QueryFDEnv names the environment variable that gives a judge the file
+// descriptor of its query channel (always 3).
+const QueryFDEnv = "PERMWRAP_QUERY_FD"
+
+// queryFD is the query channel's descriptor in the judge: the first of
+// ExtraFiles.
+const queryFD = 3
 
 // ExecAuthorizer runs a program for every request it reviews: the request
 // as one JSON object on stdin (see Request.MarshalJSON), one verdict
@@ -106,14 +110,19 @@ func (e *ExecAuthorizer) Review(ctx context.Context, r Request, q Querier) (Verd
 		return 0, "", fmt.Errorf("encoding request: %w", err)
 	}
 
-	qs, err := startQueryServer(q)
+	// The query channel is one end of a socket pair, inherited by the judge
+	// (and whatever it starts) and by nothing else: it has no name in any
+	// filesystem or namespace, so the sandboxed tree cannot find, connect
+	// to or replace it, and holding it is the proof of being the judge.
+	local, remote, err := sockpair.New()
 	if err != nil {
-		return 0, "", err
+		return 0, "", fmt.Errorf("judge %s: query channel: %w", e.Name, err)
 	}
-	defer qs.close()
+	defer local.Close()
 
 	cmd := exec.CommandContext(ctx, e.Command[0], e.Command[1:]...)
-	cmd.Env = append(os.Environ(), QuerySocketEnv+"="+qs.path, "PERMWRAP_REQUEST_ID="+string(r.ID))
+	cmd.Env = append(os.Environ(), QueryFDEnv+"="+strconv.Itoa(queryFD), "PERMWRAP_REQUEST_ID="+string(r.ID))
+	cmd.ExtraFiles = []*os.File{remote}
 	cmd.Stdin = bytes.NewReader(input)
 	stdout := &capped{max: maxJudgeOutput}
 	stderr := &capped{max: maxJudgeStderr}
@@ -122,7 +131,22 @@ func (e *ExecAuthorizer) Review(ctx context.Context, r Request, q Querier) (Verd
 	// stop waiting for them rather than hang the ask.
 	cmd.WaitDelay = judgeWaitDelay
 
-	runErr := cmd.Run()
+	startErr := cmd.Start()
+	remote.Close()
+	if startErr != nil {
+		return 0, "", fmt.Errorf("judge %s: %w", e.Name, startErr)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		serveQueries(local, q)
+		local.Close() // a judge over its limits reads end of file
+	}()
+	runErr := cmd.Wait()
+	// The judge's children may still hold the channel: the review is over
+	// for them too.
+	local.Close()
+	<-served
 	if ctx.Err() != nil {
 		return 0, "", fmt.Errorf("judge %s: no answer within %s", e.Name, timeout)
 	}
@@ -204,70 +228,10 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// queryServer answers a judge's policy queries on a unix socket that
-// lives as long as one review: one JSON request per line,
-// {"surface":"bash","value":"git push"}, one JSON answer per line,
-// {"action":"ask","rule":{...}} or {"error":"…"}.
-type queryServer struct {
-	dir  string
-	path string
-	ln   net.Listener
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	conn map[net.Conn]struct{}
-}
-
-func startQueryServer(q Querier) (*queryServer, error) {
-	if q == nil {
-		q = QuerierFunc(func(engine.Check) QueryResult { return QueryResult{Action: engine.Ask} })
-	}
-	dir, err := os.MkdirTemp("", "permwrap-query-")
-	if err != nil {
-		return nil, fmt.Errorf("query socket: %w", err)
-	}
-	s := &queryServer{dir: dir, path: filepath.Join(dir, "query.sock"), conn: map[net.Conn]struct{}{}}
-	ln, err := net.Listen("unix", s.path)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("query socket: %w", err)
-	}
-	s.ln = ln
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conn[c] = struct{}{}
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				serveQueries(c, q)
-				s.mu.Lock()
-				delete(s.conn, c)
-				s.mu.Unlock()
-				c.Close()
-			}()
-		}
-	}()
-	return s, nil
-}
-
-func (s *queryServer) close() {
-	s.ln.Close()
-	s.mu.Lock()
-	for c := range s.conn {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	os.RemoveAll(s.dir)
-}
-
+// serveQueries answers a judge's policy queries on its query channel:
+// one JSON request per line, {"surface":"bash","value":"git push"}, one
+// JSON answer per line, {"action":"ask","rule":{...}} or {"error":"…"}.
+// A nil q answers ask to everything.
 type queryRequest struct {
 	Surface string `json:"surface"`
 	Value   string `json:"value"`
@@ -279,7 +243,10 @@ type queryAnswer struct {
 	Error  string    `json:"error,omitempty"`
 }
 
-func serveQueries(c net.Conn, q Querier) {
+func serveQueries(c io.ReadWriter, q Querier) {
+	if q == nil {
+		q = QuerierFunc(func(engine.Check) QueryResult { return QueryResult{Action: engine.Ask} })
+	}
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 4096), maxQueryLine)
 	enc := json.NewEncoder(c)

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,13 +60,42 @@ func judgeMain(mode string) int {
 		fmt.Println(`{"verdict":"allow"}`)
 		fmt.Fprintln(os.Stderr, "model quota exceeded")
 		return 1
+	case "channel":
+		// The query channel is fd 3, a socket, named nowhere: nothing in
+		// $TMPDIR, no socket path in the environment.
+		var st syscall.Stat_t
+		fd, err := strconv.Atoi(os.Getenv(QueryFDEnv))
+		switch {
+		case err != nil || fd != 3:
+			fmt.Printf(`{"verdict":"deny","reason":"%s=%q"}`, QueryFDEnv, os.Getenv(QueryFDEnv))
+			return 0
+		case syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK:
+			fmt.Println(`{"verdict":"deny","reason":"fd 3 is not a socket"}`)
+			return 0
+		case os.Getenv("PERMWRAP_QUERY_SOCKET") != "":
+			fmt.Println(`{"verdict":"deny","reason":"a socket path is in the environment"}`)
+			return 0
+		}
+		if left, _ := os.ReadDir(os.TempDir()); len(left) > 0 {
+			fmt.Printf(`{"verdict":"deny","reason":"%s holds %s"}`, os.TempDir(), left[0].Name())
+			return 0
+		}
+		c := os.NewFile(uintptr(fd), "query")
+		fmt.Fprintln(c, `{"surface":"bash","value":"git push"}`)
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"action":"ask"`) {
+			fmt.Printf(`{"verdict":"deny","reason":"query answered %q %v"}`, line, err)
+			return 0
+		}
+		fmt.Println(`{"verdict":"defer","reason":"private channel"}`)
 	case "query":
 		// Ask the policy about each unit; deny if any is denied.
-		c, err := net.Dial("unix", os.Getenv(QuerySocketEnv))
+		fd, err := strconv.Atoi(os.Getenv(QueryFDEnv))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
+			fmt.Fprintln(os.Stderr, "no query channel:", err)
 			return 5
 		}
+		c := os.NewFile(uintptr(fd), "query")
 		sc := bufio.NewScanner(c)
 		for _, u := range req.Units {
 			fmt.Fprintf(c, `{"surface":"bash","value":%q}`+"\n", u)
@@ -167,7 +197,7 @@ func TestExecLinkInChain(t *testing.T) {
 	}
 }
 
-func TestExecLinkQuerySocket(t *testing.T) {
+func TestExecLinkQueryChannel(t *testing.T) {
 	q := QuerierFunc(func(c engine.Check) QueryResult {
 		if strings.HasPrefix(c.Value, "rm ") {
 			return QueryResult{Action: engine.Deny, Rule: engine.Rule{Surface: engine.SurfaceBash, Pattern: "rm *", Action: engine.Deny, Origin: engine.OriginGlobal}}
@@ -184,12 +214,44 @@ func TestExecLinkQuerySocket(t *testing.T) {
 	if v, _, err := judge(t, "query", 30*time.Second).Review(context.Background(), r, q); err != nil || v != VerdictDefer {
 		t.Fatalf("%v %v", v, err)
 	}
-	// The socket directory is gone after the review.
-	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "permwrap-query-*"))
-	for _, d := range left {
-		if st, err := os.Stat(d); err == nil && time.Since(st.ModTime()) < time.Minute {
-			t.Errorf("query socket dir left behind: %s", d)
+}
+
+// TestExecLinkQueryChannelIsPrivate: the judge's query channel is an
+// inherited socket, not a file anyone can find. (The attack from inside
+// the sandbox is supervisor's TestQueryChannelAttack.)
+func TestExecLinkQueryChannelIsPrivate(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("PERMWRAP_QUERY_SOCKET", "") // as a stale value from an older permwrap would be overridden
+	v, reason, err := judge(t, "channel", 30*time.Second).Review(context.Background(), bashAsk("git push"), nil)
+	if err != nil || v != VerdictDefer || reason != "private channel" {
+		t.Fatalf("%v %q %v", v, reason, err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("the review left %s in $TMPDIR", left[0].Name())
+	}
+}
+
+// TestExecLinkQueryChannelEnds: a judge's child that keeps the channel
+// open does not keep the review (or a goroutine) alive, and sees the
+// channel close when the review ends.
+func TestExecLinkQueryChannelEnds(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "judge.sh")
+	out := filepath.Join(t.TempDir(), "child-saw-eof")
+	os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\n(cat <&3 >/dev/null; echo eof > "+out+") >/dev/null 2>&1 &\necho '{\"verdict\": \"defer\"}'\n"), 0o755)
+	j := &ExecAuthorizer{Name: "sh", Command: []string{script}, Timeout: 30 * time.Second}
+	if v, _, err := j.Review(context.Background(), bashAsk("ls"), nil); err != nil || v != VerdictDefer {
+		t.Fatalf("%v %v", v, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(out); err == nil {
+			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatal("the judge's child never saw the query channel close")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +39,7 @@ const ReasonTimedOut = "timed out waiting for confirmation"
 const (
 	defaultFieldWidth  = 512
 	defaultLogBuffer   = 4096
-	maskedValue        = "***"
+	maskedValue        = Masked
 	readAllowsAll      = "all"
 	readAllowsNone     = "none"
 	logFileMode        = 0o600
@@ -439,7 +438,7 @@ func (l *Log) sanitize(key string, v any) []byte {
 	}
 	switch x := v.(type) { // the common flat fields skip the round trip
 	case string:
-		return appendJSONString(nil, elide(maskInline(x), l.opts.FieldWidth))
+		return appendJSONString(nil, elide(MaskSecrets(x), l.opts.FieldWidth))
 	case RequestID:
 		return appendJSONString(nil, elide(string(x), l.opts.FieldWidth))
 	case int:
@@ -480,7 +479,7 @@ func (l *Log) sanitize(key string, v any) []byte {
 }
 
 // str caps and masks one string value.
-func (l *Log) str(s string) string { return elide(maskInline(s), l.opts.FieldWidth) }
+func (l *Log) str(s string) string { return elide(MaskSecrets(s), l.opts.FieldWidth) }
 
 func (l *Log) marshal(v any) []byte {
 	b, err := json.Marshal(v)
@@ -537,7 +536,7 @@ func (l *Log) walk(key string, v any) any {
 	}
 	switch x := v.(type) {
 	case string:
-		return elide(maskInline(x), l.opts.FieldWidth)
+		return elide(MaskSecrets(x), l.opts.FieldWidth)
 	case map[string]any:
 		for k, e := range x {
 			x[k] = l.walk(k, e)
@@ -552,27 +551,12 @@ func (l *Log) walk(key string, v any) any {
 	return v
 }
 
-// secretKey reports whether a key's value should never be written.
+// secretKey reports whether a key's value should never be written: the
+// key is a name MaskSecrets would mask the value of (password, api_key,
+// token, key, …).
 func secretKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"token", "password", "passwd", "secret", "authorization", "cookie", "credential", "apikey", "api_key", "private_key", "privatekey"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return k == "key" || strings.HasSuffix(k, "_key") || strings.HasSuffix(k, "-key")
-}
-
-// inlineSecret finds NAME=value and "Name: value" pairs inside a string
-// (GITHUB_TOKEN=… git push, curl -H 'Authorization: Bearer …') whose
-// name looks secret, so a command line in the log does not carry it.
-var inlineSecret = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:token|password|passwd|secret|authorization|api[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*)(=|:\s*)(?:bearer\s+|basic\s+)?([^\s'"&;|]+)`)
-
-func maskInline(s string) string {
-	if !strings.ContainsAny(s, "=:") || !mayHoldSecret(s) {
-		return s
-	}
-	return inlineSecret.ReplaceAllString(s, "${1}${2}"+maskedValue)
+	strong, weak := secretName(k)
+	return strong || weak
 }
 
 func appendJSONString(dst []byte, s string) []byte {
@@ -581,18 +565,6 @@ func appendJSONString(dst []byte, s string) []byte {
 		return append(dst, `"unencodable"`...)
 	}
 	return append(dst, b...)
-}
-
-// mayHoldSecret is a cheap filter in front of inlineSecret: the regexp
-// only runs on strings that contain one of its key words.
-func mayHoldSecret(s string) bool {
-	ls := strings.ToLower(s)
-	for _, w := range []string{"token", "passw", "secret", "authorization", "key", "credential"} {
-		if strings.Contains(ls, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // droppedFields describes read-allow records the writer could not keep up

@@ -124,32 +124,70 @@ type requestJSON struct {
 		Surface string `json:"surface"`
 		Pattern string `json:"pattern"`
 	} `json:"suggested,omitempty"`
+	// Masked says that MaskSecrets replaced something in a command line
+	// with "***": a reviewer must treat that part as unknown.
+	Masked bool `json:"masked,omitempty"`
 }
 
-// MarshalJSON renders the request for judge programs, with lists and
-// strings capped.
+// MarshalJSON renders the request for judge programs: the fields of
+// docs/authorizers.md and nothing else, with lists and strings capped and
+// secret-looking values in command lines masked (MaskSecrets: the
+// process's and the agent's argv, a bash value, its runs and units, the
+// suggested pattern). Paths are sent as they are: they are what a
+// reviewer of a read or a write decides on.
 func (r Request) MarshalJSON() ([]byte, error) {
 	var j requestJSON
+	mask := func(s string) string {
+		m := MaskSecrets(s)
+		j.Masked = j.Masked || m != s
+		return m
+	}
+	maskArgv := func(xs []string) []string {
+		m := MaskArgv(xs)
+		j.Masked = j.Masked || !sameSlice(m, xs)
+		return m
+	}
+	maskAll := func(xs []string) []string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = mask(x)
+		}
+		return out
+	}
 	j.RequestID = r.ID
 	j.Time = r.Time.UTC().Format(time.RFC3339Nano)
 	j.Process.PID = r.Process.PID
 	j.Process.Comm = elide(r.Process.Comm, maxItemBytes)
 	j.Process.Exe = elide(r.Process.Exe, maxItemBytes)
-	j.Process.Cmdline = capList(r.Process.Cmdline)
-	j.Agent = capList(r.Agent)
+	j.Process.Cmdline = capList(maskArgv(r.Process.Cmdline))
+	j.Agent = capList(maskArgv(r.Agent))
 	j.Node = r.Node
 	j.Surface = r.Check.Surface.String()
 	j.Access = r.Access
-	j.Value = elide(r.Check.Value, 4*maxItemBytes)
-	j.Runs = capList(r.Runs)
-	j.Units = capList(r.Units)
+	value := r.Check.Value
+	if r.Check.Surface == engine.SurfaceBash {
+		value = mask(value)
+	}
+	j.Value = elide(value, 4*maxItemBytes)
+	j.Runs = capList(maskAll(r.Runs))
+	j.Units = capList(maskAll(r.Units))
 	j.Rule = ruleToJSON(r.Rule)
 	j.HumanOnly = r.HumanOnly
 	if r.Suggested.Pattern != "" && !r.HumanOnly {
+		pattern := r.Suggested.Pattern
+		if r.Suggested.Surface == engine.SurfaceBash {
+			pattern = mask(pattern)
+		}
 		j.Suggested = &struct {
 			Surface string `json:"surface"`
 			Pattern string `json:"pattern"`
-		}{r.Suggested.Surface.String(), r.Suggested.Pattern}
+		}{r.Suggested.Surface.String(), pattern}
 	}
 	return json.Marshal(j)
+}
+
+// sameSlice reports whether a and b are the same slice (MaskArgv returns
+// its argument when it masked nothing).
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -1,9 +1,11 @@
 package supervisor
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -16,20 +18,47 @@ import (
 	"github.com/permwrap/permwrap/notify"
 )
 
-// InitArg is the hidden first argument that selects the init stage when
-// permwrap re-executes itself. cmd/permwrap checks for it before anything
-// else.
+// InitArg is the hidden first argument that selects one of the two
+// helper stages when permwrap re-executes itself. cmd/permwrap checks for
+// it before anything else. The stage's own arguments follow it: nothing in
+// them is secret, because /proc/PID/cmdline is readable by every local
+// user. What the stages need that may be (the command line and its
+// environment) comes through inherited file descriptors.
 const InitArg = "__permwrap_init"
 
-// handoffFd is the socket the init stage sends the listener fd over; it is
-// the first of ExtraFiles in the child.
-const handoffFd = 3
+// The stages behind InitArg: the watchdog (outside the sandbox, the
+// command's parent, see watchdog.go) and the sandbox stage (applies the
+// sandbox to itself and becomes the command).
+const (
+	roleWatchdog = "watchdog"
+	roleSandbox  = "sandbox"
+)
+
+// File descriptors of the sandbox stage, set up by the watchdog.
+const (
+	// handoffFd is the socket the sandbox stage sends the listener fd
+	// (and its own pid) over.
+	handoffFd = 3
+	// specFd is the read end of a pipe carrying the initSpec as JSON; the
+	// supervisor writes it and closes its end.
+	specFd = 4
+)
 
 // handoffWaitKillable is set in the hand-off's data byte when the filter
 // was loaded with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV.
 const handoffWaitKillable = 1
 
-// initSpec is what the supervisor tells the init stage, as JSON in argv.
+// handoffFailed is the hand-off's only byte when the sandbox stage failed
+// before it had a listener to send (it said why on stderr).
+const handoffFailed = 0xff
+
+// maxSpec bounds the spec the sandbox stage reads. The kernel limits a
+// command line and environment to a quarter of the stack limit, so a spec
+// over this is not one the supervisor wrote.
+const maxSpec = 256 << 20
+
+// initSpec is what the supervisor tells the sandbox stage, as JSON on
+// specFd (never in argv: the environment holds API keys).
 type initSpec struct {
 	Argv            []string
 	Env             []string // the command's environment
@@ -46,30 +75,45 @@ const (
 	initExitNotFound = 127
 )
 
-// RunInit is the init stage: it runs in the re-executed child, never
-// returns on success (the process becomes the command) and returns the exit
-// code to use otherwise. Everything it reports goes to stderr prefixed with
-// "permwrap:".
-//
-// The order matters: the command is looked up first (that needs no
-// supervision), then Landlock, then the seccomp filter; from the moment the
-// filter is loaded, every notified syscall blocks until the supervisor
-// answers, so between loading and handing the listener over this stage
-// makes no notified syscall (sendmsg and close are not watched).
+// RunInit runs the helper stage named by args[0] (the arguments after
+// InitArg) and returns the exit code to use; the sandbox stage never
+// returns on success (the process becomes the command).
 func RunInit(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case roleWatchdog:
+			return runWatchdog(args[1:])
+		case roleSandbox:
+			if len(args) == 1 {
+				return runSandboxStage()
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr, "permwrap: init stage: bad arguments (a permwrap binary of another version?)")
+	_, _ = unix.Write(handoffFd, []byte{handoffFailed})
+	return initExitInternal
+}
+
+// runSandboxStage is the sandbox stage. Everything it reports goes to
+// stderr prefixed with "permwrap:".
+//
+// The order matters: the spec is read and the command looked up first
+// (that needs no supervision), then Landlock, then the seccomp filter;
+// from the moment the filter is loaded, every notified syscall blocks
+// until the supervisor answers, so between loading and handing the
+// listener over this stage makes no notified syscall (sendmsg and close
+// are not watched).
+func runSandboxStage() int {
 	runtime.LockOSThread()
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "permwrap: "+format+"\n", a...)
 		// Tell the supervisor that no listener is coming.
-		_, _ = unix.Write(handoffFd, []byte{0xff})
+		_, _ = unix.Write(handoffFd, []byte{handoffFailed})
 		return code
 	}
-	if len(args) != 1 {
-		return fail(initExitInternal, "init stage: bad arguments")
-	}
-	var spec initSpec
-	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil || len(spec.Argv) == 0 {
-		return fail(initExitInternal, "init stage: bad spec: %v", err)
+	spec, err := readSpec(os.NewFile(specFd, "spec"))
+	if err != nil {
+		return fail(initExitInternal, "init stage: %v", err)
 	}
 	// The lookup uses the command's PATH, not the init stage's.
 	for _, kv := range spec.Env {
@@ -98,12 +142,9 @@ func RunInit(args []string) int {
 	if err != nil {
 		return fail(initExitInternal, "seccomp: %v", err)
 	}
-	// The one data byte says how the filter was loaded.
-	var flags byte
-	if used.WaitKillable {
-		flags |= handoffWaitKillable
-	}
-	if err := unix.Sendmsg(handoffFd, []byte{flags}, unix.UnixRights(lfd), nil, 0); err != nil {
+	// The data says how the filter was loaded and which process the
+	// supervisor forwards signals to (this one, soon the command).
+	if err := unix.Sendmsg(handoffFd, handoffData(used.WaitKillable, os.Getpid()), unix.UnixRights(lfd), nil, 0); err != nil {
 		return fail(initExitInternal, "handing over the seccomp listener: %v", err)
 	}
 	unix.Close(lfd)
@@ -117,6 +158,38 @@ func RunInit(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "permwrap: %s: %v\n", spec.Argv[0], err)
 	return code
+}
+
+// readSpec reads the whole spec from f and closes it.
+func readSpec(f *os.File) (initSpec, error) {
+	defer f.Close()
+	var spec initSpec
+	b, err := io.ReadAll(io.LimitReader(f, maxSpec+1))
+	if err != nil {
+		return spec, fmt.Errorf("reading the spec: %w", err)
+	}
+	if len(b) > maxSpec {
+		return spec, fmt.Errorf("spec over %d bytes", maxSpec)
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return spec, fmt.Errorf("bad spec: %w", err)
+	}
+	if len(spec.Argv) == 0 {
+		return spec, errors.New("bad spec: no command")
+	}
+	return spec, nil
+}
+
+// handoffData is the hand-off message's data: a flags byte and the
+// sandbox stage's pid (little endian).
+func handoffData(waitKillable bool, pid int) []byte {
+	var flags byte
+	if waitKillable {
+		flags |= handoffWaitKillable
+	}
+	b := []byte{flags, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(b[1:], uint32(pid))
+	return b
 }
 
 // applyLandlock applies the static floor: read and execute beneath /,

@@ -2,14 +2,13 @@ package supervisor
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -73,8 +72,8 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		self = "/proc/self/exe"
 	}
 
-	// Orphans of the sandboxed tree are re-parented to us, so we can reap
-	// them and make sure none outlives the run.
+	// Were the watchdog killed, the tree's orphans would be re-parented
+	// to us, so we can make sure none outlives the run.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return ExitInternal, fmt.Errorf("becoming a subreaper: %w", err)
 	}
@@ -100,6 +99,13 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return ExitInternal, err
 	}
 
+	// Three channels to the helper stages, all inherited file descriptors
+	// (argv is world-readable; the spec holds the environment):
+	//   - the hand-off socket, over which the sandbox stage sends the
+	//     seccomp listener and its pid;
+	//   - the spec pipe, which carries the spec to the sandbox stage;
+	//   - the life pipe, which we never write: the watchdog reads EOF on
+	//     it when we are gone, however we died.
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return ExitInternal, fmt.Errorf("socketpair: %w", err)
@@ -107,40 +113,51 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	parentEnd := os.NewFile(uintptr(pair[0]), "handoff")
 	childEnd := os.NewFile(uintptr(pair[1]), "handoff-child")
 	defer parentEnd.Close()
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		childEnd.Close()
+		return ExitInternal, fmt.Errorf("pipe: %w", err)
+	}
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		childEnd.Close()
+		specR.Close()
+		specW.Close()
+		return ExitInternal, fmt.Errorf("pipe: %w", err)
+	}
+	// Open for as long as Run runs; closing it early would make the
+	// watchdog kill the tree.
+	defer lifeW.Close()
 
 	// Signals are caught before the child exists so none is lost.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGCHLD)
 	defer signal.Stop(sigs)
 
-	attr := &os.ProcAttr{
-		Files: []*os.File{cfg.Stdin, cfg.Stdout, cfg.Stderr, childEnd},
-		Env:   initEnv(),
-		Sys: &syscall.SysProcAttr{
-			// The child dies with us; its own children are covered by the
-			// listener closing (their watched syscalls then fail) and by
-			// the kill on exit below.
-			Pdeathsig: syscall.SIGKILL,
-			Setpgid:   true,
-		},
-	}
+	// The watchdog gets the command's stdio and passes it on; it sets the
+	// command up on the terminal as attach says.
+	stdio := []*os.File{cfg.Stdin, cfg.Stdout, cfg.Stderr}
+	attach := attachGroup
 	// On a terminal, the command runs on a pseudo-terminal permwrap relays,
 	// so a prompt can take the screen over a full-screen agent.
 	var rl *relay
 	if !cfg.NoRelay && isTerminal(cfg.Stdin) && isTerminal(cfg.Stdout) {
 		if rl, err = newRelay(cfg.Stdin, cfg.Stdout); err != nil {
+			childEnd.Close()
+			specR.Close()
+			specW.Close()
+			lifeR.Close()
 			return ExitInternal, fmt.Errorf("pseudo-terminal: %w", err)
 		}
-		attr.Files[0], attr.Files[1] = rl.pts, rl.pts
+		stdio[0], stdio[1] = rl.pts, rl.pts
 		if isTerminal(cfg.Stderr) {
-			attr.Files[2] = rl.pts
+			stdio[2] = rl.pts
 		}
-		attr.Sys = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true, Setctty: true, Ctty: 0}
+		attach = attachSession
 		cfg.Notices = rl
 	} else if isTerminal(cfg.Stdin) {
 		// The command gets the terminal's foreground: ^C reaches it, not us.
-		attr.Sys.Foreground = true
-		attr.Sys.Ctty = 0
+		attach = attachForeground
 	}
 	if cfg.NewDecider != nil {
 		var screen authority.Screen
@@ -149,18 +166,33 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 		cfg.Decider = cfg.NewDecider(screen)
 	}
-	proc, err := os.StartProcess(self, []string{"permwrap", InitArg, string(specJSON)}, attr)
+	// No Pdeathsig: the watchdog must outlive us to clean up, and a
+	// Pdeathsig would follow the thread that happens to run this call, not
+	// this process (Go retires threads; issue 10).
+	wd, err := os.StartProcess(self, []string{"permwrap", InitArg, roleWatchdog, attach}, &os.ProcAttr{
+		Files: append(stdio, childEnd, specR, lifeR),
+		Env:   initEnv(),
+	})
 	childEnd.Close()
+	specR.Close()
+	lifeR.Close()
 	if err != nil {
-		return ExitInternal, fmt.Errorf("starting the init stage: %w", err)
+		specW.Close()
+		return ExitInternal, fmt.Errorf("starting the watchdog: %w", err)
 	}
-	pid := proc.Pid
-	_ = proc.Release() // we reap with wait4 ourselves (we are a subreaper)
+	watchdog := wd.Pid
+	_ = wd.Release() // reaped with wait4 below
+	go func() {
+		// A spec over the pipe's buffer is written as it is read; if the
+		// stages die first, the write fails and the hand-off says so.
+		_, _ = specW.Write(specJSON)
+		specW.Close()
+	}()
 
-	lfd, handoff, err := receiveListener(parentEnd)
+	lfd, handoff, pid, err := receiveListener(parentEnd)
 	if err != nil {
-		// The init stage failed and said why on stderr; pass its status on.
-		status := waitMain(pid)
+		// A stage failed and said why on stderr; pass its status on.
+		status := waitWatchdog(watchdog)
 		if status == 0 {
 			status = ExitInternal
 		}
@@ -169,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if rl != nil {
 		if err := rl.start(); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
-			waitMain(pid)
+			waitWatchdog(watchdog)
 			return ExitInternal, fmt.Errorf("terminal: %w", err)
 		}
 		defer rl.stop()
@@ -183,12 +215,16 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		close(done)
 	}()
 
+	// The watchdog exits once the command has exited and everything it
+	// left behind is killed; its exit code is the command's status.
 	status := -1
+	var runErr error
+	cancelled := ctx.Done()
 	for status < 0 {
 		select {
 		case s := <-sigs:
 			if s == unix.SIGCHLD {
-				status = reap(pid)
+				status, runErr = reapWatchdog(watchdog)
 				continue
 			}
 			if s == unix.SIGWINCH && rl != nil {
@@ -196,12 +232,15 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 				continue
 			}
 			_ = unix.Kill(pid, s.(syscall.Signal))
-		case <-ctx.Done():
+		case <-cancelled:
 			_ = unix.Kill(pid, unix.SIGKILL)
+			cancelled = nil
 		}
 	}
-	// The command is gone: nothing it left behind may run on unsupervised.
-	killDescendants()
+	if runErr != nil {
+		// The watchdog was killed: its orphans came to us.
+		killTree()
+	}
 	if rl != nil {
 		// Let the last of the command's output reach the terminal.
 		select {
@@ -211,13 +250,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	listener.Close()
 	sup.finish()
-	return status, nil
+	return status, runErr
 }
 
-// receiveListener waits for the init stage to hand over the listener fd
-// and its flags byte. A message without an fd means the init stage failed.
-func receiveListener(sock *os.File) (int, byte, error) {
-	buf := make([]byte, 1)
+// receiveListener waits for the sandbox stage to hand over the listener
+// fd, its flags byte and its pid. A message without an fd, or the socket
+// closing, means a stage failed.
+func receiveListener(sock *os.File) (fd int, flags byte, pid int, err error) {
+	buf := make([]byte, 8)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -225,57 +265,65 @@ func receiveListener(sock *os.File) (int, byte, error) {
 			continue
 		}
 		if err != nil {
-			return -1, 0, fmt.Errorf("receiving the listener: %w", err)
+			return -1, 0, 0, fmt.Errorf("receiving the listener: %w", err)
 		}
-		if n == 0 || oobn == 0 {
-			return -1, 0, errors.New("init stage failed before handing over the listener")
+		if oobn == 0 {
+			return -1, 0, 0, errors.New("init stage failed before handing over the listener")
 		}
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err != nil || len(msgs) != 1 {
-			return -1, 0, fmt.Errorf("bad control message: %v", err)
+			return -1, 0, 0, fmt.Errorf("bad control message: %v", err)
 		}
 		fds, err := unix.ParseUnixRights(&msgs[0])
-		if err != nil || len(fds) != 1 {
+		if err != nil || len(fds) != 1 || n != 5 {
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
-			return -1, 0, fmt.Errorf("bad listener hand-off: %v", err)
+			return -1, 0, 0, fmt.Errorf("bad listener hand-off: %v", err)
 		}
-		return fds[0], buf[0], nil
+		return fds[0], buf[0], int(binary.LittleEndian.Uint32(buf[1:5])), nil
 	}
 }
 
-// reap collects every exited child (orphans included) and returns the main
-// child's exit status once it has exited, -1 while it runs.
-func reap(main int) int {
-	status := -1
+// reapWatchdog collects the watchdog if it has exited: its exit code is
+// the command's status. A watchdog that died of a signal was killed from
+// outside: the command went with it (Pdeathsig), and the status says
+// permwrap failed. -1 while it runs.
+func reapWatchdog(watchdog int) (int, error) {
 	for {
 		var ws unix.WaitStatus
-		p, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		p, err := unix.Wait4(watchdog, &ws, unix.WNOHANG, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		if err != nil || p <= 0 {
-			return status
+		if err != nil {
+			return ExitInternal, fmt.Errorf("waiting for the watchdog: %w", err)
 		}
-		if p == main {
-			status = exitStatus(ws)
+		if p != watchdog {
+			return -1, nil
 		}
+		if ws.Signaled() {
+			return ExitInternal, fmt.Errorf("the watchdog (pid %d) was killed by %s; the command and everything it started were killed", watchdog, unix.SignalName(ws.Signal()))
+		}
+		return exitStatus(ws), nil
 	}
 }
 
-// waitMain blocks until the main child exits and returns its status.
-func waitMain(pid int) int {
+// waitWatchdog blocks until the watchdog exits and returns its status.
+func waitWatchdog(watchdog int) int {
 	for {
 		var ws unix.WaitStatus
-		p, err := unix.Wait4(pid, &ws, 0, nil)
+		p, err := unix.Wait4(watchdog, &ws, 0, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			return ExitInternal
 		}
-		if p == pid {
+		if p == watchdog {
+			if ws.Signaled() {
+				return ExitInternal
+			}
 			return exitStatus(ws)
 		}
 	}
@@ -289,44 +337,6 @@ func exitStatus(ws unix.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return ExitInternal
-}
-
-// killDescendants SIGKILLs every remaining child of this process (as a
-// subreaper, the sandbox's orphans are our children) and reaps them.
-func killDescendants() {
-	for round := 0; round < 100; round++ {
-		kids := childrenOf(os.Getpid())
-		if len(kids) == 0 {
-			return
-		}
-		for _, k := range kids {
-			_ = unix.Kill(k, unix.SIGKILL)
-		}
-		for range kids {
-			var ws unix.WaitStatus
-			if _, err := unix.Wait4(-1, &ws, 0, nil); errors.Is(err, unix.ECHILD) {
-				break
-			}
-		}
-	}
-}
-
-// childrenOf lists the children of pid from /proc/PID/task/*/children.
-func childrenOf(pid int) []int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
 }
 
 func isTerminal(f *os.File) bool {

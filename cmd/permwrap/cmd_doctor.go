@@ -55,7 +55,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if f.LandlockABI == 0 {
 		weaker = append(weaker, "no Landlock: no static floor (--require-landlock refuses to start); signals to permwrap are not scoped")
 	} else if f.LandlockABI < 6 {
-		weaker = append(weaker, "Landlock ABI < 6: sandboxed processes can signal permwrap itself")
+		weaker = append(weaker, "Landlock ABI < 6: sandboxed processes can signal permwrap itself (and kill it and its watchdog at once, so that what they started outlives it)")
 	}
 	if f.WaitKillable != notify.Yes {
 		weaker = append(weaker, "no WAIT_KILLABLE_RECV: a signal to a waiting process re-raises its question")
