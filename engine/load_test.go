@@ -326,12 +326,12 @@ func TestProjectPolicyTrust(t *testing.T) {
 		want Action
 		lay  Layer
 	}{
-		{AccessWrite, home + "/shared/x", Ask, LayerPolicy},  // its allow does not loosen the default's ask
-		{AccessWrite, ws + "/dist/x", Deny, LayerProject},    // its deny tightens the workspace allow
-		{AccessWrite, ws + "/gen/x", Ask, LayerProject},      // the inner file tightens too
-		{AccessRead, ws + "/t/a.snap", Ask, LayerProject},    // ask over a read allow
-		{AccessRead, home + "/.ssh/known_hosts", Deny, 0},    // a more specific ask does not lift the global deny
-		{AccessWrite, ws + "/main.go", Allow, LayerPolicy},   // untouched
+		{AccessWrite, home + "/shared/x", Ask, LayerPolicy}, // its allow does not loosen the default's ask
+		{AccessWrite, ws + "/dist/x", Deny, LayerProject},   // its deny tightens the workspace allow
+		{AccessWrite, ws + "/gen/x", Ask, LayerProject},     // the inner file tightens too
+		{AccessRead, ws + "/t/a.snap", Ask, LayerProject},   // ask over a read allow
+		{AccessRead, home + "/.ssh/known_hosts", Deny, 0},   // a more specific ask does not lift the global deny
+		{AccessWrite, ws + "/main.go", Allow, LayerPolicy},  // untouched
 		{AccessRead, home + "/.ssh/id_rsa", Deny, LayerPolicy},
 	}
 	for _, c := range checks {
