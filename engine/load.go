@@ -135,15 +135,15 @@ func FillEnv(env Env) Env {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
-		*p = resolveExisting(*p)
+		*p = ResolveExisting(*p)
 	}
 	return env
 }
 
-// resolveExisting resolves the symlinks of the longest existing prefix of
+// ResolveExisting resolves the symlinks of the longest existing prefix of
 // p and appends the rest: the path the kernel would reach, for a path
 // that may not exist yet.
-func resolveExisting(p string) string {
+func ResolveExisting(p string) string {
 	p = filepath.Clean(p)
 	var rest []string
 	for dir := p; ; dir = filepath.Dir(dir) {
@@ -245,7 +245,10 @@ func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	// Files are named as the directory was given (messages read as the
+	// person wrote them); protection needs the absolute path.
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
 		return cfg, nil, err
 	}
 	if cfg.Global, err = readOptional(filepath.Join(dir, PolicyFileName)); err != nil {
@@ -272,13 +275,13 @@ func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
 		}
 		cfg.Scopes = append(cfg.Scopes, File{Name: s, Data: data})
 	}
-	cfg.Protect = append(cfg.Protect, Protected{Path: dir, Tree: true, Reason: "permwrap's configuration (policies and trusted projects) is not writable from inside permwrap"})
+	cfg.Protect = append(cfg.Protect, Protected{Path: absDir, Tree: true, Reason: "permwrap's configuration (policies and trusted projects) is not writable from inside permwrap"})
 	chain := ProjectChain(cfg.Env.Workspace)
 	for _, d := range chain {
 		cfg.Protect = append(cfg.Protect, Protected{Path: filepath.Join(d, ProjectDirName), Tree: true, Reason: "a project's permwrap policy is not writable from inside permwrap"})
 	}
 	if !opts.NoProject {
-		trust, err := ReadTrust(dir)
+		trust, err := ReadTrust(absDir)
 		if err != nil {
 			return cfg, ws, err
 		}
@@ -307,7 +310,7 @@ func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
 	}
 	// Protect the path the kernel resolves to as well as the one given.
 	for _, pr := range cfg.Protect {
-		if r := resolveExisting(pr.Path); r != filepath.Clean(pr.Path) {
+		if r := ResolveExisting(pr.Path); r != filepath.Clean(pr.Path) {
 			pr.Path = r
 			cfg.Protect = append(cfg.Protect, pr)
 		}
@@ -463,7 +466,7 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 		}
 	}
 
-	p := &Policy{env: env, settings: defaultSettings(), audit: cfg.Audit, base: base}
+	p := &Policy{env: env, settings: defaultSettings(), audit: cfg.Audit, base: base, cfg: cfg}
 	if bfc != nil {
 		p.settings = layerSettings(p.settings, bfc)
 		p.sources = append(p.sources, bfc.name)
@@ -539,6 +542,17 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	}
 	p.self = newRuleList(self)
 	return p, warns, nil
+}
+
+// WithScope compiles the policy again with one more --policy scope (data,
+// named name in positions), declared last: what the policy would answer
+// if that file were added. Session rules are not carried over.
+func (p *Policy) WithScope(name string, data []byte) (*Policy, error) {
+	cfg := p.cfg
+	cfg.Scopes = append(append([]File(nil), cfg.Scopes...), File{Name: name, Data: data})
+	cfg.ScopesRequired = true
+	np, _, err := Compile(cfg)
+	return np, err
 }
 
 // protectRules compiles the protected paths into write denies.

@@ -42,3 +42,13 @@ func NewTypoPath(from, to string, env Env) (TypoPath, error) {
 	}
 	return TypoPath{From: from, To: path.Clean(dir), pat: pp}, nil
 }
+
+// CommandMatcher compiles a command-line pattern (the bash surface's
+// syntax) into a match function.
+func CommandMatcher(pattern string) (func(string) bool, error) {
+	bp, err := compileBashPattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return bp.match, nil
+}

@@ -378,6 +378,7 @@ type Policy struct {
 	settings      Settings
 	base          string   // the base profile, "" or "none" for none
 	sources       []string // files composed, for Summary
+	cfg           Config   // what it was compiled from, for WithScope
 
 	sessMu  sync.Mutex
 	session atomic.Pointer[sessionSet]

@@ -26,9 +26,9 @@ const exitAsk = 2
 
 // cmdExplain implements `permwrap explain SURFACE VALUE`.
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", "permwrap explain [--policy FILE]... [--config-dir DIR] [--workspace DIR] [--yolo] SURFACE VALUE", explainAbout, stderr)
+	fs := newFlagSet("explain", "permwrap explain [--policy FILE]... [--config-dir DIR] [--workspace DIR] [--profile P] [--yolo] [--audit] SURFACE VALUE", explainAbout, stderr)
 	var pf policyFlags
-	pf.register(fs, true)
+	pf.register(fs, policyFlagSet{modes: true})
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -46,25 +46,19 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "permwrap explain: %s takes one path\n", surface)
 		return exitInternal
 	}
-	opts, err := pf.options()
+	ld, err := loadPolicy(&pf, "")
+	printWarnings(stderr, "permwrap: warning: ", ld.warnings)
 	if err != nil {
-		fmt.Fprintln(stderr, "permwrap explain:", err)
+		printErr(stderr, "permwrap: ", err)
 		return exitInternal
 	}
-	p, warns, err := engine.Load(opts)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitInternal
-	}
-	for _, w := range warns {
-		fmt.Fprintln(stderr, w)
-	}
+	p := ld.policy
 	var d engine.DecisionExplanation
 	switch surface {
 	case engine.SurfaceBash:
 		d = p.ExplainCommand(strings.Join(fs.Args()[1:], " "))
 	default:
-		path, err := absPath(fs.Arg(1), opts.Env.Home)
+		path, err := absPath(fs.Arg(1), ld.env.Home)
 		if err != nil {
 			fmt.Fprintln(stderr, "permwrap explain:", err)
 			return exitInternal
