@@ -275,10 +275,10 @@ func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
 		}
 		cfg.Scopes = append(cfg.Scopes, File{Name: s, Data: data})
 	}
-	cfg.Protect = append(cfg.Protect, Protected{Path: absDir, Tree: true, Reason: "permwrap's configuration (policies and trusted projects) is not writable from inside permwrap"})
+	cfg.Protect = append(cfg.Protect, Protected{Path: absDir, Tree: true, Reason: "permwrap's configuration is read-only to what it runs"})
 	chain := ProjectChain(cfg.Env.Workspace)
 	for _, d := range chain {
-		cfg.Protect = append(cfg.Protect, Protected{Path: filepath.Join(d, ProjectDirName), Tree: true, Reason: "a project's permwrap policy is not writable from inside permwrap"})
+		cfg.Protect = append(cfg.Protect, Protected{Path: filepath.Join(d, ProjectDirName), Tree: true, Reason: "a project's permwrap policy is read-only to what it runs"})
 	}
 	if !opts.NoProject {
 		trust, err := ReadTrust(absDir)

@@ -16,7 +16,8 @@ and for a path every surface consulted (write → write and path).
 
 SURFACE is read, write, exec, path or bash. For path surfaces VALUE may
 start with ~ and may be relative to the current directory; it is made
-absolute and cleaned. For bash, several VALUE words are joined with
+absolute and cleaned, and its symlinks are resolved as far as it exists
+(the path a run would check). For bash, several VALUE words are joined with
 spaces (quote the command line to keep it intact).
 
 Exit status: 0 allow, 1 deny, 2 ask, 125 bad configuration or usage.`
@@ -84,8 +85,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-// absPath expands a leading ~ and makes p absolute and clean, the form
-// the supervisor hands the engine.
+// absPath expands a leading ~ and makes p absolute, clean and
+// symlink-resolved (as far as it exists): the form the supervisor hands
+// the engine, so explain answers what a run would.
 func absPath(p, home string) (string, error) {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home == "" {
@@ -100,5 +102,5 @@ func absPath(p, home string) (string, error) {
 		}
 		p = filepath.Join(wd, p)
 	}
-	return filepath.Clean(p), nil
+	return engine.ResolveExisting(p), nil
 }

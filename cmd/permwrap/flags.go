@@ -112,10 +112,10 @@ func loadPolicy(pf *policyFlags, logFlag string) (loaded, error) {
 	// permwrap's own files: the state directory with the default review
 	// log, and the binary itself.
 	if def, err := authority.DefaultLogPath(); err == nil {
-		opts.Protect = append(opts.Protect, engine.Protected{Path: filepath.Dir(def), Tree: true, Reason: "permwrap's review log and state are not writable from inside permwrap"})
+		opts.Protect = append(opts.Protect, engine.Protected{Path: filepath.Dir(def), Tree: true, Reason: "permwrap's review log and state are read-only to what it runs"})
 	}
 	if exe, err := os.Executable(); err == nil {
-		opts.Protect = append(opts.Protect, engine.Protected{Path: exe, Reason: "permwrap's own program is not writable from inside permwrap"})
+		opts.Protect = append(opts.Protect, engine.Protected{Path: exe, Reason: "permwrap's own program is read-only to what it runs"})
 	}
 	logPath := logFlag
 	if logPath != "" {
@@ -145,7 +145,7 @@ func loadPolicy(pf *policyFlags, logFlag string) (loaded, error) {
 }
 
 func protectLog(path string) engine.Protected {
-	return engine.Protected{Path: path, Reason: "permwrap's review log is not writable from inside permwrap"}
+	return engine.Protected{Path: path, Reason: "permwrap's review log is read-only to what it runs"}
 }
 
 // newFlagSet makes a FlagSet that reports to stderr and never exits.

@@ -19,13 +19,17 @@ const (
 	exitNotFound = 127 // the command was not found
 )
 
-func main() {
+func main() { os.Exit(realMain()) }
+
+// realMain is main without the exit, shared with the tests' re-executed
+// binary.
+func realMain() int {
 	// The re-executed init stage of a sandboxed run: it must do nothing
 	// else first (see supervisor.RunInit).
 	if len(os.Args) > 1 && os.Args[1] == supervisor.InitArg {
-		os.Exit(supervisor.RunInit(os.Args[2:]))
+		return supervisor.RunInit(os.Args[2:])
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	return run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 // usage is printed for -h and for a command line permwrap cannot read.
