@@ -523,6 +523,9 @@ func (l *Log) capDecidedByDepth(d DecidedBy, depth int) DecidedBy {
 	case ByYolo:
 		x.Pattern = l.str(x.Pattern)
 		return x
+	case ByAudit:
+		x.Pattern, x.Pos.File = l.str(x.Pattern), l.str(x.Pos.File)
+		return x
 	case ByUnavailable:
 		x.Reason = l.str(x.Reason)
 		return x

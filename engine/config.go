@@ -563,8 +563,9 @@ func lintCommandPattern(pattern string) error {
 //   - ${HOME}, ${WORKSPACE}, ${TMPDIR} expand anywhere, their values
 //     escaped so a directory named "a[1]" is literal;
 //   - a trailing "/" means the directory and everything beneath it
-//     ("X/**"), and "NAME/" with no other "/" a directory of that name
-//     anywhere ("**/NAME/**"), as in .gitignore;
+//     ("X/**"), and "NAME/" with no other "/" a directory of that name at
+//     any depth in the workspace ("${WORKSPACE}/**/NAME/**"), as in
+//     .gitignore;
 //   - a pattern with a "/" that starts with neither "/", "~", "${" nor
 //     "**" is relative to the workspace (leading "./" and "../" are
 //     resolved against it), as Claude Code and sandbox-runtime read it.
@@ -582,7 +583,9 @@ func ExpandPathPattern(pat string, env Env) (string, error) {
 		case dir == "":
 			pat = "/"
 		case !strings.Contains(dir, "/") && dir != "." && dir != ".." && dir != "~":
-			pat = "**/" + dir + "/**"
+			// gitignore: a directory of that name at any depth beneath
+			// the root, here the workspace.
+			pat = "./**/" + dir + "/**"
 		default:
 			pat = dir + "/**"
 		}
