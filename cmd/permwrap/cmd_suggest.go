@@ -139,7 +139,7 @@ func cmdPolicySuggest(args []string, stdout, stderr io.Writer) int {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Suggested by `permwrap policy suggest` from %s:\n", safeComment(logPath))
-	fmt.Fprintf(&b, "// %d requests (%d distinct) between %s and %s.\n", total, len(seen), first.Local().Format("2006-01-02 15:04"), last.Local().Format("2006-01-02 15:04"))
+	fmt.Fprintf(&b, "// %d requests (%d distinct) between %s and %s.\n", total, len(seen), first.UTC().Format("2006-01-02 15:04 UTC"), last.UTC().Format("2006-01-02 15:04 UTC"))
 	b.WriteString("// Each rule allows no more than what was seen, and was checked against\n")
 	b.WriteString("// the current policy. Review every one before you merge it into\n")
 	b.WriteString("// policy.jsonc (permwrap policy edit) or a --policy file.\n")

@@ -36,6 +36,9 @@ func TestScripts(t *testing.T) {
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: "../../testdata/script",
+		// PERMWRAP_UPDATE_SCRIPTS=1 rewrites the files `cmp` compares
+		// against (golden outputs); review the diff before committing.
+		UpdateScripts: os.Getenv("PERMWRAP_UPDATE_SCRIPTS") == "1",
 		Condition: func(cond string) (bool, error) {
 			if cond == "kernel" {
 				return kernelMissing() == "", nil
