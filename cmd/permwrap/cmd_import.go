@@ -142,7 +142,7 @@ func (im *importer) prune() {
 				continue
 			}
 			im.out.skip(fmt.Sprintf("%s %q (%s)", s, r.pattern, r.action),
-				fmt.Sprintf("it lies inside %q (%s), which %s lets win whatever the order; here the more specific rule would win", inside.pattern, inside.action, im.tool))
+				fmt.Sprintf("it overlaps %q (%s), which %s lets win wherever both match; here the more specific rule would win, so it is left out (the stricter answer)", inside.pattern, inside.action, im.tool))
 		}
 		if len(rules) > 0 {
 			im.out.rules[s] = keep
@@ -177,12 +177,33 @@ func (im *importer) contains(s engine.Surface, outer, inner string) bool {
 	if err != nil {
 		return false
 	}
-	v := strings.TrimSuffix(iexp, "/**")
-	v = strings.NewReplacer("**", "x", "*", "x", "?", "x", `\`, "").Replace(v)
-	if !strings.HasPrefix(v, "/") {
-		v = "/x/" + v
+	// Overlap is enough: the stricter rule wins there in the other tool,
+	// so keeping the looser rule would loosen it. "**/" may stand for
+	// nothing or for directories; try both.
+	base := strings.TrimSuffix(iexp, "/**")
+	for _, dirs := range []string{"", "x/"} {
+		v := strings.ReplaceAll(base, "**/", dirs)
+		v = strings.NewReplacer("**", "x", "*", "x", "?", "x", `\`, "").Replace(v)
+		if !strings.HasPrefix(v, "/") {
+			v = "/x/" + v
+		}
+		if m(v) {
+			return true
+		}
 	}
-	return m(v)
+	return false
+}
+
+// display names a file for a comment: ~/… under home, relative under the
+// workspace, else as it is.
+func (im *importer) display(abs string) string {
+	switch {
+	case strings.HasPrefix(abs, im.env.Workspace+"/"):
+		return abs[len(im.env.Workspace)+1:]
+	case strings.HasPrefix(abs, im.env.Home+"/"):
+		return "~/" + abs[len(im.env.Home)+1:]
+	}
+	return abs
 }
 
 // noNet records a network rule this build cannot carry.

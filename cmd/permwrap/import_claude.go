@@ -43,7 +43,7 @@ func (im *importer) claudeCode(files []string) error {
 	im.out.note("Imported by `permwrap import claude-code` from:")
 	for _, f := range files {
 		abs, _ := filepath.Abs(f)
-		im.out.note("  " + abs)
+		im.out.note("  " + im.display(abs))
 	}
 	im.out.note("Claude Code's deny > ask > allow order is kept: a rule inside a stricter one")
 	im.out.note("is left out (listed below). Claude Code checks its own tools; permwrap checks")
@@ -73,7 +73,7 @@ func (im *importer) claudeFile(name string) error {
 	}
 	abs, _ := filepath.Abs(name)
 	root := im.claudeRoot(abs)
-	src := filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
+	src := im.display(abs)
 	for _, list := range []struct {
 		rules  []string
 		action string

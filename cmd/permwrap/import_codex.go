@@ -35,7 +35,7 @@ func (im *importer) codex(files []string) error {
 	im.out.note("Imported by `permwrap import codex` from:")
 	for _, f := range files {
 		abs, _ := filepath.Abs(f)
-		im.out.note("  " + abs)
+		im.out.note("  " + im.display(abs))
 	}
 	im.out.note("A prefix rule matches a command that starts with its words, here as")
 	im.out.note("\"words *\" (which matches the bare words too). Codex lets the strictest of")

@@ -62,7 +62,7 @@ func (im *importer) srt(files []string) error {
 		return fmt.Errorf("%s: %v", files[0], err)
 	}
 	abs, _ := filepath.Abs(files[0])
-	im.out.note("Imported by `permwrap import srt` from " + abs + ".")
+	im.out.note("Imported by `permwrap import srt` from " + im.display(abs) + ".")
 	im.out.note("Relative paths are relative to the workspace (srt: the current directory);")
 	im.out.note("a path means it and everything beneath it. denyWrite wins over allowWrite, as")
 	im.out.note("in srt. srt's mandatory protections (shell start-up files, git hooks) are in")
