@@ -132,7 +132,7 @@ func (im *importer) prune() {
 			for i := range rules {
 				o := &rules[i]
 				b, _ := engine.ParseAction(o.action)
-				if b > a && im.contains(s, o.pattern, r.pattern) {
+				if b > a && !o.fallback && im.contains(s, o.pattern, r.pattern) {
 					inside = o
 					break
 				}

@@ -368,11 +368,24 @@ type policyOut struct {
 
 type outRule struct {
 	pattern, action, reason, comment string
+	// fallback marks a tool's default answer ("everything else is
+	// denied"), which is not a rule that overrides others.
+	fallback bool
 }
 
 func newPolicyOut() *policyOut { return &policyOut{} }
 
 func (o *policyOut) add(s engine.Surface, pattern, action, reason, comment string) {
+	o.addRule(s, outRule{pattern: pattern, action: action, reason: reason, comment: comment})
+}
+
+// addFallback adds a tool's default answer for s ("*").
+func (o *policyOut) addFallback(s engine.Surface, action, reason, comment string) {
+	o.addRule(s, outRule{pattern: "*", action: action, reason: reason, comment: comment, fallback: true})
+}
+
+func (o *policyOut) addRule(s engine.Surface, nr outRule) {
+	pattern, action, comment := nr.pattern, nr.action, nr.comment
 	if o.rules == nil {
 		o.rules = map[engine.Surface][]outRule{}
 	}
@@ -382,14 +395,15 @@ func (o *policyOut) add(s engine.Surface, pattern, action, reason, comment strin
 			a, _ := engine.ParseAction(action)
 			b, _ := engine.ParseAction(r.action)
 			if a > b {
-				o.rules[s][i] = outRule{pattern, action, reason, joinComments(comment, r.comment)}
+				nr.comment = joinComments(comment, r.comment)
+				o.rules[s][i] = nr
 			} else if comment != "" {
 				o.rules[s][i].comment = joinComments(r.comment, comment)
 			}
 			return
 		}
 	}
-	o.rules[s] = append(o.rules[s], outRule{pattern, action, reason, comment})
+	o.rules[s] = append(o.rules[s], nr)
 }
 
 func joinComments(a, b string) string {

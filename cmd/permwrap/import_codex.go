@@ -323,7 +323,7 @@ func (im *importer) codexConfig(name string) error {
 	}
 	if c.SandboxMode == "workspace-write" && !ww.NetworkAccess {
 		if im.net {
-			im.out.add(netSurface(), "*", "deny", "no network in Codex's workspace-write sandbox", base+": network_access = false")
+			im.out.addFallback(netSurface(), "deny", "no network in Codex's workspace-write sandbox", base+": network_access = false")
 		} else {
 			im.noNet("sandbox_workspace_write.network_access = false (" + base + ")")
 		}

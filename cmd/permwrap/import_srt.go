@@ -72,7 +72,7 @@ func (im *importer) srt(files []string) error {
 			im.out.add(engine.SurfaceRead, im.srtPath(p), "deny", "", "srt filesystem.denyRead: "+p)
 		}
 		// srt denies every write it does not allow.
-		im.out.add(engine.SurfaceWrite, "*", "deny", "outside sandbox-runtime's allowWrite", "srt: writes are denied unless allowed; the default profile's allows for tools' own state (caches, agents' state) are more specific and still apply")
+		im.out.addFallback(engine.SurfaceWrite, "deny", "outside sandbox-runtime's allowWrite", "srt: writes are denied unless allowed; the default profile's allows for tools' own state (caches, agents' state) are more specific and still apply")
 		for _, p := range fs.AllowWrite {
 			im.out.add(engine.SurfaceWrite, im.srtPath(p), "allow", "", "srt filesystem.allowWrite: "+p)
 		}
@@ -96,7 +96,7 @@ func (im *importer) srt(files []string) error {
 			}
 		} else {
 			ns := netSurface()
-			im.out.add(ns, "*", "deny", "outside sandbox-runtime's allowedDomains", "srt: network access is denied unless allowed")
+			im.out.addFallback(ns, "deny", "outside sandbox-runtime's allowedDomains", "srt: network access is denied unless allowed")
 			for _, d := range n.AllowedDomains {
 				im.out.add(ns, d, "allow", "", "srt network.allowedDomains")
 			}
