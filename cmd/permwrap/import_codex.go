@@ -124,9 +124,15 @@ func (im *importer) codexRules(name string) error {
 	}
 	opts := &syntax.FileOptions{Set: true, TopLevelControl: true, GlobalReassign: true}
 	if _, err := starlark.ExecFileOptions(opts, thread, name, src, builtins); err != nil {
+		// Name the line of the file where it went wrong, as Codex does.
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
-			return errors.New(ee.Backtrace())
+			for i := len(ee.CallStack) - 1; i >= 0; i-- {
+				if pos := ee.CallStack[i].Pos; pos.Filename() == name {
+					return fmt.Errorf("%s:%d:%d: %s", name, pos.Line, pos.Col, ee.Msg)
+				}
+			}
+			return fmt.Errorf("%s: %s", name, ee.Msg)
 		}
 		return err
 	}
