@@ -63,9 +63,6 @@ const (
 	kindProfile                   // an embedded profile
 )
 
-// scopeLike reports whether a file of this kind holds rules only.
-func (k fileKind) scopeLike() bool { return k == kindScope || k == kindProject }
-
 // AuthorizerSpec is one automated reviewer: a program run with the ask.
 type AuthorizerSpec struct {
 	Command []string

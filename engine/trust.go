@@ -120,15 +120,27 @@ func WriteTrust(configDir string, t TrustStore) error {
 		return err
 	}
 	data = append(data, '\n')
-	if err := os.MkdirAll(configDir, 0o700); err != nil {
+	return WriteFileAtomic(filepath.Join(configDir, TrustFileName), data, 0o600)
+}
+
+// WriteFileAtomic replaces name with data, creating its directory (0700)
+// if needed: a reader — a permwrap starting now — sees the old file or
+// the new one, never half of one.
+func WriteFileAtomic(name string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(configDir, ".trusted-projects-*.json")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -139,5 +151,5 @@ func WriteTrust(configDir string, t TrustStore) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(configDir, TrustFileName))
+	return os.Rename(tmp.Name(), name)
 }

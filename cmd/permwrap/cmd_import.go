@@ -228,6 +228,15 @@ func (im *importer) relTo(dir string) string {
 	return engine.QuotePattern(dir)
 }
 
+// header names the files imported, as the first notes.
+func (im *importer) header(cmd string, files []string) {
+	im.out.note("Imported by `permwrap import " + cmd + "` from:")
+	for _, f := range files {
+		abs, _ := filepath.Abs(f)
+		im.out.note("  " + im.display(abs))
+	}
+}
+
 // existing returns the names that exist.
 func existing(names ...string) []string {
 	var out []string

@@ -193,7 +193,7 @@ func cmdPolicyEdit(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		_, warns, err := engine.CheckFile(target, edited, engine.FileGlobal, env)
 		if err == nil {
 			printWarnings(stderr, "warning: ", warns)
-			if err := writeFileAtomic(target, edited, mode); err != nil {
+			if err := engine.WriteFileAtomic(target, edited, mode); err != nil {
 				fmt.Fprintf(stderr, "permwrap policy edit: %v; your copy is %s\n", err, tmpName)
 				return exitFailure
 			}
@@ -228,36 +228,6 @@ func runEditor(name string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := exec.Command("/bin/sh", "-c", editor+` "$1"`, "permwrap-editor", name)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	return cmd.Run()
-}
-
-// writeFileAtomic replaces name with data: a reader (a permwrap starting
-// now) sees the old file or the new one, never half of one.
-func writeFileAtomic(name string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }
 
 func isTerminalReader(r io.Reader) bool {

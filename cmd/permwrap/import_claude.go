@@ -40,11 +40,7 @@ func (im *importer) claudeCode(files []string) error {
 			return fmt.Errorf("no Claude Code settings found (looked for ~/.claude/settings.json and .claude/settings.json, .claude/settings.local.json in %s); name the files", im.env.Workspace)
 		}
 	}
-	im.out.note("Imported by `permwrap import claude-code` from:")
-	for _, f := range files {
-		abs, _ := filepath.Abs(f)
-		im.out.note("  " + im.display(abs))
-	}
+	im.header("claude-code", files)
 	im.out.note("Claude Code's deny > ask > allow order is kept: a rule inside a stricter one")
 	im.out.note("is left out (listed below). Claude Code checks its own tools; permwrap checks")
 	im.out.note("every file, program and command of the agent and what it starts, so these")

@@ -32,11 +32,7 @@ func (im *importer) codex(files []string) error {
 			return fmt.Errorf("no Codex rules or config found in %s; name the files", home)
 		}
 	}
-	im.out.note("Imported by `permwrap import codex` from:")
-	for _, f := range files {
-		abs, _ := filepath.Abs(f)
-		im.out.note("  " + im.display(abs))
-	}
+	im.header("codex", files)
 	im.out.note("A prefix rule matches a command that starts with its words, here as")
 	im.out.note("\"words *\" (which matches the bare words too). Codex lets the strictest of")
 	im.out.note("several matching rules win; a rule inside a stricter one is left out.")
