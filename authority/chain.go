@@ -3,7 +3,6 @@ package authority
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -111,22 +110,10 @@ func (t DenyingTerminal) Decide(_ context.Context, _ Request) Decision {
 	return Denied(ByUnavailable{Reason: reason}, reason)
 }
 
-// Delegation bounds what chain links may grant. An allow is kept only on
-// a surface named in AllowedSurfaces, not named in ExcludedSurfaces, and
-// for a request that touches no secret-shaped path; any other allow is
-// turned into defer. Denies are never touched: they are only ever more
-// restrictive. With AllowedSurfaces empty, links can deny but not allow.
-type Delegation struct {
-	AllowedSurfaces  []engine.Surface
-	ExcludedSurfaces []engine.Surface
-	// SecretPatterns add to DefaultSecretPatterns; they are path.Match
-	// globs matched against each path component and the base name.
-	SecretPatterns []string
-}
-
 // DefaultSecretPatterns are always excluded from delegation, whatever the
 // configuration says: a path with a component matching one of these is
-// never allowed by a link.
+// never allowed by a link. They are basename patterns in the policy's
+// syntax, matched against each path component.
 var DefaultSecretPatterns = []string{
 	".ssh", ".aws", ".gnupg", ".kube", ".azure", ".docker", ".password-store",
 	".netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass",
@@ -135,8 +122,9 @@ var DefaultSecretPatterns = []string{
 	"credentials", "credentials.json", "secrets", "secrets.*", "*.secret",
 }
 
-// DefaultLinkTimeout bounds a link that names no timeout.
-const DefaultLinkTimeout = 5 * time.Second
+// secretMatchers are DefaultSecretPatterns compiled by the one glob
+// matcher (glob.go).
+var secretMatchers = mustCompileGlobs(DefaultSecretPatterns)
 
 // maxReasonBytes caps a link's teaching reason: it reaches the agent and
 // the log, and a link is not trusted to be brief.
@@ -145,9 +133,15 @@ const maxReasonBytes = 1024
 // ChainConfig is the part of the settings the chain needs, filled by the
 // caller from engine.Settings.
 type ChainConfig struct {
-	Links      []string                 // authorizerChain, in order
-	Timeouts   map[string]time.Duration // per link; missing or ≤0 → DefaultLinkTimeout
-	Delegation Delegation
+	Links    []string                 // authorizerChain, in order
+	Timeouts map[string]time.Duration // per link; missing or ≤0 → engine.DefaultAuthorizerTimeout
+	// Delegation bounds what links may grant. An allow is kept only on a
+	// surface named in AllowedSurfaces, not named in ExcludedSurfaces,
+	// and for a request that touches no secret-shaped path
+	// (DefaultSecretPatterns); any other allow is turned into defer.
+	// Denies are never touched: they are only ever more restrictive. With
+	// AllowedSurfaces empty, links can deny but not allow.
+	Delegation engine.Delegation
 	// Warn receives a one-line warning the first time a configured link
 	// is found missing (the supervisor prints it on stderr). May be nil.
 	Warn func(msg string)
@@ -262,7 +256,7 @@ func (c *Chain) consult(ctx context.Context, l namedLink, r Request) (o LinkOutc
 	o.Name = l.name
 	timeout := c.cfg.Timeouts[l.name]
 	if timeout <= 0 {
-		timeout = DefaultLinkTimeout
+		timeout = engine.DefaultAuthorizerTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -321,7 +315,7 @@ func (c *Chain) outsideEnvelope(r Request) string {
 	if !slices.Contains(d.AllowedSurfaces, s) {
 		return "surface " + s.String() + " is not delegated (modelDelegation.allowedSurfaces)"
 	}
-	if p := secretShaped(r, d.SecretPatterns); p != "" {
+	if p := secretShaped(r); p != "" {
 		return "touches a secret-shaped path (" + p + ")"
 	}
 	return ""
@@ -330,7 +324,7 @@ func (c *Chain) outsideEnvelope(r Request) string {
 // secretShaped returns the first secret-shaped word in the request's
 // value, runs or units, or "". For command lines every word is checked as
 // a potential path, since `cat ~/.ssh/id_rsa` is as secret as the open.
-func secretShaped(r Request, extra []string) string {
+func secretShaped(r Request) string {
 	check := func(v string) string {
 		for _, word := range strings.FieldsFunc(v, func(c rune) bool {
 			return c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'' || c == '=' || c == ';' || c == '|' || c == '&' || c == '<' || c == '>' || c == '(' || c == ')'
@@ -339,7 +333,7 @@ func secretShaped(r Request, extra []string) string {
 				if comp == "" {
 					continue
 				}
-				if matchesAny(comp, DefaultSecretPatterns) || matchesAny(comp, extra) {
+				if matchesAny(comp, secretMatchers) {
 					return word
 				}
 			}
@@ -349,7 +343,7 @@ func secretShaped(r Request, extra []string) string {
 	if r.Check.Surface.IsPath() {
 		// A path value is one word even when it contains spaces.
 		for _, comp := range strings.Split(r.Check.Value, "/") {
-			if comp != "" && (matchesAny(comp, DefaultSecretPatterns) || matchesAny(comp, extra)) {
+			if comp != "" && matchesAny(comp, secretMatchers) {
 				return r.Check.Value
 			}
 		}
@@ -366,9 +360,9 @@ func secretShaped(r Request, extra []string) string {
 	return ""
 }
 
-func matchesAny(name string, patterns []string) bool {
-	for _, p := range patterns {
-		if ok, err := path.Match(p, name); err == nil && ok {
+func matchesAny(name string, matchers []func(string) bool) bool {
+	for _, m := range matchers {
+		if m(name) {
 			return true
 		}
 	}
@@ -381,6 +375,11 @@ func matchesAny(name string, patterns []string) bool {
 // whose action is ask cannot decide; it yields an error deny.
 func FromRule(r engine.Rule) Decision {
 	by := ruleProvenance(r)
+	if _, ok := by.(ByAudit); ok {
+		// Audit mode allowed what the rule would have asked about or
+		// denied (engine.Policy.Audit); the log says would_ask/would_deny.
+		return Allowed(by)
+	}
 	switch r.Action {
 	case engine.Allow:
 		return Allowed(by)
@@ -398,6 +397,8 @@ func ruleProvenance(r engine.Rule) DecidedBy {
 		return BySessionApproval{Surface: r.Surface, Pattern: r.Pattern}
 	case engine.OriginYolo:
 		return ByYolo{Pattern: r.Surface.String() + ":" + r.Pattern}
+	case engine.OriginAudit:
+		return ByAudit{Would: r.Action, Surface: r.Surface, Pattern: r.Pattern, Pos: r.Pos}
 	}
 	return ByRule{Surface: r.Surface, Pattern: r.Pattern, Origin: r.Origin, Pos: r.Pos}
 }

@@ -57,7 +57,7 @@ func bashAsk(cmd string) Request {
 }
 
 func allowBash() ChainConfig {
-	return ChainConfig{Delegation: Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash, engine.SurfaceWrite, engine.SurfaceRead}}}
+	return ChainConfig{Delegation: engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash, engine.SurfaceWrite, engine.SurfaceRead}}}
 }
 
 // logLines opens a log over a buffer and returns it with a reader of its records.
@@ -194,20 +194,20 @@ func TestChainUnnamedLinkDecidesNothing(t *testing.T) {
 func TestChainEnvelopeDowngradesAllow(t *testing.T) {
 	cases := []struct {
 		name string
-		cfg  Delegation
+		cfg  engine.Delegation
 		req  Request
 	}{
-		{"excluded surface", Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash, engine.SurfaceWrite}, ExcludedSurfaces: []engine.Surface{engine.SurfaceWrite}},
+		{"excluded surface", engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash, engine.SurfaceWrite}, ExcludedSurfaces: []engine.Surface{engine.SurfaceWrite}},
 			NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: "/home/u/p/x"})},
-		{"surface not allowed", Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash}},
+		{"surface not allowed", engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash}},
 			NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/home/u/p/x"})},
-		{"nothing delegated", Delegation{}, bashAsk("ls")},
-		{"secret path", Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceRead}},
+		{"nothing delegated", engine.Delegation{}, bashAsk("ls")},
+		{"secret path", engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceRead}},
 			NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/home/u/.ssh/config"})},
-		{"secret in command", Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash}}, bashAsk("cat ~/.aws/credentials")},
-		{"pem", Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceRead}},
+		{"secret in command", engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash}}, bashAsk("cat ~/.aws/credentials")},
+		{"pem", engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceRead}},
 			NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/srv/tls/server.pem"})},
-		{"dotenv in units", Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash}},
+		{"dotenv in units", engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceBash}},
 			func() Request { r := bashAsk("sh x.sh"); r.Units = []string{"echo hi", "source .env.local"}; return r }()},
 	}
 	for _, tc := range cases {
@@ -222,7 +222,7 @@ func TestChainEnvelopeDowngradesAllow(t *testing.T) {
 	}
 	// Control: inside the envelope, the allow stands.
 	link := &fixed{v: VerdictAllow}
-	d := NewChain(ChainConfig{Links: []string{"j"}, Delegation: Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceRead}}}, map[string]Authorizer{"j": link}, &recTerm{}, nil, nil).
+	d := NewChain(ChainConfig{Links: []string{"j"}, Delegation: engine.Delegation{AllowedSurfaces: []engine.Surface{engine.SurfaceRead}}}, map[string]Authorizer{"j": link}, &recTerm{}, nil, nil).
 		Resolve(context.Background(), NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/home/u/p/main.go"}))
 	if d.Action() != engine.Allow || d.DecidedBy().Kind() != "authorizer" {
 		t.Fatalf("allow inside envelope: %v", d)
@@ -277,7 +277,7 @@ func TestChainHumanOnly(t *testing.T) {
 	r := NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: "/home/u/.bashrc"})
 	r.HumanOnly = true
 	r.Suggested = SessionPattern{Surface: engine.SurfaceWrite, Pattern: "/home/u/.bashrc"}
-	cfg := ChainConfig{Links: []string{"j"}, Delegation: Delegation{AllowedSurfaces: engine.Surfaces}}
+	cfg := ChainConfig{Links: []string{"j"}, Delegation: engine.Delegation{AllowedSurfaces: engine.Surfaces}}
 
 	// A human terminal is reached with no session option, and cannot add one.
 	term := &recTerm{human: true, answer: func(r Request) Decision {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/permwrap/permwrap/engine"
 )
@@ -57,6 +59,16 @@ type ByYolo struct {
 	Pattern string
 }
 
+// ByAudit: audit mode (--audit) let through what the policy would have
+// asked about or denied; Would is that action, and the rest names the
+// rule that would have decided (empty Pattern: no rule matched).
+type ByAudit struct {
+	Would   engine.Action
+	Surface engine.Surface
+	Pattern string
+	Pos     engine.Position
+}
+
 // ByUnavailable: nobody could be asked (headless, timed out), so the
 // request was denied.
 type ByUnavailable struct {
@@ -81,6 +93,7 @@ func (ByAuthorizer) decidedBy()      {}
 func (ByRule) decidedBy()            {}
 func (BySessionApproval) decidedBy() {}
 func (ByYolo) decidedBy()            {}
+func (ByAudit) decidedBy()           {}
 func (ByUnavailable) decidedBy()     {}
 func (ByError) decidedBy()           {}
 func (ByForwarded) decidedBy()       {}
@@ -90,12 +103,13 @@ func (ByAuthorizer) Kind() string      { return "authorizer" }
 func (ByRule) Kind() string            { return "rule" }
 func (BySessionApproval) Kind() string { return "session_approval" }
 func (ByYolo) Kind() string            { return "yolo" }
+func (ByAudit) Kind() string           { return "audit" }
 func (ByUnavailable) Kind() string     { return "unavailable" }
 func (ByError) Kind() string           { return "error" }
 func (ByForwarded) Kind() string       { return "forwarded" }
 
 // DecidedByKinds lists every kind, for flag validation in `permwrap log`.
-var DecidedByKinds = []string{"user", "authorizer", "rule", "session_approval", "yolo", "unavailable", "error", "forwarded"}
+var DecidedByKinds = []string{"user", "authorizer", "rule", "session_approval", "yolo", "audit", "unavailable", "error", "forwarded"}
 
 func (b ByUser) String() string { return "user (" + b.Via + ")" }
 func (b ByAuthorizer) String() string {
@@ -111,7 +125,17 @@ func (b ByRule) String() string {
 func (b BySessionApproval) String() string {
 	return fmt.Sprintf("session approval %s:%s", b.Surface, b.Pattern)
 }
-func (b ByYolo) String() string        { return "yolo " + b.Pattern }
+func (b ByYolo) String() string { return "yolo " + b.Pattern }
+func (b ByAudit) String() string {
+	rule := "no rule matched"
+	if b.Pattern != "" {
+		rule = fmt.Sprintf("rule %s:%s", b.Surface, b.Pattern)
+		if p := b.Pos.String(); p != "" {
+			rule += " (" + p + ")"
+		}
+	}
+	return fmt.Sprintf("audit: would %s, %s", b.Would, rule)
+}
 func (b ByUnavailable) String() string { return "unavailable: " + b.Reason }
 func (b ByError) String() string       { return "error: " + b.Reason }
 func (b ByForwarded) String() string {
@@ -164,6 +188,16 @@ func (b ByYolo) MarshalJSON() ([]byte, error) {
 		Kind    string `json:"kind"`
 		Pattern string `json:"pattern"`
 	}{b.Kind(), b.Pattern})
+}
+
+func (b ByAudit) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind     string `json:"kind"`
+		Would    string `json:"would"`
+		Surface  string `json:"surface"`
+		Pattern  string `json:"pattern"`
+		Position string `json:"position,omitempty"`
+	}{b.Kind(), b.Would.String(), b.Surface.String(), b.Pattern, b.Pos.String()})
 }
 
 func (b ByUnavailable) MarshalJSON() ([]byte, error) {
@@ -228,6 +262,7 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 		Position  string          `json:"position"`
 		Responder string          `json:"responder"`
 		Decision  json.RawMessage `json:"decision"`
+		Would     string          `json:"would"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("decidedBy: %w", err)
@@ -253,7 +288,7 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ByRule{Surface: s, Pattern: w.Pattern, Origin: parseOrigin(w.Origin), Pos: parsePosition(w.Position)}, nil
+		return ByRule{Surface: s, Pattern: w.Pattern, Origin: engine.ParseOrigin(w.Origin), Pos: parsePosition(w.Position)}, nil
 	case "session_approval":
 		s, err := surface()
 		if err != nil {
@@ -262,6 +297,16 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 		return BySessionApproval{Surface: s, Pattern: w.Pattern}, nil
 	case "yolo":
 		return ByYolo{Pattern: w.Pattern}, nil
+	case "audit":
+		s, err := surface()
+		if err != nil {
+			return nil, err
+		}
+		a, ok := engine.ParseAction(w.Would)
+		if !ok || a == engine.Allow {
+			return nil, fmt.Errorf("decidedBy audit: would %q is not ask or deny", w.Would)
+		}
+		return ByAudit{Would: a, Surface: s, Pattern: w.Pattern, Pos: parsePosition(w.Position)}, nil
 	case "unavailable":
 		return ByUnavailable{Reason: w.Reason}, nil
 	case "error":
@@ -282,67 +327,32 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 	return nil, fmt.Errorf("decidedBy: unknown kind %q", w.Kind)
 }
 
-func parseOrigin(s string) engine.Origin {
-	// Origin has no parser in engine; its String is total, so scanning the
-	// small value space is exact (unknown values print as "origin(N)").
-	for o := engine.Origin(0); o < 64; o++ {
-		if o.String() == s {
-			return o
-		}
-	}
-	return engine.OriginInvalid
-}
-
-// parsePosition reads "file:line:col" back. A file name that itself
-// contains ':' is kept whole when the tail is not numeric.
+// parsePosition reads "file:line:col" (or "file:line", or "file") back.
+// A file name that itself contains ':' is kept whole when the tail is
+// not numeric.
 func parsePosition(s string) engine.Position {
-	var p engine.Position
-	if s == "" {
+	p := engine.Position{File: s}
+	num := func(t string) (int, bool) {
+		if t == "" || t[0] < '0' || t[0] > '9' {
+			return 0, false // strconv would accept "+1"
+		}
+		n, err := strconv.Atoi(t)
+		return n, err == nil && n > 0
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
 		return p
 	}
-	file, line, col := s, 0, 0
-	if i := lastColonNum(file); i >= 0 {
-		n, _ := atoiSmall(file[i+1:])
-		if j := lastColonNum(file[:i]); j >= 0 {
-			line, _ = atoiSmall(file[j+1 : i])
-			col = n
-			file = file[:j]
-		} else {
-			line = n
-			file = file[:i]
+	last, ok := num(s[i+1:])
+	if !ok {
+		return p
+	}
+	if j := strings.LastIndexByte(s[:i], ':'); j >= 0 {
+		if line, ok := num(s[j+1 : i]); ok {
+			return engine.Position{File: s[:j], Line: line, Column: last}
 		}
 	}
-	p.File, p.Line, p.Column = file, line, col
-	return p
-}
-
-func lastColonNum(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ':' {
-			if i == len(s)-1 {
-				return -1
-			}
-			if _, ok := atoiSmall(s[i+1:]); ok {
-				return i
-			}
-			return -1
-		}
-	}
-	return -1
-}
-
-func atoiSmall(s string) (int, bool) {
-	if s == "" || len(s) > 9 {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, true
+	return engine.Position{File: s[:i], Line: last}
 }
 
 // SessionPattern is a rule to remember for the rest of the session: what

@@ -32,6 +32,9 @@ func TestDecidedByJSONRoundTrip(t *testing.T) {
 		ByRule{Surface: engine.SurfaceRead, Pattern: "**", Origin: engine.OriginBuiltin},
 		BySessionApproval{Surface: engine.SurfaceBash, Pattern: "git checkout *"},
 		ByYolo{Pattern: "bash:npm *"},
+		ByAudit{Would: engine.Deny, Surface: engine.SurfaceWrite, Pattern: "~/.bashrc", Pos: engine.Position{File: "default.jsonc", Line: 60, Column: 7}},
+		ByAudit{Would: engine.Ask, Surface: engine.SurfaceWrite},
+		ByRule{Surface: engine.SurfaceWrite, Pattern: "/a/**", Origin: engine.OriginProject, Pos: engine.Position{File: "C:odd:name.jsonc", Line: 3}},
 		ByUnavailable{Reason: ReasonUnavailable},
 		ByError{Reason: "unresolvable path"},
 		ByForwarded{Responder: "node-1", Decision: ByForwarded{Responder: "node-0", Decision: ByUser{Via: "dialog"}}},
@@ -55,8 +58,44 @@ func TestDecidedByJSONRoundTrip(t *testing.T) {
 	}
 }
 
+func TestParsePosition(t *testing.T) {
+	for in, want := range map[string]engine.Position{
+		"":                       {},
+		"p.jsonc":                {File: "p.jsonc"},
+		"p.jsonc:12":             {File: "p.jsonc", Line: 12},
+		"p.jsonc:12:5":           {File: "p.jsonc", Line: 12, Column: 5},
+		"a:b.jsonc:3:4":          {File: "a:b.jsonc", Line: 3, Column: 4},
+		"a:b":                    {File: "a:b"},
+		"p:+1":                   {File: "p:+1"},
+		"p:99999999999999999999": {File: "p:99999999999999999999"},
+	} {
+		if got := parsePosition(in); got != want {
+			t.Errorf("parsePosition(%q) = %+v, want %+v", in, got, want)
+		}
+	}
+}
+
+func TestAuditDecisionsAreLoggedAsWould(t *testing.T) {
+	for _, c := range []struct {
+		rule engine.Rule
+		ev   Event
+	}{
+		{engine.Rule{Surface: engine.SurfaceWrite, Pattern: "~/.bashrc", Action: engine.Ask, Origin: engine.OriginAudit}, EventWouldAsk},
+		{engine.Rule{Surface: engine.SurfaceBash, Pattern: "rm -rf / *", Action: engine.Deny, Origin: engine.OriginAudit}, EventWouldDeny},
+		{engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/x", Action: engine.Deny, Origin: engine.OriginGlobal}, EventDenied},
+	} {
+		d := FromRule(c.rule)
+		if got := OutcomeEvent(false, d); got != c.ev {
+			t.Errorf("%v: event %s, want %s", c.rule, got, c.ev)
+		}
+		if c.ev != EventDenied && (d.Action() != engine.Allow || d.DecidedBy().Kind() != "audit") {
+			t.Errorf("%v: %v", c.rule, d)
+		}
+	}
+}
+
 func TestParseDecidedByRejects(t *testing.T) {
-	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"net"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`} {
+	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"net"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`, `{"kind":"audit","surface":"write","would":"allow"}`} {
 		if _, err := ParseDecidedBy([]byte(in)); err == nil {
 			t.Errorf("%q accepted", in)
 		}

@@ -17,14 +17,6 @@ import (
 	"github.com/permwrap/permwrap/internal/sockpair"
 )
 
-// ExecSpec defines an exec link: `"authorizers": {"judge": {"command":
-// ["my-judge", "--json"], "timeoutMs": 3000}}` (engine.AuthorizerSpec
-// has the same fields).
-type ExecSpec struct {
-	Command []string
-	Timeout time.Duration // ≤0: DefaultLinkTimeout
-}
-
 // Limits on what a judge program may send back. A judge is outside
 // permwrap's trust: it gets a bounded say, not a bounded memory.
 const (
@@ -51,12 +43,13 @@ const queryFD = 3
 type ExecAuthorizer struct {
 	Name    string
 	Command []string
-	Timeout time.Duration // ≤0: DefaultLinkTimeout
+	Timeout time.Duration // ≤0: engine.DefaultAuthorizerTimeout
 }
 
-// ExecLinks builds the exec links defined in config and the per-link
-// timeouts the chain should apply.
-func ExecLinks(specs map[string]ExecSpec) (map[string]Authorizer, map[string]time.Duration, error) {
+// ExecLinks builds the exec links defined in config ("authorizers":
+// {"judge": {"command": ["my-judge", "--json"], "timeoutMs": 3000}}) and
+// the per-link timeouts the chain should apply.
+func ExecLinks(specs map[string]engine.AuthorizerSpec) (map[string]Authorizer, map[string]time.Duration, error) {
 	links := make(map[string]Authorizer, len(specs))
 	timeouts := make(map[string]time.Duration, len(specs))
 	for name, s := range specs {
@@ -65,7 +58,7 @@ func ExecLinks(specs map[string]ExecSpec) (map[string]Authorizer, map[string]tim
 		}
 		t := s.Timeout
 		if t <= 0 {
-			t = DefaultLinkTimeout
+			t = engine.DefaultAuthorizerTimeout
 		}
 		links[name] = &ExecAuthorizer{Name: name, Command: append([]string(nil), s.Command...), Timeout: t}
 		timeouts[name] = t
@@ -77,7 +70,7 @@ func ExecLinks(specs map[string]ExecSpec) (map[string]Authorizer, map[string]tim
 // links defined in config and the built-in typo-path (with typos as its
 // mistakes), and the timeout the chain should give each. Nothing here is
 // consulted until ChainConfig.Links names it.
-func Links(execs map[string]ExecSpec, typos []TypoPath) (map[string]Authorizer, map[string]time.Duration, error) {
+func Links(execs map[string]engine.AuthorizerSpec, typos []engine.TypoPath) (map[string]Authorizer, map[string]time.Duration, error) {
 	if _, taken := execs[TypoPathName]; taken {
 		return nil, nil, fmt.Errorf("authorizers.%s: the name belongs to the built-in reviewer; choose another", TypoPathName)
 	}
@@ -100,7 +93,7 @@ func (e *ExecAuthorizer) Review(ctx context.Context, r Request, q Querier) (Verd
 	}
 	timeout := e.Timeout
 	if timeout <= 0 {
-		timeout = DefaultLinkTimeout
+		timeout = engine.DefaultAuthorizerTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -124,7 +124,7 @@ func judgeMain(mode string) int {
 
 func judge(t *testing.T, mode string, timeout time.Duration) *ExecAuthorizer {
 	t.Helper()
-	links, _, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: timeout}})
+	links, _, err := ExecLinks(map[string]engine.AuthorizerSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: timeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestExecLinkInChain(t *testing.T) {
 			if mode == "hang" {
 				timeout = 300 * time.Millisecond
 			}
-			links, timeouts, err := ExecLinks(map[string]ExecSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: timeout}})
+			links, timeouts, err := ExecLinks(map[string]engine.AuthorizerSpec{"judge": {Command: []string{os.Args[0], "judge-mode", mode}, Timeout: timeout}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +258,7 @@ func TestExecLinkQueryChannelEnds(t *testing.T) {
 func TestShellScriptJudge(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "judge.sh")
 	os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho '{\"verdict\": \"deny\", \"reason\": \"from sh\"}'\n"), 0o755)
-	links, _, err := ExecLinks(map[string]ExecSpec{"sh": {Command: []string{script}}})
+	links, _, err := ExecLinks(map[string]engine.AuthorizerSpec{"sh": {Command: []string{script}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,16 +269,16 @@ func TestShellScriptJudge(t *testing.T) {
 }
 
 func TestExecLinksRejectsBadSpecs(t *testing.T) {
-	for _, s := range []ExecSpec{{}, {Command: []string{""}}} {
-		if _, _, err := ExecLinks(map[string]ExecSpec{"j": s}); err == nil {
+	for _, s := range []engine.AuthorizerSpec{{}, {Command: []string{""}}} {
+		if _, _, err := ExecLinks(map[string]engine.AuthorizerSpec{"j": s}); err == nil {
 			t.Errorf("%+v accepted", s)
 		}
 	}
-	if _, _, err := Links(map[string]ExecSpec{TypoPathName: {Command: []string{"x"}}}, nil); err == nil {
+	if _, _, err := Links(map[string]engine.AuthorizerSpec{TypoPathName: {Command: []string{"x"}}}, nil); err == nil {
 		t.Error("an exec link took the built-in name")
 	}
-	links, timeouts, err := Links(map[string]ExecSpec{"j": {Command: []string{"x"}}}, WorkspaceSiblings("/w/p"))
-	if err != nil || links["j"] == nil || links[TypoPathName] == nil || timeouts["j"] != DefaultLinkTimeout {
+	links, timeouts, err := Links(map[string]engine.AuthorizerSpec{"j": {Command: []string{"x"}}}, WorkspaceSiblings("/w/p"))
+	if err != nil || links["j"] == nil || links[TypoPathName] == nil || timeouts["j"] != engine.DefaultAuthorizerTimeout {
 		t.Fatalf("Links: %v %v %v", links, timeouts, err)
 	}
 }

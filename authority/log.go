@@ -26,6 +26,10 @@ const (
 	EventApproved Event = "permission_request.approved"  // an ask was answered allow
 	EventRejected Event = "permission_request.rejected"  // an ask was answered deny
 	EventTimedOut Event = "permission_request.timed_out" // an ask got no answer in time
+	// Audit mode (--audit): the policy would have asked or denied, and
+	// the request was allowed.
+	EventWouldAsk  Event = "permission_request.would_ask"
+	EventWouldDeny Event = "permission_request.would_deny"
 
 	EventChainResolved    Event = "authorizer_chain.resolved"
 	EventUnregisteredLink Event = "authorizer_chain.unregistered_link"
@@ -297,6 +301,12 @@ func (l *Log) Decided(r Request, asked bool, d Decision) {
 
 // OutcomeEvent names the outcome record for a decision.
 func OutcomeEvent(asked bool, d Decision) Event {
+	if a, ok := d.DecidedBy().(ByAudit); ok && d.Action() == engine.Allow {
+		if a.Would == engine.Deny {
+			return EventWouldDeny
+		}
+		return EventWouldAsk
+	}
 	allow := d.Action() == engine.Allow
 	switch {
 	case !asked && allow:
@@ -511,6 +521,9 @@ func (l *Log) capDecidedByDepth(d DecidedBy, depth int) DecidedBy {
 		return x
 	case ByYolo:
 		x.Pattern = l.str(x.Pattern)
+		return x
+	case ByAudit:
+		x.Pattern, x.Pos.File = l.str(x.Pattern), l.str(x.Pos.File)
 		return x
 	case ByUnavailable:
 		x.Reason = l.str(x.Reason)

@@ -222,3 +222,28 @@ func BenchmarkLogRecord(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestLogAuditRecordsReadBack(t *testing.T) {
+	var buf safeBuf
+	l := NewLogWriter(&buf, LogOptions{ReadAllows: "none"})
+	rule := engine.Rule{Surface: engine.SurfaceRead, Pattern: "~/.ssh/**", Action: engine.Deny, Origin: engine.OriginAudit, Pos: engine.Position{File: "strict.jsonc", Line: 20, Column: 7}}
+	r := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/home/u/.ssh/id_rsa"})
+	r.Rule = rule
+	// Even with readAllows "none", an audited read is written: it is not
+	// an ordinary allow.
+	l.Decided(r, false, FromRule(rule))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ParseLogLine([]byte(string(buf.Bytes())))
+	if err != nil {
+		t.Fatalf("%v: %s", err, string(buf.Bytes()))
+	}
+	by, ok := rec.DecidedBy.(ByAudit)
+	if rec.Event != EventWouldDeny || rec.Action != "allow" || !ok || by.Would != engine.Deny || by.Pattern != "~/.ssh/**" || by.Pos.Line != 20 {
+		t.Fatalf("record: %+v (decidedBy %#v)\n%s", rec, rec.DecidedBy, string(buf.Bytes()))
+	}
+	if rec.Rule.Pattern != "~/.ssh/**" || rec.Rule.Action != engine.Deny || rec.Rule.Origin != engine.OriginAudit || rec.Rule.Pos.File != "strict.jsonc" {
+		t.Fatalf("rule read back: %+v", rec.Rule)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/permwrap/permwrap/engine"
 )
 
 // LogRecord is one review-log line read back. Fields a record does not
@@ -26,7 +28,11 @@ type LogRecord struct {
 	Reason    string
 	Node      string
 	DecidedBy DecidedBy // nil when absent or unreadable
-	Raw       []byte
+	// Rule is the rule that answered the request as first judged (for an
+	// audited request, the rule that would have asked or denied); the
+	// zero Rule when the record names none or it is unreadable.
+	Rule engine.Rule
+	Raw  []byte
 }
 
 // maxLogLine bounds one line read back; longer lines are skipped as
@@ -50,6 +56,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Reason    string          `json:"reason"`
 		Node      string          `json:"node"`
 		DecidedBy json.RawMessage `json:"decidedBy"`
+		Rule      *ruleJSON       `json:"rule"`
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
@@ -73,6 +80,9 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 	}
 	if len(w.DecidedBy) > 0 {
 		rec.DecidedBy, _ = ParseDecidedBy(w.DecidedBy) // unreadable provenance shows as unknown, not as a broken line
+	}
+	if w.Rule != nil {
+		rec.Rule = ruleFromJSON(*w.Rule)
 	}
 	return rec, nil
 }
@@ -123,4 +133,12 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 		}
 		return bytes.TrimRight(buf, "\n"), tooLong, nil
 	}
+}
+
+// ruleFromJSON reads a record's rule back (ruleToJSON's form); what does
+// not parse stays zero.
+func ruleFromJSON(j ruleJSON) engine.Rule {
+	s, _ := engine.ParseSurface(j.Surface)
+	a, _ := engine.ParseAction(j.Action)
+	return engine.Rule{Surface: s, Pattern: j.Pattern, Action: a, Origin: engine.ParseOrigin(j.Origin), Pos: parsePosition(j.Position)}
 }

@@ -24,7 +24,7 @@ type Screen interface {
 }
 
 // DefaultAskTimeout is how long a prompt waits for a person.
-const DefaultAskTimeout = 10 * time.Minute
+const DefaultAskTimeout = engine.DefaultAskTimeout
 
 // PromptOptions tune the prompt.
 type PromptOptions struct {

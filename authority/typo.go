@@ -6,60 +6,30 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gobwas/glob"
-
 	"github.com/permwrap/permwrap/engine"
 )
 
 // TypoPathName is the name the typo-path link is registered under.
 const TypoPathName = "typo-path"
 
-// TypoPath is one known mistake: paths matching From (a glob, `**`
-// crossing directories) are probably meant to be under To.
-type TypoPath struct {
-	From string // as written; shown in the teaching reason
-	To   string // an absolute directory
-	// Match, when set, decides whether a path matches From (the engine's
-	// own pattern matcher, so ~ and ${VAR} mean what they mean in rules).
-	// When nil, From is compiled as a glob and must be absolute.
-	Match func(path string) bool
-}
-
 // TypoPathAuthorizer denies reads and writes of paths that match a known
-// mistake, with a teaching reason naming the likely intended path, so the
-// agent corrects itself instead of asking a person. Everything else it
-// defers: it can only ever make the answer stricter.
+// mistake (engine.TypoPath: the "typoPaths" setting and the workspace's
+// stale siblings), with a teaching reason naming the likely intended
+// path, so the agent corrects itself instead of asking a person.
+// Everything else it defers: it can only ever make the answer stricter.
 type TypoPathAuthorizer struct {
-	mistakes []typoRule
+	mistakes []engine.TypoPath
 }
 
-type typoRule struct {
-	TypoPath
-	match func(string) bool
-}
-
-// NewTypoPath compiles the mistake patterns. A pattern that does not
-// compile is an error naming it.
-func NewTypoPath(mistakes []TypoPath) (*TypoPathAuthorizer, error) {
-	a := &TypoPathAuthorizer{}
+// NewTypoPath takes the mistakes. Each must have been built by the
+// engine (the policy parser or engine.NewTypoPath), with an absolute To.
+func NewTypoPath(mistakes []engine.TypoPath) (*TypoPathAuthorizer, error) {
 	for i, m := range mistakes {
 		if !strings.HasPrefix(m.To, "/") {
 			return nil, fmt.Errorf("typoPaths[%d]: to %q must be an absolute path", i, m.To)
 		}
-		match := m.Match
-		if match == nil {
-			if !strings.HasPrefix(m.From, "/") {
-				return nil, fmt.Errorf("typoPaths[%d]: from %q must be an absolute path", i, m.From)
-			}
-			g, err := glob.Compile(m.From, '/')
-			if err != nil {
-				return nil, fmt.Errorf("typoPaths[%d]: from %q: %w", i, m.From, err)
-			}
-			match = g.Match
-		}
-		a.mistakes = append(a.mistakes, typoRule{TypoPath: m, match: match})
 	}
-	return a, nil
+	return &TypoPathAuthorizer{mistakes: append([]engine.TypoPath(nil), mistakes...)}, nil
 }
 
 // WorkspaceSiblings are the common mistakes for a workspace: a stale
@@ -67,14 +37,17 @@ func NewTypoPath(mistakes []TypoPath) (*TypoPathAuthorizer, error) {
 // project.orig, project~). Only these suffixes: a sibling like
 // project-common is as likely a real dependency as a mistake, and a
 // wrong "did you mean" would deny it without asking anyone.
-func WorkspaceSiblings(workspace string) []TypoPath {
+func WorkspaceSiblings(workspace string) []engine.TypoPath {
 	ws := path.Clean(workspace)
 	if ws == "/" || !path.IsAbs(ws) {
 		return nil
 	}
-	var out []TypoPath
+	var out []engine.TypoPath
 	for _, suffix := range siblingSuffixes {
-		out = append(out, TypoPath{From: glob.QuoteMeta(ws+suffix) + "/**", To: ws})
+		// The pattern is a quoted literal, so it always compiles.
+		if tp, err := engine.NewTypoPath(engine.QuotePattern(ws+suffix)+"/**", ws, engine.Env{}); err == nil {
+			out = append(out, tp)
+		}
 	}
 	return out
 }
@@ -107,11 +80,11 @@ func (a *TypoPathAuthorizer) Review(_ context.Context, r Request, _ Querier) (Ve
 	}
 	p := path.Clean(r.Check.Value)
 	for _, m := range a.mistakes {
-		if !m.match(p) {
+		if !m.Match(p) {
 			continue
 		}
 		comps := strings.Split(strings.Trim(p, "/"), "/")
-		meant := path.Join(append([]string{m.To}, comps[mistakenDir(comps, m.match):]...)...)
+		meant := path.Join(append([]string{m.To}, comps[mistakenDir(comps, m.Match):]...)...)
 		if meant == p {
 			continue // the pattern also covers the right place: not a mistake
 		}

@@ -8,10 +8,19 @@ import (
 	"github.com/permwrap/permwrap/engine"
 )
 
+func typo(t *testing.T, from, to string) engine.TypoPath {
+	t.Helper()
+	tp, err := engine.NewTypoPath(from, to, engine.Env{Home: "/home/u", Workspace: "/home/u/project"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
 func TestTypoPath(t *testing.T) {
 	a, err := NewTypoPath(append(WorkspaceSiblings("/home/u/project"),
-		TypoPath{From: "/home/u/src/github.com/acme/old-api/**", To: "/home/u/src/github.com/acme/api"},
-		TypoPath{From: "/tmp/projct/*.go", To: "/home/u/project"}))
+		typo(t, "/home/u/src/github.com/acme/old-api/**", "/home/u/src/github.com/acme/api"),
+		typo(t, "/tmp/projct/*.go", "/home/u/project")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +57,13 @@ func TestTypoPath(t *testing.T) {
 }
 
 func TestTypoPathBadPatterns(t *testing.T) {
-	for _, m := range []TypoPath{{From: "relative/**", To: "/x"}, {From: "/x/[", To: "/y"}, {From: "/x/**", To: "y"}, {From: "~/x/**", To: "rel", Match: func(string) bool { return true }}} {
-		if _, err := NewTypoPath([]TypoPath{m}); err == nil {
-			t.Errorf("%+v accepted", m)
+	for _, m := range [][2]string{{"relative/**", "/x"}, {"/x/[", "/y"}, {"/x/**", "y"}, {"~root/x/**", "/y"}} {
+		if _, err := engine.NewTypoPath(m[0], m[1], engine.Env{}); err == nil {
+			t.Errorf("%v accepted", m)
 		}
+	}
+	if _, err := NewTypoPath([]engine.TypoPath{{From: "/a/**", To: "rel"}}); err == nil {
+		t.Error("a relative To accepted")
 	}
 	if WorkspaceSiblings("/") != nil || WorkspaceSiblings("rel") != nil {
 		t.Error("siblings of / or a relative workspace")
@@ -71,12 +83,9 @@ func TestTypoPathBadPatterns(t *testing.T) {
 }
 
 func TestTypoPathWithEngineMatcher(t *testing.T) {
-	// The engine's matcher (here a stand-in that, like many, lets dir/**
-	// match dir itself) decides; the intended path is still found.
-	match := func(p string) bool {
-		return p == "/home/u/old" || strings.HasPrefix(p, "/home/u/old/")
-	}
-	a, err := NewTypoPath([]TypoPath{{From: "~/old/**", To: "/home/u/new", Match: match}})
+	// The engine's matcher (which lets dir/** match dir itself) decides;
+	// ~ means what it means in rules, and the intended path is found.
+	a, err := NewTypoPath([]engine.TypoPath{typo(t, "~/old/**", "~/new")})
 	if err != nil {
 		t.Fatal(err)
 	}

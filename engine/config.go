@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -28,15 +29,27 @@ func (e *ConfigError) Error() string {
 	return e.Msg
 }
 
-// Warning is a problem that did not stop permwrap but changed what it
-// does: a --policy scope that failed to load floors every allow to ask.
+// Warning is a problem that did not stop permwrap but that a person
+// should see: a pattern no path can match, a --policy-optional scope
+// that failed to load (which floors every allow to ask), a project
+// policy that changed since it was trusted.
 type Warning struct {
-	File string
-	Err  error
+	Pos Position // the file, and where in it when known
+	Msg string   // what is wrong and what permwrap does about it
+	Err error    // the underlying error, when there is one
 }
 
+// String renders "file:line:col: message: error". It carries no
+// "warning:" prefix: the caller says how it is shown.
 func (w Warning) String() string {
-	return fmt.Sprintf("warning: %s: policy scope not applied, every allow now asks (fail-closed): %v", w.File, w.Err)
+	s := w.Msg
+	if p := w.Pos.String(); p != "" {
+		s = p + ": " + s
+	}
+	if w.Err != nil {
+		s += ": " + w.Err.Error()
+	}
+	return s
 }
 
 // fileKind says which keys a configuration file may hold.
@@ -46,6 +59,8 @@ const (
 	kindGlobal    fileKind = iota // policy.jsonc or the embedded default
 	kindHardGuard                 // hard-guards.jsonc
 	kindScope                     // a --policy FILE
+	kindProject                   // a project's .permwrap/policy.jsonc
+	kindProfile                   // an embedded profile
 )
 
 // AuthorizerSpec is one automated reviewer: a program run with the ask.
@@ -120,7 +135,11 @@ type fileConfig struct {
 	fallback  *Rule // permission["*"]
 	protected []rawRule
 	settings  Settings
+	set       map[string]bool // settings keys the file wrote, for layering
 	yolo      bool
+	extends   string // "" when the file does not say
+	extendsAt Position
+	warns     []Warning
 }
 
 // parser walks one hujson document and collects every error in it.
@@ -130,6 +149,7 @@ type parser struct {
 	lines []int // byte offset of each line start
 	env   Env
 	errs  []error
+	warns []Warning
 }
 
 func (p *parser) pos(off int) Position {
@@ -150,6 +170,10 @@ func (p *parser) pos(off int) Position {
 
 func (p *parser) errorf(off int, format string, args ...any) {
 	p.errs = append(p.errs, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) warnf(off int, format string, args ...any) {
+	p.warns = append(p.warns, Warning{Pos: p.pos(off), Msg: fmt.Sprintf(format, args...)})
 }
 
 // Limits on what a configuration file may be; real ones are far below.
@@ -200,7 +224,7 @@ var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
 // joins every *ConfigError found.
 func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig, error) {
 	p := &parser{name: name, data: data, env: env}
-	fc := &fileConfig{name: name, settings: defaultSettings()}
+	fc := &fileConfig{name: name, settings: defaultSettings(), set: map[string]bool{}}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &ConfigError{Pos: Position{File: name}, Msg: "empty file: write {} for an empty policy"}
 	}
@@ -230,15 +254,18 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 		key := m.Name.Value.(hujson.Literal).String()
 		off := m.Name.StartOffset
 		val := &m.Value
-		if kind != kindGlobal && key != "permission" && !(kind == kindHardGuard && key == "protectedWrites") {
+		if kind != kindGlobal && kind != kindProfile && key != "permission" && !(kind == kindHardGuard && key == "protectedWrites") {
 			switch kind {
 			case kindScope:
 				p.errorf(off, "key %q is not allowed in a --policy scope: settings come from the global policy.jsonc only", key)
+			case kindProject:
+				p.errorf(off, "key %q is not allowed in a project policy: it holds only \"permission\"; settings come from the global policy.jsonc", key)
 			default:
 				p.errorf(off, "key %q is not allowed in hard-guards.jsonc: it holds only \"permission\" and \"protectedWrites\"", key)
 			}
 			continue
 		}
+		fc.set[key] = true
 		switch key {
 		case "permission":
 			p.permission(val, kind, fc)
@@ -325,8 +352,20 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 			}
 		case "log":
 			p.logSettings(val, &fc.settings.Log)
+		case "extends":
+			if kind == kindProfile {
+				p.errorf(off, "a profile does not extend another")
+				continue
+			}
+			if s, ok := p.str(val, key); ok {
+				if s != ExtendsNone && !IsProfile(s) {
+					p.errorf(val.StartOffset, "extends: unknown profile %q (want %s or %q)", s, strings.Join(ProfileNames(), ", "), ExtendsNone)
+					continue
+				}
+				fc.extends, fc.extendsAt = s, p.pos(val.StartOffset)
+			}
 		default:
-			p.errorf(off, "unknown key %q (want permission, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, typoPaths, log)", key)
+			p.errorf(off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, typoPaths, log)", key)
 		}
 	}
 	if len(p.errs) > 0 {
@@ -337,6 +376,7 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 		})
 		return nil, errors.Join(p.errs...)
 	}
+	fc.warns = p.warns
 	return fc, nil
 }
 
@@ -477,11 +517,22 @@ func (p *parser) rule(s Surface, pattern string, a Action, reason string, off in
 	r := rawRule{rule: Rule{Surface: s, Pattern: pattern, Action: a, Reason: reason, Pos: p.pos(off)}}
 	var err error
 	if s == SurfaceBash {
-		r.bash, err = compileBashPattern(pattern)
+		if err = lintCommandPattern(pattern); err == nil {
+			if t := strings.TrimSpace(pattern); t != pattern && t != "" {
+				p.warnf(off, "pattern %q has leading or trailing spaces; no command line does (did you mean %q?)", pattern, t)
+			}
+			r.bash, err = compileBashPattern(pattern)
+		}
 	} else {
 		var exp string
-		exp, err = expandPattern(pattern, p.env)
+		exp, err = ExpandPathPattern(pattern, p.env)
 		if err == nil {
+			if t := strings.TrimSpace(pattern); t != pattern && t != "" {
+				p.warnf(off, "pattern %q has leading or trailing spaces, which are part of the path it matches (did you mean %q?)", pattern, t)
+			}
+			if why := unmatchable(exp); why != "" {
+				p.warnf(off, "pattern %q can never match: %s", pattern, why)
+			}
 			r.path, err = compilePathPattern(exp)
 		}
 	}
@@ -490,6 +541,124 @@ func (p *parser) rule(s Surface, pattern string, a Action, reason string, off in
 		return r, false
 	}
 	return r, true
+}
+
+// lintCommandPattern refuses the command patterns other tools use that
+// would silently match nothing here.
+func lintCommandPattern(pattern string) error {
+	if strings.HasSuffix(pattern, ":*") {
+		return fmt.Errorf("\":*\" is Claude Code's prefix syntax, which matches nothing here: write %q (a trailing \" *\" also matches the bare command)", strings.TrimSuffix(pattern, ":*")+" *")
+	}
+	return nil
+}
+
+// ExpandPathPattern turns a path pattern as written into the absolute
+// pattern it is matched as:
+//
+//   - a leading ~ or ~/ is the home directory; ~user is an error (write
+//     the absolute path);
+//   - ${HOME}, ${WORKSPACE}, ${TMPDIR} expand anywhere, their values
+//     escaped so a directory named "a[1]" is literal;
+//   - a trailing "/" means the directory and everything beneath it
+//     ("X/**"), and "NAME/" with no other "/" a directory of that name at
+//     any depth in the workspace ("${WORKSPACE}/**/NAME/**"), as in
+//     .gitignore;
+//   - a pattern with a "/" that starts with neither "/", "~", "${" nor
+//     "**" is relative to the workspace (leading "./" and "../" are
+//     resolved against it), as Claude Code and sandbox-runtime read it.
+//
+// A pattern with no "/" at all stays a basename pattern (`.env`,
+// `*.pem`), matched against the last component anywhere.
+func ExpandPathPattern(pat string, env Env) (string, error) {
+	if strings.HasPrefix(pat, "~") && pat != "~" && !strings.HasPrefix(pat, "~/") {
+		user, _, _ := strings.Cut(pat[1:], "/")
+		return "", fmt.Errorf("~%s: only ~ (your home directory) is expanded; write the absolute path (for example /home/%s or /root)", user, user)
+	}
+	if len(pat) > 1 && strings.HasSuffix(pat, "/") && !strings.HasSuffix(pat, `\/`) {
+		dir := strings.TrimRight(pat, "/")
+		switch {
+		case dir == "":
+			pat = "/"
+		case !strings.Contains(dir, "/") && dir != "." && dir != ".." && dir != "~":
+			// gitignore: a directory of that name at any depth beneath
+			// the root, here the workspace.
+			pat = "./**/" + dir + "/**"
+		default:
+			pat = dir + "/**"
+		}
+	}
+	if pat == "." || pat == "./" {
+		pat = "${WORKSPACE}"
+	} else if relativePattern(pat) {
+		if env.Workspace == "" {
+			return "", errors.New("a relative pattern needs the workspace, which is not known here")
+		}
+		base, rest := env.Workspace, pat
+		for {
+			switch {
+			case strings.HasPrefix(rest, "./"):
+				rest = rest[2:]
+				continue
+			case strings.HasPrefix(rest, "../"):
+				base = path.Dir(base)
+				rest = rest[3:]
+				continue
+			case rest == "..":
+				base, rest = path.Dir(base), ""
+			}
+			break
+		}
+		pat = escapePattern(strings.TrimSuffix(base, "/"))
+		if rest != "" {
+			if strings.Contains(rest, "${") {
+				var err error
+				if rest, err = expandVars(rest, env, escapePattern); err != nil {
+					return "", err
+				}
+			}
+			pat += "/" + rest
+		}
+		if pat == "" {
+			pat = "/"
+		}
+		return pat, nil
+	}
+	return expandVars(pat, env, escapePattern)
+}
+
+// relativePattern reports whether a path pattern names a place relative
+// to the workspace.
+func relativePattern(p string) bool {
+	if !strings.Contains(p, "/") {
+		return false // a basename pattern: anywhere
+	}
+	for _, abs := range []string{"/", "~", "${", "**"} {
+		if strings.HasPrefix(p, abs) {
+			return false
+		}
+	}
+	return true
+}
+
+// unmatchable says why no path permwrap checks can ever match the
+// expanded pattern, or "": checked paths are absolute and cleaned, so
+// they never hold an empty, "." or ".." component nor end in "/".
+func unmatchable(exp string) string {
+	if !strings.Contains(exp, "/") {
+		return "" // basename patterns match a component
+	}
+	comps := strings.Split(exp, "/")
+	for i, c := range comps {
+		switch {
+		case c == "" && i > 0 && i < len(comps)-1:
+			return "it holds \"//\", and checked paths are cleaned (write one \"/\")"
+		case c == ".":
+			return "it holds a \".\" component, and checked paths are cleaned"
+		case c == "..":
+			return "it holds a \"..\" component, and checked paths are cleaned (write the path it leads to)"
+		}
+	}
+	return ""
 }
 
 func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
@@ -670,14 +839,20 @@ func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
 }
 
 // expandPattern expands a leading ~ and ${HOME}, ${WORKSPACE}, ${TMPDIR}
-// anywhere. Any other ${…} is an error: a typo must not silently become a
-// pattern that matches nothing.
+// anywhere into a path (typoPaths "to", log.path): values are inserted
+// as they are. Any other ${…} is an error: a typo must not silently
+// become a path that means nothing.
 func expandPattern(p string, env Env) (string, error) {
+	return expandVars(p, env, func(s string) string { return s })
+}
+
+// expandVars expands ~ and ${VAR}, passing each value through quote.
+func expandVars(p string, env Env, quote func(string) string) (string, error) {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if env.Home == "" {
 			return "", errors.New("~ used but the home directory is unknown")
 		}
-		p = strings.TrimSuffix(env.Home, "/") + p[1:]
+		p = quote(strings.TrimSuffix(env.Home, "/")) + p[1:]
 	}
 	if !strings.Contains(p, "${") {
 		return p, nil
@@ -709,7 +884,7 @@ func expandPattern(p string, env Env) (string, error) {
 		if val == "" {
 			return "", fmt.Errorf("${%s} is not known in this environment", name)
 		}
-		b.WriteString(strings.TrimSuffix(val, "/"))
+		b.WriteString(quote(strings.TrimSuffix(val, "/")))
 		p = p[i+j+1:]
 	}
 	return b.String(), nil

@@ -56,7 +56,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := CheckFile("f.jsonc", []byte(tt.src), tt.kind, testEnv)
+			_, _, err := CheckFile("f.jsonc", []byte(tt.src), tt.kind, testEnv)
 			if err == nil {
 				t.Fatalf("no error, want %q", tt.want)
 			}
@@ -97,14 +97,14 @@ func TestConfigGood(t *testing.T) {
   },
   "yoloMode": false,
 }`
-	n, err := CheckFile("policy.jsonc", []byte(src), FileGlobal, testEnv)
+	n, _, err := CheckFile("policy.jsonc", []byte(src), FileGlobal, testEnv)
 	if err != nil || n != 7 {
 		t.Fatalf("n=%d err=%v", n, err)
 	}
-	if _, err := CheckFile("hg.jsonc", []byte(`{"permission": {"bash": {"sudo *": "deny"}}, "protectedWrites": ["~/.bashrc"]}`), FileHardGuards, testEnv); err != nil {
+	if _, _, err := CheckFile("hg.jsonc", []byte(`{"permission": {"bash": {"sudo *": "deny"}}, "protectedWrites": ["~/.bashrc"]}`), FileHardGuards, testEnv); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CheckFile("default.jsonc", defaultPolicy, FileGlobal, testEnv); err != nil {
+	if _, _, err := CheckFile("default.jsonc", defaultPolicy, FileGlobal, testEnv); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,6 +20,7 @@ type Explanation struct {
 	// specific first within each layer).
 	RunnerUps []Rule
 	Notes     []string // yolo, fail-closed, session-vs-deny … in plain words
+	wholeLine bool     // a command line as one value, before the shell analysis
 }
 
 // Explain evaluates c like Evaluate and says why.
@@ -30,6 +31,9 @@ func (p *Policy) Explain(c Check) Explanation {
 		return ex
 	}
 	var matches []*compiledRule
+	if c.Surface == SurfaceWrite {
+		matches = append(matches, p.self.matching(c.Value)...)
+	}
 	matches = append(matches, p.hard[c.Surface].matching(c.Value)...)
 	if c.Surface == SurfaceWrite {
 		matches = append(matches, p.protected.matching(c.Value)...)
@@ -38,6 +42,7 @@ func (p *Policy) Explain(c Check) Explanation {
 		matches = append(matches, ss.lists[c.Surface].matching(c.Value)...)
 	}
 	matches = append(matches, p.rules[c.Surface].matching(c.Value)...)
+	matches = append(matches, p.tight[c.Surface].matching(c.Value)...)
 	for _, r := range matches {
 		if r != e.cr {
 			ex.RunnerUps = append(ex.RunnerUps, r.Rule)
@@ -51,6 +56,12 @@ func (p *Policy) Explain(c Check) Explanation {
 	}
 	if e.HumanOnly {
 		ex.Notes = append(ex.Notes, "only a person may approve this: no automated reviewer, no session approval, no yolo")
+	}
+	if e.Layer == LayerHardGuard && e.Rule.Origin == OriginBuiltin {
+		ex.Notes = append(ex.Notes, "permwrap protects this path from the tree it runs: no policy, session approval, yolo or audit lifts it")
+	}
+	if e.Layer == LayerProject {
+		ex.Notes = append(ex.Notes, "an untrusted project policy decided: it can make an answer stricter, never looser (permwrap trust DIR to trust it)")
 	}
 	if e.Layer == LayerPolicy && e.Action == Deny {
 		if ss := p.session.Load(); ss != nil && ss.lists[c.Surface].find(c.Value) != nil {
@@ -66,7 +77,11 @@ func (p *Policy) Explain(c Check) Explanation {
 func (ex Explanation) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s\n", ex.Check.Surface, ex.Check.Value)
-	fmt.Fprintf(&b, "  decision: %s\n", ex.Result.Action)
+	if ex.wholeLine {
+		fmt.Fprintf(&b, "  answer for the line as one value: %s (the analysis below decides)\n", ex.Result.Action)
+	} else {
+		fmt.Fprintf(&b, "  answer: %s\n", ex.Result.Action)
+	}
 	fmt.Fprintf(&b, "  decided by: %s\n", describeRule(ex.Result))
 	if ex.Result.Rule.Reason != "" {
 		fmt.Fprintf(&b, "  reason: %s\n", ex.Result.Rule.Reason)
@@ -85,7 +100,7 @@ func (ex Explanation) String() string {
 
 func layerOf(r Rule) Layer {
 	switch r.Origin {
-	case OriginHardGuard:
+	case OriginHardGuard, OriginBuiltin:
 		return LayerHardGuard
 	case OriginSession:
 		return LayerSession
@@ -96,7 +111,7 @@ func layerOf(r Rule) Layer {
 // describeRule renders "write ~/.bashrc → ask (origin default, default.jsonc:60:7, layer policy)".
 func describeRule(r Result) string {
 	rule := r.Rule
-	if rule.Origin == OriginBuiltin {
+	if rule.Origin == OriginBuiltin && rule.Pattern == "" {
 		return fmt.Sprintf("builtin %s (no rule matched)", rule.Action)
 	}
 	pat := rule.Pattern
@@ -121,6 +136,18 @@ type DecisionExplanation struct {
 	// Extra holds surface-specific analysis (the shell analysis of a
 	// command line), rendered after the surfaces.
 	Extra string
+	// Audit says what audit mode did to the decision, "" when nothing.
+	Audit string
+}
+
+// audited applies audit mode to the decision and says what it did.
+func (p *Policy) audited(d DecisionExplanation) DecisionExplanation {
+	r := p.Audit(d.Result)
+	if r.Rule.Origin == OriginAudit && d.Result.Rule.Origin != OriginAudit {
+		d.Audit = fmt.Sprintf("audit mode: the policy would %s this; it is allowed and logged as would_%s", r.Rule.Action, r.Rule.Action)
+	}
+	d.Result = r
+	return d
 }
 
 // ExplainDecision explains Decide(checks...).
@@ -129,7 +156,7 @@ func (p *Policy) ExplainDecision(checks ...Check) DecisionExplanation {
 	for _, c := range checks {
 		d.Surfaces = append(d.Surfaces, p.Explain(c))
 	}
-	return d
+	return p.audited(d)
 }
 
 // ExplainPath explains DecidePath(a, path).
@@ -140,7 +167,7 @@ func (p *Policy) ExplainPath(a Access, path string) DecisionExplanation {
 	for _, c := range checks {
 		d.Surfaces = append(d.Surfaces, p.Explain(c))
 	}
-	return d
+	return p.audited(d)
 }
 
 func (d DecisionExplanation) String() string {
@@ -173,6 +200,9 @@ func (d DecisionExplanation) String() string {
 			b.WriteByte('\n')
 		}
 	}
+	if d.Audit != "" {
+		fmt.Fprintf(&b, "note: %s\n", d.Audit)
+	}
 	fmt.Fprintf(&b, "decision: %s\n", d.Result.Action)
 	return b.String()
 }
@@ -193,6 +223,9 @@ func (p *Policy) ExplainCommand(line string) DecisionExplanation {
 		text, r := f(p, line)
 		d.Extra = text
 		d.Result = r
+		// The line as one value is one input to the analysis, not the
+		// decision: say so, so "allow" above and "ask" below agree.
+		d.Surfaces[0].wholeLine = true
 	}
-	return d
+	return p.audited(d)
 }

@@ -33,10 +33,33 @@ const (
 type LoadOptions struct {
 	ConfigDir string   // "" → $PERMWRAP_CONFIG_DIR, else $XDG_CONFIG_HOME/permwrap, else ~/.config/permwrap
 	Scopes    []string // --policy FILE, in order (later wins ties)
-	// Env expands ~ and ${VAR}. Empty fields are filled from the process:
-	// $HOME, the working directory, $TMPDIR (else /tmp).
-	Env  Env
-	Yolo bool // --yolo; ORed with the global policy's "yoloMode"
+	// ScopesOptional turns a missing or broken scope from an error into
+	// a warning that floors every allow to ask (--policy-optional).
+	ScopesOptional bool
+	// Profile names the base layer for this run (--profile), whatever
+	// policy.jsonc's "extends" says; "" leaves it to the file.
+	Profile string
+	// Env expands ~ and ${VAR}. Empty fields are filled as FillEnv does.
+	Env   Env
+	Yolo  bool // --yolo; ORed with the global policy's "yoloMode"
+	Audit bool // --audit: asks and denials are allowed and logged (see Policy.Audit)
+	// NoProject skips the project policies (.permwrap/policy.jsonc from
+	// the workspace up to the repository root).
+	NoProject bool
+	// Protect adds paths the sandboxed tree may never write (the review
+	// log, permwrap's own binary) to those the loader protects itself
+	// (the configuration directory, the project policies).
+	Protect []Protected
+}
+
+// Protected is a path permwrap protects from the tree it supervises:
+// every write to it (and beneath it, for a Tree) is denied in the
+// hard-guard layer, whatever any policy, session approval, yolo or
+// audit says.
+type Protected struct {
+	Path   string
+	Tree   bool   // the directory and everything beneath it
+	Reason string // shown with every denial
 }
 
 // ConfigDir resolves the configuration directory as Load does.
@@ -57,7 +80,41 @@ func ConfigDir(dir string) (string, error) {
 	return filepath.Join(home, ".config", "permwrap"), nil
 }
 
-// FillEnv fills empty Env fields from the process environment.
+// NewEnv builds the expansion environment for a run, explain or check:
+// the home directory, the workspace (workspace, or the working directory
+// when ""), and the temporary directory ($TMPDIR, else /tmp). The
+// workspace must exist and be a directory. Every path is absolute,
+// cleaned and has its symlinks resolved, because the paths permwrap
+// checks are resolved the same way: a workspace reached through a
+// symlink still matches ${WORKSPACE}.
+func NewEnv(workspace string) (Env, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return Env{}, fmt.Errorf("no home directory: %w", err)
+	}
+	if workspace == "" {
+		if workspace, err = os.Getwd(); err != nil {
+			return Env{}, fmt.Errorf("the working directory: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(workspace)
+	if err != nil {
+		return Env{}, fmt.Errorf("workspace %s: %w", workspace, err)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return Env{}, fmt.Errorf("workspace %s: %w", workspace, err)
+	case !st.IsDir():
+		return Env{}, fmt.Errorf("workspace %s: not a directory", workspace)
+	}
+	return FillEnv(Env{Home: home, Workspace: abs}), nil
+}
+
+// FillEnv fills empty Env fields from the process environment, as
+// NewEnv does, and makes every field absolute, clean and
+// symlink-resolved. It never fails: a field it cannot resolve is kept
+// as it is.
 func FillEnv(env Env) Env {
 	if env.Home == "" {
 		env.Home, _ = os.UserHomeDir()
@@ -72,11 +129,32 @@ func FillEnv(env Env) Env {
 		}
 	}
 	for _, p := range []*string{&env.Home, &env.Workspace, &env.TmpDir} {
-		if *p != "" {
-			*p = filepath.Clean(*p)
+		if *p == "" {
+			continue
 		}
+		if abs, err := filepath.Abs(*p); err == nil {
+			*p = abs
+		}
+		*p = ResolveExisting(*p)
 	}
 	return env
+}
+
+// ResolveExisting resolves the symlinks of the longest existing prefix of
+// p and appends the rest: the path the kernel would reach, for a path
+// that may not exist yet.
+func ResolveExisting(p string) string {
+	p = filepath.Clean(p)
+	var rest []string
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		if dir == "/" || dir == "." {
+			return p
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
 }
 
 // File is one configuration file's name and content.
@@ -85,59 +163,172 @@ type File struct {
 	Data []byte
 }
 
+// Project is a project policy found from the workspace up.
+type Project struct {
+	File
+	Dir     string // the directory that holds .permwrap/
+	Trusted bool   // trusted with this content: it may loosen
+	// Why it is not trusted, for the warning: never trusted, or changed
+	// since.
+	Untrusted string
+}
+
 // Config is what Load reads, in memory. Compile turns it into a Policy.
 type Config struct {
 	Global     *File // nil → the embedded default policy
 	HardGuards *File // nil → none
 	Scopes     []File
-	Env        Env
-	Yolo       bool
+	Projects   []Project
+	// Profile names the base layer whatever Global says (--profile).
+	Profile string
+	// DefaultExtends is the base layer of a Global that says nothing:
+	// ReadConfig sets DefaultProfile; "" means none.
+	DefaultExtends string
+	// ScopesRequired makes a missing (nil Data) or broken scope an
+	// error instead of a warning that turns on fail-closed.
+	ScopesRequired bool
+	Protect        []Protected
+	Env            Env
+	Yolo           bool
+	Audit          bool
 }
 
-// Load reads policy.jsonc (or the embedded default when it does not
-// exist), hard-guards.jsonc (optional) and the scopes. A broken
-// policy.jsonc or hard-guards.jsonc is a returned error (joined
-// *ConfigError values carrying file, line and column; the CLI exits 125).
-// A broken scope is a Warning and floors every allow to ask.
+// Load reads the configuration (ReadConfig) and compiles it (Compile).
+// Broken files are a returned error (joined *ConfigError values carrying
+// file, line and column; the CLI exits 125), except a scope under
+// ScopesOptional, which is a Warning and floors every allow to ask.
 func Load(opts LoadOptions) (*Policy, []Warning, error) {
 	cfg, warns, err := ReadConfig(opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, warns, err
 	}
 	p, w2, err := Compile(cfg)
 	return p, append(warns, w2...), err
 }
 
-// ReadConfig reads the files Load would compile. Unreadable scopes are
-// returned as warnings and recorded as broken scopes in the Config.
+// ProjectDirName is the directory in a project that holds its policy.
+const (
+	ProjectDirName        = ".permwrap"
+	ProjectPolicyFileName = "policy.jsonc"
+)
+
+// ProjectChain lists the directories whose .permwrap/policy.jsonc
+// applies to a workspace, outermost first: from the repository root (the
+// nearest directory, the workspace included, that holds .git) down to
+// the workspace; just the workspace when it is in no repository.
+func ProjectChain(workspace string) []string {
+	ws := filepath.Clean(workspace)
+	var chain []string
+	for d := ws; ; d = filepath.Dir(d) {
+		chain = append([]string{d}, chain...)
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return chain
+		}
+		if d == "/" || d == "." {
+			return []string{ws}
+		}
+	}
+}
+
+// ReadConfig reads the files Load would compile: policy.jsonc,
+// hard-guards.jsonc, the scopes, the project policies with their trust,
+// and the paths to protect.
 func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
-	cfg := Config{Env: FillEnv(opts.Env), Yolo: opts.Yolo}
+	cfg := Config{
+		Env: FillEnv(opts.Env), Yolo: opts.Yolo, Audit: opts.Audit,
+		Profile: opts.Profile, DefaultExtends: DefaultProfile, ScopesRequired: !opts.ScopesOptional,
+	}
+	if opts.Profile != "" && opts.Profile != ExtendsNone && !IsProfile(opts.Profile) {
+		return cfg, nil, fmt.Errorf("--profile %q: no such profile (want %s or %q)", opts.Profile, strings.Join(ProfileNames(), ", "), ExtendsNone)
+	}
 	dir, err := ConfigDir(opts.ConfigDir)
 	if err != nil {
 		return cfg, nil, err
 	}
-	global, err := readOptional(filepath.Join(dir, PolicyFileName))
+	// Files are named as the directory was given (messages read as the
+	// person wrote them); protection needs the absolute path.
+	absDir, err := filepath.Abs(dir)
 	if err != nil {
 		return cfg, nil, err
 	}
-	cfg.Global = global
-	hg, err := readOptional(filepath.Join(dir, HardGuardsFileName))
-	if err != nil {
+	if cfg.Global, err = readOptional(filepath.Join(dir, PolicyFileName)); err != nil {
 		return cfg, nil, err
 	}
-	cfg.HardGuards = hg
-	var warns []Warning
+	if cfg.HardGuards, err = readOptional(filepath.Join(dir, HardGuardsFileName)); err != nil {
+		return cfg, nil, err
+	}
+	var (
+		errs []error
+		ws   []Warning
+	)
 	for _, s := range opts.Scopes {
 		data, err := os.ReadFile(s)
 		if err != nil {
-			// Keep the scope as unreadable so Compile floors to ask.
-			warns = append(warns, Warning{File: s, Err: err})
-			cfg.Scopes = append(cfg.Scopes, File{Name: s, Data: nil})
+			if cfg.ScopesRequired {
+				errs = append(errs, &ConfigError{Pos: Position{File: s}, Msg: fmt.Sprintf("%v (a --policy file must exist; --policy-optional runs without it, asking for every allow)", unwrapPathError(err))})
+				continue
+			}
+			// Kept as unreadable so Compile floors to ask.
+			ws = append(ws, Warning{Pos: Position{File: s}, Msg: "policy scope not applied, every allow now asks (fail-closed)", Err: unwrapPathError(err)})
+			cfg.Scopes = append(cfg.Scopes, File{Name: s})
 			continue
 		}
 		cfg.Scopes = append(cfg.Scopes, File{Name: s, Data: data})
 	}
-	return cfg, warns, nil
+	cfg.Protect = append(cfg.Protect, Protected{Path: absDir, Tree: true, Reason: "permwrap's configuration is read-only to what it runs"})
+	chain := ProjectChain(cfg.Env.Workspace)
+	for _, d := range chain {
+		cfg.Protect = append(cfg.Protect, Protected{Path: filepath.Join(d, ProjectDirName), Tree: true, Reason: "a project's permwrap policy is read-only to what it runs"})
+	}
+	if !opts.NoProject {
+		trust, err := ReadTrust(absDir)
+		if err != nil {
+			return cfg, ws, err
+		}
+		for _, d := range chain {
+			name := filepath.Join(d, ProjectDirName, ProjectPolicyFileName)
+			data, err := os.ReadFile(name)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, &ConfigError{Pos: Position{File: name}, Msg: unwrapPathError(err).Error()})
+				continue
+			}
+			pr := Project{File: File{Name: name, Data: data}, Dir: d}
+			pr.Trusted, pr.Untrusted = trust.Check(name, data)
+			if !pr.Trusted {
+				ws = append(ws, Warning{Pos: Position{File: name}, Msg: pr.Untrusted + ": applied as tighten-only (its rules can deny or ask, never allow); run `permwrap trust " + d + "` to trust it"})
+			}
+			cfg.Projects = append(cfg.Projects, pr)
+		}
+	}
+	for _, pr := range opts.Protect {
+		if pr.Path != "" {
+			cfg.Protect = append(cfg.Protect, pr)
+		}
+	}
+	// Protect the path the kernel resolves to as well as the one given.
+	for _, pr := range cfg.Protect {
+		if r := ResolveExisting(pr.Path); r != filepath.Clean(pr.Path) {
+			pr.Path = r
+			cfg.Protect = append(cfg.Protect, pr)
+		}
+	}
+	if len(errs) > 0 {
+		return cfg, ws, errors.Join(errs...)
+	}
+	return cfg, ws, nil
+}
+
+// unwrapPathError drops the *fs.PathError wrapper whose path the caller
+// already names.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func readOptional(name string) (*File, error) {
@@ -146,7 +337,7 @@ func readOptional(name string) (*File, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &ConfigError{Pos: Position{File: name}, Msg: err.Error()}
+		return nil, &ConfigError{Pos: Position{File: name}, Msg: unwrapPathError(err).Error()}
 	}
 	return &File{Name: name, Data: data}, nil
 }
@@ -158,6 +349,7 @@ const (
 	FileGlobal     FileKind = FileKind(kindGlobal)    // policy.jsonc: rules and settings
 	FileHardGuards FileKind = FileKind(kindHardGuard) // hard-guards.jsonc: permission and protectedWrites
 	FileScope      FileKind = FileKind(kindScope)     // --policy FILE: permission only
+	FileProject    FileKind = FileKind(kindProject)   // .permwrap/policy.jsonc: permission only
 )
 
 func (k FileKind) String() string {
@@ -168,87 +360,165 @@ func (k FileKind) String() string {
 		return "hard guards"
 	case FileScope:
 		return "policy scope"
+	case FileProject:
+		return "project policy"
 	}
 	return "unknown"
 }
 
 // CheckFile validates one file as kind and returns how many rules it
-// holds. The error joins every *ConfigError in the file.
-func CheckFile(name string, data []byte, kind FileKind, env Env) (int, error) {
+// holds and its warnings. The error joins every *ConfigError in the file.
+func CheckFile(name string, data []byte, kind FileKind, env Env) (int, []Warning, error) {
 	fc, err := parseConfig(name, data, fileKind(kind), env)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	n := len(fc.rules) + len(fc.protected)
 	if fc.fallback != nil {
 		n++
 	}
-	return n, nil
+	return n, fc.warns, nil
 }
 
-// Compile composes a Config into a Policy. Errors in the global policy or
-// the hard guards are returned; a scope that is missing (nil Data from an
-// unreadable file) or invalid becomes a Warning and turns on fail-closed.
+// Compile composes a Config into a Policy. The layers, lowest first: the
+// base profile (what the global policy "extends", "default" unless it
+// says otherwise, or Config.Profile), the global policy, trusted project
+// policies, the scopes; most specific wins across all of them, later
+// wins ties. Untrusted project policies compose most-restrictive-wins on
+// top (they only tighten). Hard guards and the protected paths stand
+// above everything. Errors in any file are returned together; a scope
+// that is missing or invalid without ScopesRequired becomes a Warning
+// and turns on fail-closed.
 func Compile(cfg Config) (*Policy, []Warning, error) {
 	env := cfg.Env
-	global := cfg.Global
-	origin := OriginGlobal
-	if global == nil {
-		global = &File{Name: DefaultPolicyName, Data: defaultPolicy}
-		origin = OriginDefault
-	}
-	var errs []error
-	gfc, err := parseConfig(global.Name, global.Data, kindGlobal, env)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	var hfc *fileConfig
-	if cfg.HardGuards != nil {
-		hfc, err = parseConfig(cfg.HardGuards.Name, cfg.HardGuards.Data, kindHardGuard, env)
+	var (
+		errs  []error
+		warns []Warning
+	)
+	parse := func(f *File, k fileKind) *fileConfig {
+		fc, err := parseConfig(f.Name, f.Data, k, env)
 		if err != nil {
 			errs = append(errs, err)
+			return nil
+		}
+		warns = append(warns, fc.warns...)
+		return fc
+	}
+	var gfc, hfc *fileConfig
+	if cfg.Global != nil {
+		gfc = parse(cfg.Global, kindGlobal)
+	}
+	if cfg.HardGuards != nil {
+		hfc = parse(cfg.HardGuards, kindHardGuard)
+	}
+	projects := make([]*fileConfig, len(cfg.Projects))
+	for i := range cfg.Projects {
+		projects[i] = parse(&cfg.Projects[i].File, kindProject)
+	}
+	scopes := make([]*fileConfig, len(cfg.Scopes))
+	for i, s := range cfg.Scopes {
+		if s.Data == nil {
+			if cfg.ScopesRequired {
+				errs = append(errs, &ConfigError{Pos: Position{File: s.Name}, Msg: "could not be read"})
+			}
+			continue // ReadConfig already warned
+		}
+		fc, err := parseConfig(s.Name, s.Data, kindScope, env)
+		switch {
+		case err != nil && cfg.ScopesRequired:
+			errs = append(errs, err)
+		case err != nil:
+			warns = append(warns, Warning{Pos: Position{File: s.Name}, Msg: "policy scope not applied, every allow now asks (fail-closed)", Err: err})
+		default:
+			warns = append(warns, fc.warns...)
+			scopes[i] = fc
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
+		return nil, warns, errors.Join(errs...)
 	}
-	p := &Policy{env: env, settings: gfc.settings, yolo: cfg.Yolo || gfc.yolo}
+
+	// The base layer.
+	base := cfg.Profile
+	if base == "" {
+		switch {
+		case gfc == nil:
+			base = DefaultProfile
+		case gfc.extends != "":
+			base = gfc.extends
+		default:
+			base = cfg.DefaultExtends
+		}
+	}
+	var bfc *fileConfig
+	baseOrigin := OriginDefault
+	if base != "" && base != ExtendsNone {
+		f, ok := Profile(base)
+		if !ok {
+			return nil, warns, fmt.Errorf("no such profile %q (want %s or %q)", base, strings.Join(ProfileNames(), ", "), ExtendsNone)
+		}
+		var err error
+		if bfc, err = parseConfig(f.Name, f.Data, kindProfile, env); err != nil {
+			return nil, warns, fmt.Errorf("the embedded profile %q is broken: %w", base, err)
+		}
+		if base != DefaultProfile {
+			baseOrigin = OriginProfile
+		}
+	}
+
+	p := &Policy{env: env, settings: defaultSettings(), audit: cfg.Audit, base: base, cfg: cfg}
+	if bfc != nil {
+		p.settings = layerSettings(p.settings, bfc)
+		p.sources = append(p.sources, bfc.name)
+	}
+	if gfc != nil {
+		p.settings = layerSettings(p.settings, gfc)
+		p.sources = append(p.sources, cfg.Global.Name)
+	}
+	p.yolo = cfg.Yolo || p.settings.Yolo
 	p.settings.Yolo = p.yolo
-	p.sources = append(p.sources, global.Name)
 
 	order := 0
-	var perSurface [numSurfaces][]*compiledRule
-	addRules := func(fc *fileConfig, o Origin) {
+	var perSurface, tight [numSurfaces][]*compiledRule
+	addRules := func(fc *fileConfig, o Origin, into *[numSurfaces][]*compiledRule, fallback **compiledRule) {
 		for _, rr := range fc.rules {
-			perSurface[rr.rule.Surface] = append(perSurface[rr.rule.Surface], newCompiled(rr, o, order))
+			into[rr.rule.Surface] = append(into[rr.rule.Surface], newCompiled(rr, o, order))
 			order++
 		}
 		if fc.fallback != nil {
 			f := &compiledRule{Rule: *fc.fallback, order: order}
 			f.Origin = o
 			order++
-			p.fallback = f // later files win
+			*fallback = f // later files win
 		}
 	}
-	addRules(gfc, origin)
-
-	var warns []Warning
-	for _, s := range cfg.Scopes {
-		if s.Data == nil {
-			p.failClosed = true
-			continue // ReadConfig already warned
+	if bfc != nil {
+		addRules(bfc, baseOrigin, &perSurface, &p.fallback)
+	}
+	if gfc != nil {
+		addRules(gfc, OriginGlobal, &perSurface, &p.fallback)
+	}
+	for i, pfc := range projects {
+		if cfg.Projects[i].Trusted {
+			addRules(pfc, OriginProject, &perSurface, &p.fallback)
+			p.sources = append(p.sources, cfg.Projects[i].Name+" (trusted)")
+		} else {
+			addRules(pfc, OriginProject, &tight, &p.tightFallback)
+			p.sources = append(p.sources, cfg.Projects[i].Name+" (tighten-only)")
+			p.tightened = true
 		}
-		sfc, err := parseConfig(s.Name, s.Data, kindScope, env)
-		if err != nil {
-			warns = append(warns, Warning{File: s.Name, Err: err})
+	}
+	for i, sfc := range scopes {
+		if sfc == nil {
 			p.failClosed = true
 			continue
 		}
-		addRules(sfc, OriginScope)
-		p.sources = append(p.sources, s.Name)
+		addRules(sfc, OriginScope, &perSurface, &p.fallback)
+		p.sources = append(p.sources, cfg.Scopes[i].Name)
 	}
 	for s := range perSurface {
 		p.rules[s] = newRuleList(perSurface[s])
+		p.tight[s] = newRuleList(tight[s])
 	}
 
 	if hfc != nil {
@@ -266,7 +536,76 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 		p.protected = newRuleList(prot)
 		p.sources = append(p.sources, cfg.HardGuards.Name)
 	}
+	self, err := protectRules(cfg.Protect)
+	if err != nil {
+		return nil, warns, err
+	}
+	p.self = newRuleList(self)
 	return p, warns, nil
+}
+
+// WithScope compiles the policy again with one more --policy scope (data,
+// named name in positions), declared last: what the policy would answer
+// if that file were added. Session rules are not carried over.
+func (p *Policy) WithScope(name string, data []byte) (*Policy, error) {
+	cfg := p.cfg
+	cfg.Scopes = append(append([]File(nil), cfg.Scopes...), File{Name: name, Data: data})
+	cfg.ScopesRequired = true
+	np, _, err := Compile(cfg)
+	return np, err
+}
+
+// protectRules compiles the protected paths into write denies.
+func protectRules(list []Protected) ([]*compiledRule, error) {
+	var out []*compiledRule
+	seen := map[string]bool{}
+	for i, pr := range list {
+		if pr.Path == "" {
+			continue
+		}
+		pat := escapePattern(filepath.Clean(pr.Path))
+		if pr.Tree {
+			pat = strings.TrimSuffix(pat, "/") + "/**"
+		}
+		if seen[pat] {
+			continue
+		}
+		seen[pat] = true
+		pp, err := compilePathPattern(pat)
+		if err != nil {
+			return nil, fmt.Errorf("protected path %s: %w", pr.Path, err)
+		}
+		cr := &compiledRule{Rule: Rule{Surface: SurfaceWrite, Pattern: pat, Action: Deny, Reason: pr.Reason, Origin: OriginBuiltin}, path: pp, spec: pp.spec, order: i}
+		out = append(out, cr)
+	}
+	return out, nil
+}
+
+// layerSettings applies the settings a file wrote over s, key by key: a
+// policy.jsonc that sets askTimeout keeps the base's other settings.
+func layerSettings(s Settings, fc *fileConfig) Settings {
+	f := fc.settings
+	for key := range fc.set {
+		switch key {
+		case "yoloMode":
+			s.Yolo = f.Yolo
+		case "authorizerChain":
+			s.AuthorizerChain = f.AuthorizerChain
+		case "authorizers":
+			s.Authorizers = f.Authorizers
+		case "modelDelegation":
+			s.ModelDelegation = f.ModelDelegation
+		case "askTimeout":
+			s.AskTimeout = f.AskTimeout
+		case "denialNotice":
+			s.DenialNotice = f.DenialNotice
+		case "typoPaths":
+			s.TypoPaths = f.TypoPaths
+		case "log":
+			s.Log = f.Log
+		}
+	}
+	return s
 }
 
 func newCompiled(rr rawRule, o Origin, order int) *compiledRule {
@@ -285,8 +624,11 @@ func newCompiled(rr rawRule, o Origin, order int) *compiledRule {
 func (p *Policy) Summary() string {
 	n, hard := 0, 0
 	for s := range p.rules {
-		n += p.rules[s].n
+		n += p.rules[s].n + p.tight[s].n
 		hard += p.hard[s].n
+	}
+	if p.tightFallback != nil {
+		n++
 	}
 	if p.fallback != nil {
 		n++
@@ -294,6 +636,9 @@ func (p *Policy) Summary() string {
 	var flags []string
 	if p.yolo {
 		flags = append(flags, "yolo on")
+	}
+	if p.audit {
+		flags = append(flags, "audit on")
 	}
 	if p.failClosed {
 		flags = append(flags, "FAIL-CLOSED (a scope did not load)")
@@ -338,10 +683,8 @@ func (p *Policy) LandlockFloor() Floor {
 			f.WriteAnywhere = true
 			return
 		}
+		// An exact pattern's literal prefix is the whole (unescaped) path.
 		pre := pp.main.prefix
-		if pp.exact {
-			pre = pp.expanded
-		}
 		i := strings.LastIndexByte(pre, '/')
 		if i <= 0 {
 			f.WriteAnywhere = true

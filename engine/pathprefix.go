@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// PathRulePrefixes lists, for every rule on a path surface (hard guards,
-// protected writes, the policy layers and session rules), the literal
+// PathRulePrefixes lists, for every rule on a path surface (permwrap's
+// protected paths, hard guards, protected writes, the policy layers and
+// session rules), the literal
 // directory its expanded pattern is anchored in: "/home/u/.ssh" for
 // "~/.ssh/**", "/w/secret" for "${WORKSPACE}/secret/*.key". Basename and
 // leading-"**" patterns match anywhere and have no anchor.
@@ -39,6 +40,7 @@ func (p *Policy) PathRulePrefixes() []string {
 		}
 	}
 	add(&p.protected)
+	add(&p.self)
 	for s := range p.rules {
 		if Surface(s).IsPath() {
 			add(&p.rules[s])

@@ -19,9 +19,10 @@ const (
 	LayerPolicy               // policy.jsonc (or the embedded default) and --policy scopes
 	LayerFallback             // permission["*"]
 	LayerBuiltin              // nothing matched: ask
+	LayerProject              // an untrusted project policy, which only tightens
 )
 
-var layerNames = [...]string{"invalid", "hard-guard", "protected-write", "session", "policy", "fallback", "builtin"}
+var layerNames = [...]string{"invalid", "hard-guard", "protected-write", "session", "policy", "fallback", "builtin", "project"}
 
 func (l Layer) String() string {
 	if int(l) < len(layerNames) {
@@ -74,7 +75,8 @@ func (r *compiledRule) exactKey() (string, bool) {
 		return "", false
 	}
 	if r.path.exact {
-		return r.path.expanded, true
+		// The literal path, unescaped: `/a/\[1\]` names "/a/[1]".
+		return r.path.main.prefix, true
 	}
 	return "", false
 }
@@ -359,15 +361,24 @@ type sessionSet struct {
 // Policy is a compiled, composed policy. It is safe for concurrent use:
 // session rules are swapped in atomically, everything else is immutable.
 type Policy struct {
-	env        Env
-	hard       [numSurfaces]ruleList
-	protected  ruleList
-	rules      [numSurfaces]ruleList
-	fallback   *compiledRule
-	yolo       bool
-	failClosed bool
-	settings   Settings
-	sources    []string // files composed, for Summary
+	env       Env
+	self      ruleList // permwrap's own files: write denies above everything (see Protected)
+	hard      [numSurfaces]ruleList
+	protected ruleList
+	rules     [numSurfaces]ruleList
+	fallback  *compiledRule
+	// tight holds untrusted project policies: their answer composes
+	// most-restrictive-wins with the rest, so they can only tighten.
+	tight         [numSurfaces]ruleList
+	tightFallback *compiledRule
+	tightened     bool
+	yolo          bool
+	audit         bool
+	failClosed    bool
+	settings      Settings
+	base          string   // the base profile, "" or "none" for none
+	sources       []string // files composed, for Summary
+	cfg           Config   // what it was compiled from, for WithScope
 
 	sessMu  sync.Mutex
 	session atomic.Pointer[sessionSet]
@@ -394,6 +405,37 @@ func (p *Policy) Settings() Settings {
 
 // Yolo reports whether yolo mode is on.
 func (p *Policy) Yolo() bool { return p.yolo }
+
+// AuditMode reports whether audit mode is on.
+func (p *Policy) AuditMode() bool { return p.audit }
+
+// Audit is the last stage of composition in audit mode (--audit): an
+// answer of ask or deny becomes allow, with the deciding rule's Origin
+// set to OriginAudit and its Action kept as what the policy chose, so the
+// review log records it as would_ask or would_deny. Hard guards,
+// protected writes, permwrap's protected paths, human-only asks and the
+// refusals of what could not be decided stay as they are. Without audit
+// mode r is returned unchanged. The supervisor applies it once, to the
+// composed answer of a request (every path and spelling already
+// combined), so the log names what would really have been refused.
+func (p *Policy) Audit(r Result) Result {
+	if !p.audit || r.Action == Allow || r.HumanOnly {
+		return r
+	}
+	switch r.Layer {
+	case LayerPolicy, LayerProject, LayerFallback:
+	case LayerBuiltin:
+		if r.Action != Ask {
+			return r // could not be decided: never fail open, not even in audit
+		}
+	default:
+		return r // hard guards, protected writes and paths, unknown layers
+	}
+	r.Rule.Action = r.Action
+	r.Rule.Origin = OriginAudit
+	r.Action = Allow
+	return r
+}
 
 // FailClosed reports whether a scope failed to load, so every allow from
 // the policy layers is floored to ask.
@@ -437,6 +479,11 @@ func (p *Policy) evaluate(c Check) evaluation {
 			Rule: Rule{Surface: s, Action: Deny, Origin: OriginBuiltin, Reason: "invalid surface"}}, matched: true}
 	}
 	v := c.Value
+	if s == SurfaceWrite {
+		if r := p.self.find(v); r != nil {
+			return p.ruleResult(c, r, Deny, LayerHardGuard)
+		}
+	}
 	var hardAsk *compiledRule
 	if r := p.hard[s].find(v); r != nil {
 		switch r.Action {
@@ -464,16 +511,41 @@ func (p *Policy) evaluate(c Check) evaluation {
 		// A session approval never lifts a deny the policy wrote.
 		return p.ruleResult(c, pol, Deny, LayerPolicy)
 	}
+	var tight *compiledRule
+	if p.tightened {
+		if tight = p.tight[s].find(v); tight == nil {
+			tight = p.tightFallback
+		}
+		if tight != nil && tight.Action == Deny {
+			return p.ruleResult(c, tight, Deny, LayerProject)
+		}
+	}
 	if ss := p.session.Load(); ss != nil {
 		if r := ss.lists[s].find(v); r != nil {
 			return p.ruleResult(c, r, Allow, LayerSession)
 		}
 	}
 	if pol != nil {
+		if tight != nil && tight.Action > pol.Action {
+			return p.lower(p.ruleResult(c, tight, tight.Action, LayerProject))
+		}
 		return p.lower(p.ruleResult(c, pol, pol.Action, LayerPolicy))
 	}
 	e := p.fallbackFor(c)
 	e.matched = false
+	if tight != nil && tight.Action > p.unlowered(e).Action {
+		return p.lower(p.ruleResult(c, tight, tight.Action, LayerProject))
+	}
+	return e
+}
+
+// unlowered is the answer e had before yolo and fail-closed.
+func (p *Policy) unlowered(e evaluation) evaluation {
+	if e.cr != nil {
+		e.Action = e.cr.Action
+	} else if e.Rule.Origin != OriginBuiltin {
+		e.Action = Ask // the builtin answer, rewritten
+	}
 	return e
 }
 
@@ -566,7 +638,7 @@ func (e *evaluation) rank() int {
 	switch e.Layer {
 	case LayerHardGuard, LayerProtectedWrite:
 		return 3
-	case LayerSession, LayerPolicy:
+	case LayerSession, LayerPolicy, LayerProject:
 		return 2
 	case LayerFallback:
 		return 1

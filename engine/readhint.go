@@ -36,9 +36,12 @@ func (p *Policy) ReadsAlwaysAllowed() bool {
 		return false
 	}
 	for _, s := range []Surface{SurfaceRead, SurfacePath} {
-		if !onlyAllow(&p.hard[s]) || !onlyAllow(&p.rules[s]) {
+		if !onlyAllow(&p.hard[s]) || !onlyAllow(&p.rules[s]) || !onlyAllow(&p.tight[s]) {
 			return false
 		}
+	}
+	if p.tightFallback != nil && p.tightFallback.Action != Allow {
+		return false
 	}
 	if catchAll(&p.rules[SurfaceRead]) || catchAll(&p.rules[SurfacePath]) {
 		return true

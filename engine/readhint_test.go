@@ -26,7 +26,7 @@ func TestReadsAlwaysAllowed(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "policy.jsonc"), []byte(c.policy), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, _, err := Load(LoadOptions{ConfigDir: dir, Env: Env{Home: "/home/u", Workspace: "/w", TmpDir: "/tmp"}})
+		p, _, err := Load(LoadOptions{ConfigDir: dir, Profile: ExtendsNone, Env: Env{Home: "/home/u", Workspace: "/w", TmpDir: "/tmp"}})
 		if err != nil {
 			t.Fatalf("%s: %v", c.policy, err)
 		}

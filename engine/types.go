@@ -102,15 +102,32 @@ const (
 	OriginFailClosed        // an allow floored to ask because a scope failed to load
 	OriginBuiltin           // the built-in answer when nothing matched
 	OriginDefault           // the embedded default policy
+	OriginProfile           // an embedded profile other than the default (--profile, "extends")
+	OriginProject           // a project's .permwrap/policy.jsonc
+	// OriginAudit marks an ask or deny that audit mode let through: the
+	// Rule keeps the action the policy chose (and its pattern and
+	// position); the Result that carries it allows.
+	OriginAudit
 )
 
-var originNames = [...]string{"invalid", "global", "scope", "hard-guard", "session", "yolo", "fail-closed", "builtin", "default"}
+var originNames = [...]string{"invalid", "global", "scope", "hard-guard", "session", "yolo", "fail-closed", "builtin", "default", "profile", "project", "audit"}
 
 func (o Origin) String() string {
 	if int(o) < len(originNames) {
 		return originNames[o]
 	}
 	return fmt.Sprintf("origin(%d)", o)
+}
+
+// ParseOrigin maps an origin's name (as String writes it) back to the
+// Origin; unknown names are OriginInvalid.
+func ParseOrigin(s string) Origin {
+	for i, n := range originNames {
+		if n == s {
+			return Origin(i)
+		}
+	}
+	return OriginInvalid
 }
 
 // Position is where a rule was written. File is empty for rules that were

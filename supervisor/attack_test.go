@@ -39,6 +39,7 @@ import (
 // secret/ and protected/, and exec of forbidden/ are denied; everything
 // else is allowed, so every denial the suite sees comes from these rules.
 const attackPolicy = `{
+  "extends": "none",
   "permission": {
     "*": "allow",
     "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny" },

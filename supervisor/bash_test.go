@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-const pushDenied = `{ "permission": { "*": "allow",
+const pushDenied = `{ "extends": "none", "permission": { "*": "allow",
   "bash": { "*": "allow", "git push *": "deny" },
   "write": { "*": "allow", "DENIED": { "action": "deny", "reason": "not here" } } } }`
 

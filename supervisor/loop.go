@@ -136,6 +136,9 @@ func (s *supervisor) handle(n *notify.Notif) {
 		return
 	}
 	v := s.judge(r)
+	// Audit mode (--audit), the composition's last stage: an ask or deny
+	// of the composed answer is let through and logged as would_*.
+	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
 		s.record(r, v, false, authority.FromRule(v.result.Rule))

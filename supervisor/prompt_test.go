@@ -77,7 +77,7 @@ func (ts *tmuxSession) waitFor(want string) string {
 	}
 }
 
-const askPolicy = `{ "permission": { "*": "allow",
+const askPolicy = `{ "extends": "none", "permission": { "*": "allow",
   "write": { "*": "allow", "ASKME*": "ask", "${WORKSPACE}/guarded/**": "ask" } } }`
 
 func TestPromptOverShell(t *testing.T) {
@@ -197,7 +197,7 @@ termios.tcsetattr(fd, termios.TCSADRAIN, old)
 // units; after the person allows it, the execs it makes do not ask again.
 func TestScriptAskedOnce(t *testing.T) {
 	need(t, "git")
-	s := newSandbox(t, `{ "permission": { "*": "allow", "bash": { "*": "allow", "git *": "ask" } } }`)
+	s := newSandbox(t, `{ "extends": "none", "permission": { "*": "allow", "bash": { "*": "allow", "git *": "ask" } } }`)
 	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
 	ts.waitFor("$")
 	// The script prints done-2, which its own text (shown in the prompt)

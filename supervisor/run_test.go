@@ -13,6 +13,7 @@ import (
 
 // denyPolicy allows everything except a few paths in the workspace.
 const denyPolicy = `{
+  "extends": "none",
   "permission": {
     "*": "allow",
     "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny" },

@@ -11,7 +11,7 @@ import (
 
 // permissive allows everything: under it a workload must behave exactly
 // as it does bare (same output, same exit status) — no false denials.
-const permissive = `{ "permission": { "*": "allow" } }`
+const permissive = `{ "extends": "none", "permission": { "*": "allow" } }`
 
 // workload runs script with bash in a fresh copy of setup, bare and under
 // permwrap, and requires identical stdout and exit status.

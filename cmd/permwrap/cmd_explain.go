@@ -16,7 +16,8 @@ and for a path every surface consulted (write → write and path).
 
 SURFACE is read, write, exec, path or bash. For path surfaces VALUE may
 start with ~ and may be relative to the current directory; it is made
-absolute and cleaned. For bash, several VALUE words are joined with
+absolute and cleaned, and its symlinks are resolved as far as it exists
+(the path a run would check). For bash, several VALUE words are joined with
 spaces (quote the command line to keep it intact).
 
 Exit status: 0 allow, 1 deny, 2 ask, 125 bad configuration or usage.`
@@ -26,9 +27,9 @@ const exitAsk = 2
 
 // cmdExplain implements `permwrap explain SURFACE VALUE`.
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", "permwrap explain [--policy FILE]... [--config-dir DIR] [--workspace DIR] [--yolo] SURFACE VALUE", explainAbout, stderr)
+	fs := newFlagSet("explain", "permwrap explain [--policy FILE]... [--config-dir DIR] [--workspace DIR] [--profile P] [--yolo] [--audit] SURFACE VALUE", explainAbout, stderr)
 	var pf policyFlags
-	pf.register(fs, true)
+	pf.register(fs, policyFlagSet{modes: true})
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -46,25 +47,19 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "permwrap explain: %s takes one path\n", surface)
 		return exitInternal
 	}
-	opts, err := pf.options()
+	ld, err := loadPolicy(&pf, "")
+	printWarnings(stderr, "permwrap: warning: ", ld.warnings)
 	if err != nil {
-		fmt.Fprintln(stderr, "permwrap explain:", err)
+		printErr(stderr, "permwrap: ", err)
 		return exitInternal
 	}
-	p, warns, err := engine.Load(opts)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitInternal
-	}
-	for _, w := range warns {
-		fmt.Fprintln(stderr, w)
-	}
+	p := ld.policy
 	var d engine.DecisionExplanation
 	switch surface {
 	case engine.SurfaceBash:
 		d = p.ExplainCommand(strings.Join(fs.Args()[1:], " "))
 	default:
-		path, err := absPath(fs.Arg(1), opts.Env.Home)
+		path, err := absPath(fs.Arg(1), ld.env.Home)
 		if err != nil {
 			fmt.Fprintln(stderr, "permwrap explain:", err)
 			return exitInternal
@@ -90,8 +85,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-// absPath expands a leading ~ and makes p absolute and clean, the form
-// the supervisor hands the engine.
+// absPath expands a leading ~ and makes p absolute, clean and
+// symlink-resolved (as far as it exists): the form the supervisor hands
+// the engine, so explain answers what a run would.
 func absPath(p, home string) (string, error) {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home == "" {
@@ -106,5 +102,5 @@ func absPath(p, home string) (string, error) {
 		}
 		p = filepath.Join(wd, p)
 	}
-	return filepath.Clean(p), nil
+	return engine.ResolveExisting(p), nil
 }

@@ -28,7 +28,7 @@ value, and who decided.
   --file F           the log to read (default $XDG_STATE_HOME/permwrap/review.jsonl)
   --follow           keep printing decisions as they are written
   --since DUR        only records newer than DUR ago (90s, 15m, 2h, 3d) or than a time (RFC 3339)
-  --decided-by KIND  only decisions made by KIND: ` + "user, authorizer, rule, session_approval, yolo, unavailable, error, forwarded" + `
+  --decided-by KIND  only decisions made by KIND: ` + "user, authorizer, rule, session_approval, yolo, audit, unavailable, error, forwarded" + `
   --denied           only denials
   --json             print the matching records as they are stored (every record kind)
 `
@@ -44,7 +44,8 @@ type logFilter struct {
 // isDecision reports whether a record is the outcome of a request.
 func isDecision(e authority.Event) bool {
 	switch e {
-	case authority.EventAllowed, authority.EventDenied, authority.EventApproved, authority.EventRejected, authority.EventTimedOut:
+	case authority.EventAllowed, authority.EventDenied, authority.EventApproved, authority.EventRejected, authority.EventTimedOut,
+		authority.EventWouldAsk, authority.EventWouldDeny:
 		return true
 	}
 	return false
@@ -262,6 +263,9 @@ var outcomeWords = map[authority.Event]string{
 	authority.EventApproved: "approved",
 	authority.EventRejected: "rejected",
 	authority.EventTimedOut: "timed out",
+	// Audit mode: allowed, but the policy would not have.
+	authority.EventWouldAsk:  "would ask",
+	authority.EventWouldDeny: "would deny",
 }
 
 const (
@@ -297,7 +301,7 @@ func formatRecord(r authority.LogRecord, color bool) string {
 	switch r.Event {
 	case authority.EventDenied, authority.EventRejected:
 		code = ansiRed
-	case authority.EventTimedOut:
+	case authority.EventTimedOut, authority.EventWouldAsk, authority.EventWouldDeny:
 		code = ansiYellow
 	}
 	b.WriteString(paint(code, fmt.Sprintf("%-9s", word)))

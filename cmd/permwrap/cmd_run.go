@@ -2,43 +2,29 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
-	"strings"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/supervisor"
 )
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// runFlags are the flags of `permwrap [flags] -- CMD`.
+// runFlags are the flags of `permwrap [flags] -- CMD`: the policy flags
+// every command shares, and the run's own.
 type runFlags struct {
-	configDir       string
-	policies        stringList
-	workspace       string
-	yolo            bool
-	logPath         string
-	requireLandlock bool
+	policyFlags
+	logPath         onceString
+	requireLandlock onceBool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.configDir, "config-dir", "", "configuration `DIR` (default $PERMWRAP_CONFIG_DIR, else $XDG_CONFIG_HOME/permwrap, else ~/.config/permwrap)")
-	fs.Var(&f.policies, "policy", "add a policy `FILE` as a scope above the global policy for this run (repeatable)")
-	fs.StringVar(&f.workspace, "workspace", "", "the workspace `DIR` that ${WORKSPACE} names (default: the current directory)")
-	fs.BoolVar(&f.yolo, "yolo", false, "answer every ask with allow (never loosens a deny or a hard guard)")
-	fs.StringVar(&f.logPath, "log", "", "write the review log to `FILE` (default: $XDG_STATE_HOME/permwrap/review.jsonl)")
-	fs.BoolVar(&f.requireLandlock, "require-landlock", false, "fail to start when the kernel has no Landlock")
+	f.policyFlags.register(fs, policyFlagSet{modes: true})
+	fs.Var(&f.logPath, "log", "write the review log to `FILE` (default: the policy's log.path, else $XDG_STATE_HOME/permwrap/review.jsonl)")
+	fs.Var(&f.requireLandlock, "require-landlock", "fail to start when the kernel has no Landlock")
 }
 
 // cmdRun runs a command under the sandbox: permwrap [flags] -- CMD [ARG...].
@@ -51,50 +37,41 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage, "\nflags for running a command:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInternal
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "permwrap: no command given (usage: permwrap [flags] -- CMD [ARG...])")
 		return exitInternal
 	}
-
-	env, err := runEnv(f.workspace)
+	ld, err := loadPolicy(&f.policyFlags, f.logPath.v)
+	printWarnings(stderr, "permwrap: warning: ", ld.warnings)
 	if err != nil {
-		fmt.Fprintf(stderr, "permwrap: %v\n", err)
+		printErr(stderr, "permwrap: ", err)
 		return exitInternal
 	}
-	policy, warnings, err := engine.Load(engine.LoadOptions{ConfigDir: f.configDir, Scopes: f.policies, Env: env, Yolo: f.yolo})
-	if err != nil {
-		fmt.Fprintf(stderr, "permwrap: %v\n", err)
-		return exitInternal
+	policy := ld.policy
+	if msg := policy.EveryExecAsks(); msg != "" {
+		printLines(stderr, "permwrap: warning: ", msg)
 	}
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "permwrap: warning: %s (every allow of this run now asks)\n", w)
+	if policy.AuditMode() {
+		fmt.Fprintln(stderr, "permwrap: audit mode: what the policy would ask about or deny is allowed and logged as would_ask/would_deny in "+ld.logPath)
+		fmt.Fprintln(stderr, "permwrap: audit mode: hard guards, protected writes and permwrap's own files are still enforced; `permwrap policy suggest` reads the log")
 	}
 	settings := policy.Settings()
-
-	logPath := f.logPath
-	if logPath == "" {
-		logPath = settings.Log.Path
-	}
-	if logPath == "" {
-		if logPath, err = authority.DefaultLogPath(); err != nil {
-			fmt.Fprintf(stderr, "permwrap: review log: %v\n", err)
-			return exitInternal
-		}
-	}
-	log, err := authority.OpenLog(logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows})
+	log, err := authority.OpenLog(ld.logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows})
 	if err != nil {
-		fmt.Fprintf(stderr, "permwrap: review log: %v\n", err)
+		printErr(stderr, "permwrap: ", err) // the error names the review log
 		return exitInternal
 	}
 	defer log.Close()
-
+	// Fail at start, not at the first ask, when the reviewers are misconfigured.
+	newDecider, err := deciderFactory(policy, settings, log, stderr)
+	if err != nil {
+		printErr(stderr, "permwrap: authorizers: ", err)
+		return exitInternal
+	}
 	osFile := func(x any, fallback *os.File) *os.File {
 		if f, ok := x.(*os.File); ok {
 			return f
@@ -105,21 +82,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Policy:          policy,
 		Argv:            argv,
 		Log:             log,
-		RequireLandlock: f.requireLandlock,
+		RequireLandlock: f.requireLandlock.v,
 		Stdin:           osFile(stdin, os.Stdin),
 		Stdout:          osFile(stdout, os.Stdout),
 		Stderr:          osFile(stderr, os.Stderr),
+		NewDecider:      newDecider,
 	}
-	// Fail at start, not at the first ask, when the reviewers are misconfigured.
-	if _, err := buildDecider(policy, settings, log, nil, stderr); err != nil {
-		fmt.Fprintf(stderr, "permwrap: authorizers: %v\n", err)
-		return exitInternal
-	}
-	cfg.NewDecider = func(screen authority.Screen) supervisor.Decider {
-		d, _ := buildDecider(policy, settings, log, screen, stderr)
-		return d
-	}
-
 	// A CPU profile of the supervisor, for performance work only.
 	if p := os.Getenv("PERMWRAP_CPUPROFILE"); p != "" {
 		if f, err := os.Create(p); err == nil {
@@ -130,71 +98,39 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	status, err := supervisor.Run(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "permwrap: %v\n", err)
+		printErr(stderr, "permwrap: ", err)
 		return exitInternal
 	}
 	return status
 }
 
-// runEnv is the expansion environment: home, workspace, temp dir.
-func runEnv(workspace string) (engine.Env, error) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return engine.Env{}, fmt.Errorf("no home directory: %w", err)
-	}
-	if workspace == "" {
-		if workspace, err = os.Getwd(); err != nil {
-			return engine.Env{}, err
-		}
-	}
-	workspace, err = filepath.Abs(workspace)
-	if err != nil {
-		return engine.Env{}, err
-	}
-	if resolved, err := filepath.EvalSymlinks(workspace); err == nil {
-		workspace = resolved
-	}
-	tmp := os.TempDir()
-	if resolved, err := filepath.EvalSymlinks(tmp); err == nil {
-		tmp = resolved
-	}
-	return engine.Env{Home: home, Workspace: workspace, TmpDir: tmp}, nil
-}
-
-// buildDecider composes the authority chain for this node: the links the
-// configuration names, in its order, then the terminal — a prompt on the
-// relayed terminal when there is one, otherwise a terminal that denies
-// ("confirmation unavailable").
-func buildDecider(p *engine.Policy, s engine.Settings, log *authority.Log, screen authority.Screen, stderr io.Writer) (supervisor.Decider, error) {
-	execs := make(map[string]authority.ExecSpec, len(s.Authorizers))
-	for name, a := range s.Authorizers {
-		execs[name] = authority.ExecSpec{Command: a.Command, Timeout: a.Timeout}
-	}
-	var typos []authority.TypoPath
-	for _, t := range s.TypoPaths {
-		typos = append(typos, authority.TypoPath{From: t.From, To: t.To, Match: t.Match})
-	}
-	typos = append(typos, authority.WorkspaceSiblings(p.Env().Workspace)...)
-	links, timeouts, err := authority.Links(execs, typos)
+// deciderFactory composes, once, the parts of this node's authority
+// chain: the links the configuration names, in its order, with their
+// timeouts and the delegation envelope. The factory it returns only adds
+// the terminal — a prompt on the relayed terminal when there is one,
+// otherwise a terminal that denies ("confirmation unavailable") — and
+// cannot fail.
+func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, stderr io.Writer) (func(authority.Screen) supervisor.Decider, error) {
+	typos := append(s.TypoPaths, authority.WorkspaceSiblings(p.Env().Workspace)...)
+	links, timeouts, err := authority.Links(s.Authorizers, typos)
 	if err != nil {
 		return nil, err
 	}
 	cc := authority.ChainConfig{
-		Links:    s.AuthorizerChain,
-		Timeouts: timeouts,
-		Delegation: authority.Delegation{
-			AllowedSurfaces:  s.ModelDelegation.AllowedSurfaces,
-			ExcludedSurfaces: s.ModelDelegation.ExcludedSurfaces,
-		},
-		Warn: func(msg string) { fmt.Fprintf(stderr, "permwrap: warning: %s\n", msg) },
+		Links:      s.AuthorizerChain,
+		Timeouts:   timeouts,
+		Delegation: s.ModelDelegation,
+		Warn:       func(msg string) { printLines(stderr, "permwrap: warning: ", msg) },
 	}
 	q := authority.QuerierFunc(func(c engine.Check) authority.QueryResult {
 		r := p.Evaluate(c)
 		return authority.QueryResult{Action: r.Action, Rule: r.Rule}
 	})
-	var term authority.Terminal = authority.DenyingTerminal{}
-	if screen != nil {
-		term = authority.NewPromptTerminal(screen, authority.PromptOptions{AskTimeout: s.AskTimeout})
-	}
-	return authority.NewChain(cc, links, term, log, q), nil
+	return func(screen authority.Screen) supervisor.Decider {
+		var term authority.Terminal = authority.DenyingTerminal{}
+		if screen != nil {
+			term = authority.NewPromptTerminal(screen, authority.PromptOptions{AskTimeout: s.AskTimeout})
+		}
+		return authority.NewChain(cc, links, term, log, q)
+	}, nil
 }

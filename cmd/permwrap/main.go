@@ -19,13 +19,17 @@ const (
 	exitNotFound = 127 // the command was not found
 )
 
-func main() {
+func main() { os.Exit(realMain()) }
+
+// realMain is main without the exit, shared with the tests' re-executed
+// binary.
+func realMain() int {
 	// The re-executed init stage of a sandboxed run: it must do nothing
 	// else first (see supervisor.RunInit).
 	if len(os.Args) > 1 && os.Args[1] == supervisor.InitArg {
-		os.Exit(supervisor.RunInit(os.Args[2:]))
+		return supervisor.RunInit(os.Args[2:])
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	return run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 // usage is printed for -h and for a command line permwrap cannot read.
@@ -33,7 +37,12 @@ const usage = `usage:
   permwrap [flags] -- CMD [ARG...]   run CMD under the policy
   permwrap check [FILE]              validate the effective configuration (or FILE)
   permwrap explain SURFACE VALUE     show how the policy decides one access
-  permwrap policy default            print the embedded default policy
+  permwrap policy show [PROFILE]     print a profile (default, read-only, strict)
+  permwrap policy edit               edit policy.jsonc, saved only when valid
+  permwrap policy suggest [LOG]      rules that would have allowed what a log recorded
+  permwrap trust [DIR]               trust the project policies of DIR
+  permwrap import claude-code|srt|codex [FILE...]
+                                     print a policy equivalent to another tool's rules
   permwrap log [flags]               read the review log
   permwrap doctor                    what this kernel supports and what permwrap enforces
   permwrap version                   print the version
@@ -51,9 +60,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "explain":
 			return cmdExplain(args[1:], stdout, stderr)
 		case "policy":
-			return cmdPolicy(args[1:], stdout, stderr)
+			return cmdPolicy(args[1:], stdin, stdout, stderr)
 		case "log":
 			return cmdLog(args[1:], stdout, stderr)
+		case "trust":
+			return cmdTrust(args[1:], stdout, stderr)
+		case "import":
+			return cmdImport(args[1:], stdout, stderr)
 		case "doctor":
 			return cmdDoctor(args[1:], stdout, stderr)
 		case "version", "--version":

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/notify"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -18,7 +21,7 @@ import (
 // what main does.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"permwrap": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"permwrap": func() { os.Exit(realMain()) },
 	})
 }
 
@@ -33,6 +36,15 @@ func TestScripts(t *testing.T) {
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: "../../testdata/script",
+		// PERMWRAP_UPDATE_SCRIPTS=1 rewrites the files `cmp` compares
+		// against (golden outputs); review the diff before committing.
+		UpdateScripts: os.Getenv("PERMWRAP_UPDATE_SCRIPTS") == "1",
+		Condition: func(cond string) (bool, error) {
+			if cond == "kernel" {
+				return kernelMissing() == "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(e *testscript.Env) error {
 			for _, d := range []string{"home", "tmp"} {
 				if err := os.MkdirAll(filepath.Join(e.WorkDir, d), 0o755); err != nil {
@@ -47,6 +59,15 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// requirekernel fails the script when the kernel features a
+			// run needs are missing and PERMWRAP_REQUIRE_KERNEL=1 (CI);
+			// scripts follow it with `[!kernel] skip`, so a missing
+			// feature never passes as a green run.
+			"requirekernel": func(ts *testscript.TestScript, neg bool, args []string) {
+				if missing := kernelMissing(); missing != "" && kerneltest.Required() {
+					ts.Fatalf("kernel feature required (PERMWRAP_REQUIRE_KERNEL=1) but missing: %s", missing)
+				}
+			},
 			// exits N CMD [ARG...] runs CMD like exec and requires exit status N.
 			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
 				if neg || len(args) < 2 {
@@ -70,6 +91,19 @@ func TestScripts(t *testing.T) {
 			},
 		},
 	})
+}
+
+// kernelMissing names the kernel feature a run needs that is missing
+// here, or "".
+func kernelMissing() string {
+	f := notify.Probe()
+	switch {
+	case f.UserNotif != notify.Yes:
+		return "seccomp user notification (" + f.UserNotif.String() + ")"
+	case f.LandlockABI < 1:
+		return "landlock"
+	}
+	return ""
 }
 
 // TestPolicyDefaultIsEmbeddedBytes checks `permwrap policy default`

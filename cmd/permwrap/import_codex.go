@@ -1,0 +1,347 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+	"mvdan.cc/sh/v3/shell"
+
+	"github.com/permwrap/permwrap/engine"
+)
+
+// codex imports Codex's .rules files (Starlark: prefix_rule, network_rule,
+// host_executable) and config.toml (sandbox mode, writable roots).
+func (im *importer) codex(files []string) error {
+	im.tool = "Codex"
+	if len(files) == 0 {
+		home := os.Getenv("CODEX_HOME")
+		if home == "" {
+			home = filepath.Join(im.env.Home, ".codex")
+		}
+		rules, _ := filepath.Glob(filepath.Join(home, "rules", "*.rules"))
+		project, _ := filepath.Glob(filepath.Join(im.env.Workspace, ".codex", "rules", "*.rules"))
+		files = append(append(rules, project...), existing(filepath.Join(home, "config.toml"))...)
+		if len(files) == 0 {
+			return fmt.Errorf("no Codex rules or config found in %s; name the files", home)
+		}
+	}
+	im.header("codex", files)
+	im.out.note("A prefix rule matches a command that starts with its words, here as")
+	im.out.note("\"words *\" (which matches the bare words too). Codex lets the strictest of")
+	im.out.note("several matching rules win; a rule inside a stricter one is left out.")
+	for _, f := range files {
+		var err error
+		if strings.HasSuffix(f, ".toml") {
+			err = im.codexConfig(f)
+		} else {
+			err = im.codexRules(f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// codexMaxSteps bounds a rules file's evaluation: it is a program.
+const codexMaxSteps = 1_000_000
+
+// codexMaxAlternatives bounds the command patterns one prefix_rule may
+// expand to.
+const codexMaxAlternatives = 256
+
+func (im *importer) codexRules(name string) error {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	base := filepath.Base(name)
+	thread := &starlark.Thread{Name: "permwrap import codex"}
+	thread.SetMaxExecutionSteps(codexMaxSteps)
+	builtins := starlark.StringDict{
+		"prefix_rule": starlark.NewBuiltin("prefix_rule", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var (
+				pattern         *starlark.List
+				decision        = "allow"
+				match, notMatch *starlark.List
+				justification   string
+			)
+			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pattern", &pattern, "decision?", &decision, "match?", &match, "not_match?", &notMatch, "justification?", &justification); err != nil {
+				return nil, err
+			}
+			pos := th.CallFrame(1).Pos
+			return starlark.None, im.codexPrefixRule(fmt.Sprintf("%s:%d", base, pos.Line), pattern, decision, match, notMatch, justification)
+		}),
+		"network_rule": starlark.NewBuiltin("network_rule", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var host, protocol, decision, justification string
+			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "host", &host, "protocol", &protocol, "decision", &decision, "justification?", &justification); err != nil {
+				return nil, err
+			}
+			pos := th.CallFrame(1).Pos
+			where := fmt.Sprintf("%s:%d", base, pos.Line)
+			what := fmt.Sprintf("network_rule(host=%q, protocol=%q, decision=%q) (%s)", host, protocol, decision, where)
+			action, ok := codexAction(decision)
+			if decision == "deny" {
+				action, ok = "deny", true
+			}
+			if !ok {
+				return nil, fmt.Errorf("network_rule: unknown decision %q", decision)
+			}
+			if !im.net {
+				im.noNet(what)
+				return starlark.None, nil
+			}
+			pat := host
+			switch strings.ToLower(protocol) {
+			case "https":
+				pat += ":443"
+			case "http":
+				pat += ":80"
+			}
+			im.out.add(netSurface(), pat, action, justification, where+": "+what)
+			return starlark.None, nil
+		}),
+		"host_executable": starlark.NewBuiltin("host_executable", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var exe string
+			var paths *starlark.List
+			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "name", &exe, "paths", &paths); err != nil {
+				return nil, err
+			}
+			im.out.skip(fmt.Sprintf("host_executable(name=%q) (%s:%d)", exe, base, th.CallFrame(1).Pos.Line), "not needed: permwrap judges a command by every spelling of its program (git and /usr/bin/git)")
+			return starlark.None, nil
+		}),
+	}
+	opts := &syntax.FileOptions{Set: true, TopLevelControl: true, GlobalReassign: true}
+	if _, err := starlark.ExecFileOptions(opts, thread, name, src, builtins); err != nil {
+		// Name the line of the file where it went wrong, as Codex does.
+		var ee *starlark.EvalError
+		if errors.As(err, &ee) {
+			for i := len(ee.CallStack) - 1; i >= 0; i-- {
+				if pos := ee.CallStack[i].Pos; pos.Filename() == name {
+					return fmt.Errorf("%s:%d:%d: %s", name, pos.Line, pos.Col, ee.Msg)
+				}
+			}
+			return fmt.Errorf("%s: %s", name, ee.Msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// codexAction maps a Codex decision to an action.
+func codexAction(d string) (string, bool) {
+	switch d {
+	case "allow":
+		return "allow", true
+	case "prompt":
+		return "ask", true
+	case "forbidden":
+		return "deny", true
+	}
+	return "", false
+}
+
+func (im *importer) codexPrefixRule(where string, pattern *starlark.List, decision string, match, notMatch *starlark.List, justification string) error {
+	action, ok := codexAction(decision)
+	if !ok {
+		return fmt.Errorf("prefix_rule: decision %q is not allow, prompt or forbidden", decision)
+	}
+	if pattern.Len() == 0 {
+		return errors.New("prefix_rule: pattern cannot be empty")
+	}
+	// Each element is a word or a list of alternative words.
+	alts := [][]string{{}}
+	for i := 0; i < pattern.Len(); i++ {
+		var choices []string
+		switch v := pattern.Index(i).(type) {
+		case starlark.String:
+			choices = []string{string(v)}
+		case *starlark.List:
+			for j := 0; j < v.Len(); j++ {
+				s, ok := v.Index(j).(starlark.String)
+				if !ok {
+					return fmt.Errorf("prefix_rule: a pattern alternative must be a string, got %s", v.Index(j).Type())
+				}
+				choices = append(choices, string(s))
+			}
+			if len(choices) == 0 {
+				return errors.New("prefix_rule: pattern alternatives cannot be empty")
+			}
+		default:
+			return fmt.Errorf("prefix_rule: a pattern element must be a string or a list of strings, got %s", v.Type())
+		}
+		var next [][]string
+		for _, a := range alts {
+			for _, c := range choices {
+				next = append(next, append(append([]string(nil), a...), c))
+			}
+		}
+		if len(next) > codexMaxAlternatives {
+			im.out.skip(fmt.Sprintf("prefix_rule at %s", where), fmt.Sprintf("its alternatives expand to more than %d commands; write it as several rules", codexMaxAlternatives))
+			return nil
+		}
+		alts = next
+	}
+	var matchers []func(string) bool
+	var pats []string
+	for _, words := range alts {
+		pat := codexPattern(words)
+		m, err := engine.CommandMatcher(pat)
+		if err != nil {
+			return fmt.Errorf("prefix_rule at %s: %v", where, err)
+		}
+		matchers = append(matchers, m)
+		pats = append(pats, pat)
+	}
+	matchesAny := func(line string) bool {
+		for _, m := range matchers {
+			if m(line) {
+				return true
+			}
+		}
+		return false
+	}
+	// Codex checks match/not_match examples when it loads the file; so
+	// does the import, against the patterns written here.
+	var bad []string
+	check := func(list *starlark.List, want bool) error {
+		if list == nil {
+			return nil
+		}
+		for i := 0; i < list.Len(); i++ {
+			argv, err := codexExample(list.Index(i))
+			if err != nil {
+				return fmt.Errorf("prefix_rule at %s: %v", where, err)
+			}
+			line := engine.RenderArgv(argv)
+			if matchesAny(line) != want {
+				verb := "matches"
+				if !want {
+					verb = "does not match"
+				}
+				bad = append(bad, fmt.Sprintf("Codex says it %s %q; the pattern here disagrees", verb, line))
+			}
+		}
+		return nil
+	}
+	if err := check(match, true); err != nil {
+		return err
+	}
+	if err := check(notMatch, false); err != nil {
+		return err
+	}
+	for _, pat := range pats {
+		comment := fmt.Sprintf("%s: prefix_rule %s", where, decision)
+		for _, b := range bad {
+			comment += "\nWARNING: " + b
+		}
+		im.out.add(engine.SurfaceBash, pat, action, justification, comment)
+	}
+	return nil
+}
+
+// codexPattern is the command pattern for a command that starts with
+// words: their rendering (quoted as permwrap renders a command line),
+// stars and backslashes escaped, and " *" for whatever follows.
+func codexPattern(words []string) string {
+	line := engine.RenderArgv(words)
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`).Replace(line) + " *"
+}
+
+// codexExample reads a match/not_match example: a list of words or a
+// string split as a shell would.
+func codexExample(v starlark.Value) ([]string, error) {
+	switch v := v.(type) {
+	case starlark.String:
+		argv, err := shell.Fields(string(v), func(string) string { return "" })
+		if err != nil || len(argv) == 0 {
+			return nil, fmt.Errorf("example %q is not a command", string(v))
+		}
+		return argv, nil
+	case *starlark.List:
+		var argv []string
+		for i := 0; i < v.Len(); i++ {
+			s, ok := v.Index(i).(starlark.String)
+			if !ok {
+				return nil, fmt.Errorf("example words must be strings, got %s", v.Index(i).Type())
+			}
+			argv = append(argv, string(s))
+		}
+		if len(argv) == 0 {
+			return nil, errors.New("an example cannot be empty")
+		}
+		return argv, nil
+	}
+	return nil, fmt.Errorf("an example must be a string or a list of strings, got %s", v.Type())
+}
+
+// codexConfigFile is the part of Codex's config.toml the import reads.
+type codexConfigFile struct {
+	SandboxMode           string `toml:"sandbox_mode"`
+	ApprovalPolicy        string `toml:"approval_policy"`
+	SandboxWorkspaceWrite struct {
+		WritableRoots       []string `toml:"writable_roots"`
+		NetworkAccess       bool     `toml:"network_access"`
+		ExcludeTmpdirEnvVar bool     `toml:"exclude_tmpdir_env_var"`
+		ExcludeSlashTmp     bool     `toml:"exclude_slash_tmp"`
+	} `toml:"sandbox_workspace_write"`
+	Projects map[string]struct {
+		TrustLevel string `toml:"trust_level"`
+	} `toml:"projects"`
+}
+
+func (im *importer) codexConfig(name string) error {
+	var c codexConfigFile
+	if _, err := toml.DecodeFile(name, &c); err != nil {
+		return fmt.Errorf("%s: %v", name, err)
+	}
+	base := filepath.Base(name)
+	switch c.SandboxMode {
+	case "read-only":
+		im.out.skip(`sandbox_mode = "read-only" (`+base+`)`, "run with --profile read-only for the same")
+	case "danger-full-access":
+		im.out.skip(`sandbox_mode = "danger-full-access" (`+base+`)`, "Codex runs unsandboxed; permwrap's default profile still applies")
+	}
+	ww := c.SandboxWorkspaceWrite
+	for _, r := range ww.WritableRoots {
+		pat := strings.TrimRight(r, "/") + "/**"
+		if !strings.HasPrefix(r, "/") && !strings.HasPrefix(r, "~") {
+			pat = "${WORKSPACE}/" + pat
+		}
+		im.out.add(engine.SurfaceWrite, pat, "allow", "", base+": sandbox_workspace_write.writable_roots "+r)
+	}
+	if ww.ExcludeSlashTmp {
+		im.out.add(engine.SurfaceWrite, "/tmp/**", "deny", "not writable in Codex's sandbox", base+": exclude_slash_tmp")
+	}
+	if ww.ExcludeTmpdirEnvVar {
+		im.out.add(engine.SurfaceWrite, "${TMPDIR}/**", "deny", "not writable in Codex's sandbox", base+": exclude_tmpdir_env_var")
+	}
+	if c.SandboxMode == "workspace-write" && !ww.NetworkAccess {
+		if im.net {
+			im.out.addFallback(netSurface(), "deny", "no network in Codex's workspace-write sandbox", base+": network_access = false")
+		} else {
+			im.noNet("sandbox_workspace_write.network_access = false (" + base + ")")
+		}
+	}
+	if c.ApprovalPolicy != "" {
+		im.out.skip(fmt.Sprintf("approval_policy = %q (%s)", c.ApprovalPolicy, base), "permwrap asks a person (or the authorizer chain) whenever a rule says ask")
+	}
+	dirs := make([]string, 0, len(c.Projects))
+	for d := range c.Projects {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if c.Projects[d].TrustLevel == "trusted" {
+			im.out.skip(fmt.Sprintf("projects.%q trust_level (%s)", d, base), "Codex trust is not permwrap trust: run `permwrap trust "+d+"` for a project policy you trust")
+		}
+	}
+	return nil
+}
