@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -129,7 +130,7 @@ func TestAnalyzeScriptHugeInput(t *testing.T) {
 func hostileScripts() map[string]string {
 	var vars strings.Builder
 	for i := 0; i < 20000; i++ {
-		vars.WriteString("V" + itoa(i) + "=x\n")
+		vars.WriteString("V" + strconv.Itoa(i) + "=x\n")
 	}
 	for vars.Len() < 1<<20 {
 		vars.WriteString("a && b\n")
