@@ -195,6 +195,9 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 	if in.Resolved == "" || !path.IsAbs(in.Resolved) {
 		// Could not decide what runs: never fail open.
 		d.Result, d.Decider = couldNotDecide(SurfaceExec, in.Path, "the program to run could not be resolved"), in.Path
+		if d.Decider == "" {
+			d.Decider = "an exec with an empty path"
+		}
 		return d
 	}
 	ctx := ScriptContext{Cwd: in.Cwd, Home: p.env.Home, ReadFile: in.ReadFile}
@@ -294,7 +297,7 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	d.Units = slices.Grow(d.Units, len(a.Units))
 	d.Redirects = slices.Grow(d.Redirects, len(a.Redirects))
 	self := a.Units[0]
-	r, sp, poss, shown := p.judgeCommand(c.identity, c.argv0, names, fieldsOf(c.args), "", "")
+	r, sp, poss, shown := p.judgeCommand(c.identity, c.argv0, names, fieldsOf(c.args), "", self.Line)
 	d.Units = append(d.Units, UnitDecision{Unit: self, Result: r, Spellings: sp, Possible: poss})
 	what := self.Line
 	if shown != "" {
@@ -321,6 +324,10 @@ func (p *Policy) judgeCommand(prog, argv0 string, names []string, args []field, 
 	home := p.env.Home
 	certain := make([]string, 0, 4)
 	tilde := tildeCandidate(args, home)
+	rest := "" // the words after the name, rendered once for every name
+	if len(names) > 1 {
+		rest = renderFields(append([]field{{s: "x"}}, args...), marker)[1:]
+	}
 	addLine := func(words []field, rendered string) {
 		if rendered == "" {
 			rendered = renderFields(words, marker)
@@ -351,9 +358,12 @@ func (p *Policy) judgeCommand(prog, argv0 string, names []string, args []field, 
 				continue
 			}
 		}
-		if i == 0 && line0 != "" {
+		switch {
+		case i == 0 && line0 != "":
 			addLine(line, line0)
-		} else {
+		case rest != "" || len(args) == 0 && len(names) > 1:
+			addLine(line, quoteWord(n, true)+rest)
+		default:
 			addLine(line, "")
 		}
 	}
