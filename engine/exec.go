@@ -200,7 +200,7 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 		}
 		return d
 	}
-	ctx := ScriptContext{Cwd: in.Cwd, Home: p.env.Home, ReadFile: in.ReadFile}
+	ctx := ScriptContext{Cwd: in.Cwd, Home: p.env.Home, ReadFile: p.guardReads(in.ReadFile)}
 	identity := in.Identity
 	if identity == "" {
 		identity = baseName(in.Resolved)
@@ -254,6 +254,32 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 	}
 	d.Result, d.Decider, _ = set.result()
 	return d
+}
+
+// guardReads keeps the analysis from reading a sourced file the policy
+// does not let the agent read without asking (`source ~/.ssh/id_rsa`):
+// its contents would surface in the units shown and logged. Such a file
+// is judged when the shell opens it, like any other read.
+func (p *Policy) guardReads(r FileReader) FileReader {
+	if r == nil {
+		return nil
+	}
+	return func(file string, limit int) ([]byte, error) {
+		if res := p.DecidePath(AccessRead, file); res.Action != Allow {
+			return nil, fmt.Errorf("not read before it runs: reading %s is %s by %s", file, actionVerb(res.Action), ruleLabel(res.Rule))
+		}
+		return r(file, limit)
+	}
+}
+
+func actionVerb(a Action) string {
+	switch a {
+	case Ask:
+		return "asked about"
+	case Deny:
+		return "denied"
+	}
+	return a.String()
 }
 
 // decideImage checks a file the kernel maps to run: exec needs read as
@@ -840,6 +866,7 @@ func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) 
 	if ctx.Cwd == "" {
 		ctx.Cwd = p.env.Workspace
 	}
+	ctx.ReadFile = p.guardReads(ctx.ReadFile)
 	a := AnalyzeScriptIn(line, ctx)
 	var d ExecDecision
 	var set decisionSet

@@ -469,10 +469,17 @@ func TestSourceAndEval(t *testing.T) {
 	ctx := ScriptContext{Cwd: "/work/repo", Home: "/home/u", ReadFile: reader}
 	last := func(a ShellAnalysis) Unit { return a.Units[len(a.Units)-1] }
 
-	// The sourced file changes the shell: its cd and variables count.
-	a := AnalyzeScriptIn(". ./env.sh && $DEPLOY status > st.txt", ctx)
-	if u := last(a); u.Line != "git status" || a.Redirects[0].Dir != "build" {
+	// The sourced file changes the shell: its cd counts; its variables
+	// are unknown afterwards, so that their values (an exported
+	// environment, tokens) never surface in what is shown and logged.
+	a := AnalyzeScriptIn(". ./env.sh && $DEPLOY status > st.txt; curl -u \"$DEPLOY\" x", ctx)
+	if u := last(a); u.Line != `curl -u "$DEPLOY" x` || a.Redirects[0].Dir != "build" {
 		t.Fatalf("after source: last unit %v, redirect %+v", u, a.Redirects)
+	}
+	for _, u := range a.Units {
+		if strings.Contains(u.String(), "mod=mod") || strings.Contains(u.String(), "=git") {
+			t.Errorf("a value from the sourced file is shown: %s", u)
+		}
 	}
 	if limits[0] != maxSourceBytes {
 		t.Errorf("reader asked for %d bytes, want the bound %d", limits[0], maxSourceBytes)
@@ -520,6 +527,30 @@ func TestSourceAndEval(t *testing.T) {
 	in.ReadFile = func(string, int) ([]byte, error) { return nil, errors.New("permission denied") }
 	if d := p.DecideExec(in); d.Result.Action != Allow {
 		t.Errorf("unreadable sourced file: %s", d.Reason())
+	}
+
+	// A file the policy protects is not read by the analysis: its contents
+	// would be shown and logged. The shell's own open of it is judged.
+	key := func(string, int) ([]byte, error) {
+		return []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"), nil
+	}
+	dp, _, err := Compile(Config{Env: Env{Home: "/home/u", Workspace: "/work/repo", TmpDir: "/tmp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = bashIn("source ~/.ssh/id_ed25519; ls")
+	in.ReadFile = key
+	d := dp.DecideExec(in)
+	for _, u := range d.Units {
+		if strings.Contains(u.Unit.String(), "b3BlbnNz") || strings.Contains(u.Unit.String(), "BEGIN") {
+			t.Fatalf("the analysis read a protected file: %s", u.Unit)
+		}
+	}
+	if d.Result.Action != Allow || !strings.Contains(d.Units[2].Unit.Detail, "not read before it runs: reading /home/u/.ssh/id_ed25519 is asked about") {
+		t.Errorf("protected sourced file: %s, units %v", d.Reason(), d.Units[2].Unit)
+	}
+	if x := dp.ExplainCommandIn("source ~/.ssh/id_ed25519", ScriptContext{ReadFile: key}); strings.Contains(x.Extra, "BEGIN") {
+		t.Errorf("explain read a protected file:\n%s", x.Extra)
 	}
 
 	// eval runs in this shell.

@@ -282,7 +282,10 @@ func renderWords(argv []string, dyn []int) string {
 // and must not block: a FIFO or device is an error, not a wait. The
 // supervisor reads as the target process would; `permwrap explain` reads
 // the file system directly (FSReader). Any error leaves the sourced part
-// to be judged as it runs.
+// to be judged as it runs. DecideExec and ExplainCommandIn only call it
+// for files the policy lets the agent read without asking; callers of
+// AnalyzeScriptIn must make sure of that themselves. Values assigned in a
+// sourced file never appear in units (scope.set, walker.assignField).
 type FileReader func(p string, limit int) ([]byte, error)
 
 // FSReader is a FileReader over a file system, for `permwrap explain`
@@ -480,6 +483,13 @@ func (s *scope) inner(label string, newProcess bool) *scope {
 const maxTrackedVars = 128
 
 func (s *scope) set(name, value string) {
+	if s.sourceDepth > 0 {
+		// A sourced file's values (an exported environment, tokens)
+		// are not in any argv: they must not surface in the units
+		// shown to people and written to the log.
+		s.forget(name)
+		return
+	}
 	if s.vars == nil {
 		s.vars = make(map[string]string)
 	}

@@ -536,6 +536,15 @@ func (w *walker) decl(c *syntax.DeclClause, sc *scope) {
 
 // assignField renders an assignment as a word of the command line.
 func (w *walker) assignField(as *syntax.Assign, sc *scope) field {
+	if sc.sourceDepth > 0 && as.Name != nil && !as.Naked {
+		// `export TOKEN=…` in a sourced file: the value is not shown
+		// (see scope.set).
+		op := "="
+		if as.Append {
+			op = "+="
+		}
+		return field{s: as.Name.Value + op + "…", dyn: dynOne}
+	}
 	if v, ok := w.assignValue(as, sc); ok && as.Name != nil && !as.Naked && as.Index == nil {
 		op := "="
 		if as.Append {
