@@ -24,14 +24,7 @@ const execTestPolicy = `{
 
 func execTestPolicyT(t testing.TB) *Policy {
 	t.Helper()
-	p, warns, err := Compile(Config{
-		Global: &File{Name: "policy.jsonc", Data: []byte(execTestPolicy)},
-		Env:    Env{Home: "/home/u", Workspace: "/work/repo", TmpDir: "/tmp"},
-	})
-	if err != nil || len(warns) > 0 {
-		t.Fatalf("compile: %v %v", err, warns)
-	}
-	return p
+	return compileTest(t, execTestPolicy)
 }
 
 func TestDecideExec(t *testing.T) {
