@@ -746,7 +746,13 @@ func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
 	}
 	if len(out) == 0 && asked(d.Result) && len(d.Units) > 0 && d.Units[0].Unit.Sentinel == "" {
 		// Only the program itself asked (an exec or read rule on it).
-		add(SessionPattern{Surface: d.Result.Check.Surface, Pattern: escapePattern(d.Result.Check.Value)})
+		v := d.Result.Check.Value
+		if d.Result.Check.Surface == SurfaceBash {
+			v = escapeBashPattern(v)
+		} else {
+			v = escapePattern(v)
+		}
+		add(SessionPattern{Surface: d.Result.Check.Surface, Pattern: v})
 	}
 	return out
 }

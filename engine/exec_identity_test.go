@@ -611,3 +611,23 @@ func TestExplainShowsSpellings(t *testing.T) {
 		t.Errorf("ExplainCommandIn reads sourced files:\n%s", d.Extra)
 	}
 }
+
+// A suggested pattern matches the command it was made from and no other:
+// a star in the command is not a wildcard in the pattern.
+func TestSuggestedPatternsAreLiteral(t *testing.T) {
+	p := compileTest(t, `{"permission": {"bash": {"*": "ask"}}}`)
+	for _, argv := range [][]string{{"rm", "-rf", "*"}, {"rm", "-rf", `a\*`}, {"frobnicate", "x*"}, {"git", "push", "*"}} {
+		pat := SuggestBashPattern(argv)
+		if _, err := p.AddSessionRule(SurfaceBash, pat); err != nil {
+			t.Fatal(err)
+		}
+		if r := p.Evaluate(Check{SurfaceBash, RenderArgv(argv)}); r.Action != Allow {
+			t.Errorf("%q: the suggestion %q does not match its own command", argv, pat)
+		}
+	}
+	for _, other := range []string{"rm -rf /home/u", "rm -rf 'a\\b'", "git push origin"} {
+		if r := p.Evaluate(Check{SurfaceBash, other}); r.Action != Ask {
+			t.Errorf("%s: allowed by a suggestion made for another command (%s)", other, r)
+		}
+	}
+}
