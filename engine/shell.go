@@ -383,6 +383,7 @@ type analyzer struct {
 	ctx       ScriptContext
 	sourced   int // files read for source/.
 	srcBytes  int // their total size
+	forks     int // options read two ways (loader), for maxForks
 }
 
 func (a *analyzer) result() ShellAnalysis {

@@ -140,6 +140,9 @@ func hostileScripts() map[string]string {
 		"nested loops":           strings.Repeat("while a; do ", 250) + strings.Repeat("x=1; ", 100000) + strings.Repeat("done; ", 250),
 		"many redirections":      "echo" + strings.Repeat(" > f", 1<<18),
 		"many ifs":               strings.Repeat("if a; then X=1; fi\n", 50000),
+		// Each loader reads its unknown options two ways: nested, they
+		// would multiply without the maxForks bound.
+		"nested loaders": strings.Repeat("/lib64/ld-linux-x86-64.so.2 --a --b --c ", 17) + "/usr/bin/git push",
 	}
 }
 
@@ -162,6 +165,16 @@ func BenchmarkAnalyzeHostile(b *testing.B) {
 				AnalyzeScript(src)
 			}
 		})
+	}
+}
+
+func TestNestedLoadersStaySmall(t *testing.T) {
+	a := AnalyzeScript(hostileScripts()["nested loaders"])
+	if len(a.Units) > 4*maxForks {
+		t.Fatalf("%d units from 17 nested loaders", len(a.Units))
+	}
+	if !a.Opaque() {
+		t.Fatalf("past the bound a sentinel says so")
 	}
 }
 

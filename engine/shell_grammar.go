@@ -22,7 +22,12 @@ type readings struct {
 
 // maxUnknownWords bounds the words a grammar reads two ways (an option
 // it does not know may or may not take a value): 2^3 readings at most.
-const maxUnknownWords = 3
+// maxForks bounds such two-way readings in one analysis, so that nested
+// loaders cannot multiply them.
+const (
+	maxUnknownWords = 3
+	maxForks        = 32
+)
 
 // commandReadings returns the canonical readings of a command for the
 // grammars below. prog is the program's identity (basename of what runs,
@@ -421,10 +426,11 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 				i += 2
 				continue
 			}
-			if unknown >= maxUnknownWords {
+			if unknown >= maxUnknownWords || a.forks >= maxForks {
 				a.sentinel(SentinelOpaque, label+": too many options permwrap does not know", sc.via)
 				return
 			}
+			a.forks++
 			walk(i+1, unknown+1, argv0)
 			walk(i+2, unknown+1, argv0)
 			return
