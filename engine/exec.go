@@ -856,15 +856,9 @@ func (p *Policy) ProgramNames() []string {
 	return out
 }
 
-// ExplainScript shows how line is judged as a script: each unit with the
+// explainScript shows how line is judged as a script: each unit with the
 // rule that decided it and the spellings it was judged as, each redirect,
-// and the overall decision. Relative paths are taken from the workspace
-// directory; sourced files are not read.
-func ExplainScript(p *Policy, line string) string {
-	text, _ := p.explainScript(line, ScriptContext{Cwd: p.env.Workspace, Home: p.env.Home})
-	return text
-}
-
+// the files its commands name, and the overall decision.
 func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) {
 	if ctx.Home == "" {
 		ctx.Home = p.env.Home

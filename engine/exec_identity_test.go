@@ -595,7 +595,7 @@ func TestPositionalParameters(t *testing.T) {
 
 func TestExplainShowsSpellings(t *testing.T) {
 	p := compileTest(t, identityPolicy)
-	got := ExplainScript(p, `git -C /x push origin; eval "$X" > "$f"`)
+	got, _ := p.explainScript(`git -C /x push origin; eval "$X" > "$f"`, ScriptContext{})
 	for _, want := range []string{
 		"judged as: git -C /x push origin | git push origin",
 		"later  <opaque-shell-wrapper>: eval of a string only known when it runs",

@@ -94,7 +94,7 @@ func TestDecideExecReason(t *testing.T) {
 
 func TestExplainScript(t *testing.T) {
 	p := execTestPolicyT(t)
-	got := ExplainScript(p, "make && git push origin main > /work/repo/push.log")
+	got, _ := p.explainScript("make && git push origin main > /work/repo/push.log", ScriptContext{})
 	want := `units:
   allow  make
          rule bash:* (allow, policy.jsonc:7:7)
@@ -108,10 +108,10 @@ overall: deny: git push origin main — rule bash:git push * (deny, policy.jsonc
 	if got != want {
 		t.Errorf("ExplainScript:\n%s\nwant:\n%s", got, want)
 	}
-	// The explain command reaches it through the seam.
-	d := p.ExplainCommand("make && git push origin main")
+	// The explain command reaches it.
+	d := p.ExplainCommandIn("make && git push origin main", ScriptContext{})
 	if d.Result.Action != Deny || !strings.Contains(d.Extra, "git push origin main") {
-		t.Errorf("ExplainCommand through the seam: %v\n%s", d.Result, d.Extra)
+		t.Errorf("ExplainCommandIn: %v\n%s", d.Result, d.Extra)
 	}
 }
 

@@ -177,17 +177,12 @@ func (d DecisionExplanation) String() string {
 	return b.String()
 }
 
-// ExplainCommand explains a command line on the bash surface: the line as
-// one value, and how it is analysed as a script (units, the spellings
-// each is judged as, redirects), whose overall result is the decision.
-// Relative paths are taken from the workspace; sourced files are not read.
-func (p *Policy) ExplainCommand(line string) DecisionExplanation {
-	return p.ExplainCommandIn(line, ScriptContext{})
-}
-
-// ExplainCommandIn is ExplainCommand with what is known about where the
-// line would run: its directory (default: the workspace) and a reader for
-// the files it sources (FSReader for the file system).
+// ExplainCommandIn explains a command line on the bash surface: the line
+// as one value, and how it is analysed as a script (units, the spellings
+// each is judged as, redirects, the files its commands name), whose
+// overall result is the decision. ctx says where the line would run: its
+// directory (default: the workspace) and a reader for the files it
+// sources (FSReader for the file system; nil: not read).
 func (p *Policy) ExplainCommandIn(line string, ctx ScriptContext) DecisionExplanation {
 	c := Check{Surface: SurfaceBash, Value: line}
 	d := DecisionExplanation{Surfaces: []Explanation{p.Explain(c)}}

@@ -119,12 +119,6 @@ type Redirect struct {
 	Computed bool
 }
 
-// Known reports whether the redirect's target can be located before the
-// script runs (given the directory the shell starts in).
-func (r Redirect) Known() bool {
-	return !r.Computed && (path.IsAbs(r.Path) || r.Path == "~" || strings.HasPrefix(r.Path, "~/") || r.Dir != "")
-}
-
 func (r Redirect) String() string {
 	var b strings.Builder
 	switch r.Access {
@@ -330,11 +324,11 @@ type ScriptContext struct {
 // callers that know the resolved binary should use analyzeExec instead,
 // because argv[0] is chosen by the caller of execve.
 func AnalyzeArgv(argv []string) ShellAnalysis {
-	return AnalyzeArgvIn(argv, ScriptContext{})
+	return analyzeArgvIn(argv, ScriptContext{})
 }
 
-// AnalyzeArgvIn is AnalyzeArgv with what is known about where it runs.
-func AnalyzeArgvIn(argv []string, ctx ScriptContext) ShellAnalysis {
+// analyzeArgvIn is AnalyzeArgv with what is known about where it runs.
+func analyzeArgvIn(argv []string, ctx ScriptContext) ShellAnalysis {
 	name := ""
 	if len(argv) > 0 {
 		name = path.Base(argv[0])

@@ -170,7 +170,7 @@ func (c *shellCase) got() []string {
 	var a ShellAnalysis
 	ctx := ScriptContext{Cwd: caseEnv.Workspace, Home: caseEnv.Home, ReadFile: c.reader()}
 	if c.isArgv {
-		a = AnalyzeArgvIn(c.argv, ctx)
+		a = analyzeArgvIn(c.argv, ctx)
 	} else {
 		a = AnalyzeScriptIn(strings.Join(c.script, "\n"), ctx)
 	}
