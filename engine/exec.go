@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"path"
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -11,22 +13,61 @@ type ExecIntent struct {
 	Path     string   // the pathname given to execve, as the kernel got it (may be relative or bare)
 	Resolved string   // the absolute, symlink-resolved binary
 	Argv     []string // argv as read from the process; argv[0] is the caller's choice, never the command's identity
-	Cwd      string   // the process's working directory, for relative redirect targets
+	Cwd      string   // the process's working directory, for relative redirect targets and sourced files
+
+	// Identity is the program the supervisor recognised the image to be by
+	// its content (a copy, hard link or memfd of a binary it fingerprinted,
+	// see Policy.ProgramNames): "git" means "judge this as git, whatever it
+	// is called". "" when not recognised: the program is then known by the
+	// basename of Resolved.
+	Identity string
+	// Identify, when set, names the program a file holds the same way, for
+	// a file the exec runs inside its own process (`ld.so ./copy-of-git
+	// push`), which no later execve will show. path is absolute. It
+	// returns "" when the file is not a program it knows.
+	Identify func(path string) string
+	// Interpreters is the #! chain the kernel follows for a script,
+	// outermost first: `#!/usr/bin/env python3` gives one entry
+	// {Path: "/usr/bin/env", Arg: "python3", Resolved: "/usr/bin/env"}.
+	// Empty for an ELF binary.
+	Interpreters []Interp
+	// ReadFile reads the files a script sources (`source .venv/bin/activate`)
+	// as the target would, so that they are analysed with the script. nil:
+	// sourced parts are judged as they run.
+	ReadFile FileReader
+}
+
+// Interp is one interpreter of a #! line.
+type Interp struct {
+	Path     string // as the #! line names it (the kernel passes it as argv[0])
+	Arg      string // the optional argument: the rest of the line, one word, "" when none
+	Resolved string // absolute and symlink-resolved, as the kernel will open it
 }
 
 // UnitDecision is how one unit of an exec was decided.
 type UnitDecision struct {
 	Unit   Unit
 	Result Result
+	// Spellings are the bash values the unit was judged as: the line as
+	// written, with the program's path or name, with ~ for the home
+	// directory, and its canonical readings (`git -C d push` → `git
+	// push`). Possible are readings that may or may not be what runs; they
+	// only count when they are more restrictive.
+	Spellings []string
+	Possible  []string
+	// AtRunTime is set for a sentinel no rule names: what it stands for is
+	// judged as it runs (each exec, each open), not before.
+	AtRunTime bool
 }
 
 // RedirectDecision is how one redirection target was decided. Path is the
-// absolute path checked, or "" when the directory was unknown and the
-// opaque sentinel was evaluated instead.
+// absolute path checked; "" with AtRunTime when the target is only known
+// when the script runs, so the open is judged then.
 type RedirectDecision struct {
-	Redirect Redirect
-	Path     string
-	Result   Result
+	Redirect  Redirect
+	Path      string
+	Result    Result
+	AtRunTime bool
 }
 
 // CompoundDecision is a pipeline or list a rule named.
@@ -45,6 +86,11 @@ type ExecDecision struct {
 	Redirects []RedirectDecision
 	Compounds []CompoundDecision
 	Analysis  ShellAnalysis
+	// PathUses are the files the analysis found the script's commands
+	// using, with absolute paths: redirect targets (also judged above) and
+	// arguments of known file commands (not judged here: they are judged
+	// when opened). Approving the exec approves these with it (CoversPath).
+	PathUses []PathUse
 }
 
 // Reason is one line for a person: what was decided, on which part of the
@@ -63,6 +109,18 @@ func (d ExecDecision) Reason() string {
 		b.WriteString(d.Result.Rule.Reason)
 	}
 	return b.String()
+}
+
+// CoversPath reports whether an access a to the absolute path p is one of
+// the path uses the analysis found: when a person approved this exec,
+// such an open is part of what they approved and need not ask again.
+func (d *ExecDecision) CoversPath(a Access, p string) bool {
+	for _, u := range d.PathUses {
+		if u.Covers(a, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func ruleLabel(r Rule) string {
@@ -97,12 +155,13 @@ func (s *decisionSet) add(r Result, what string) {
 	}
 }
 
-// addAlways counts r even when no rule matched: sentinels floor to the
-// builtin ask rather than disappear.
-func (s *decisionSet) addAlways(r Result, what string) {
-	if !s.have || r.Action > s.best.Action || r.Action == s.best.Action && r.HumanOnly && !s.best.HumanOnly {
-		s.best, s.decider, s.have = r, what, true
+// takes reports whether add(r, …) would make r the answer, so callers
+// build the description of the deciding part only when it is one.
+func (s *decisionSet) takes(r Result) bool {
+	if abstains(r) {
+		return !s.haveFb
 	}
+	return !s.have || r.Action > s.best.Action || r.Action == s.best.Action && r.HumanOnly && !s.best.HumanOnly
 }
 
 func (s *decisionSet) result() (Result, string, bool) {
@@ -118,100 +177,374 @@ func abstains(r Result) bool {
 	return r.Action != Deny && (r.Layer == LayerBuiltin || r.Layer == LayerFallback)
 }
 
-// DecideExec decides an exec: the binary on the exec and path surfaces,
-// its command line on the bash surface in every spelling a rule might be
-// written for, and each unit its wrappers and script run, with redirect
-// targets as path checks. See docs/bash-rules.md.
+// couldNotDecide is the answer when what runs cannot be known.
+func couldNotDecide(s Surface, value, why string) Result {
+	return Result{Action: Deny, Check: Check{Surface: s, Value: value}, Layer: LayerBuiltin,
+		Rule: Rule{Surface: s, Action: Deny, Origin: OriginBuiltin, Reason: why}}
+}
+
+// DecideExec decides an exec: the binary on the exec, read and path
+// surfaces (it is mapped into a process the agent controls), its command
+// line on the bash surface in every spelling a rule might be written for,
+// each unit its wrappers and script run, redirect targets as path checks,
+// and for a #! script the interpreters and the command line the kernel
+// builds. See docs/bash-rules.md.
 func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 	var d ExecDecision
 	var set decisionSet
 	if in.Resolved == "" || !path.IsAbs(in.Resolved) {
 		// Could not decide what runs: never fail open.
-		r := Result{Action: Deny, Check: Check{Surface: SurfaceExec, Value: in.Path}, Layer: LayerBuiltin,
-			Rule: Rule{Surface: SurfaceExec, Action: Deny, Origin: OriginBuiltin, Reason: "the program to run could not be resolved"}}
-		d.Result, d.Decider = r, in.Path
+		d.Result, d.Decider = couldNotDecide(SurfaceExec, in.Path, "the program to run could not be resolved"), in.Path
+		if d.Decider == "" {
+			d.Decider = "an exec with an empty path"
+		}
 		return d
 	}
-	set.add(p.DecidePath(AccessExec, in.Resolved), in.Resolved)
-
+	ctx := ScriptContext{Cwd: in.Cwd, Home: p.env.Home, ReadFile: p.guardReads(in.ReadFile)}
+	identity := in.Identity
+	if identity == "" {
+		identity = baseName(in.Resolved)
+	}
+	argv0 := ""
+	if len(in.Argv) > 0 {
+		argv0 = in.Argv[0]
+	}
+	if identity == "busybox" && argv0 != "" && baseName(argv0) != "busybox" {
+		// busybox runs the applet argv[0] names.
+		identity = baseName(argv0)
+	}
 	var rest []string
 	if len(in.Argv) > 1 {
 		rest = in.Argv[1:]
 	}
-	nameForm := baseName(in.Path)
-	if nameForm == "" {
-		nameForm = baseName(in.Resolved)
-	}
-	argv := append([]string{nameForm}, rest...)
+	p.decideImage(&set, in.Resolved, "")
+	d.Analysis = p.decideCommand(&d, &set, execCommand{path: in.Path, resolved: in.Resolved, identity: identity,
+		argv0: argv0, args: rest}, in, ctx)
 
-	// The wrapper identity is the binary that really runs; argv[0] only
-	// counts for busybox, which dispatches on it.
-	identity := baseName(in.Resolved)
-	if identity == "busybox" && len(in.Argv) > 0 && baseName(in.Argv[0]) != "busybox" {
-		identity = baseName(in.Argv[0])
-	}
-	d.Analysis = analyzeExec(identity, argv)
-
-	// The exec itself, in every spelling.
-	names := []string{nameForm}
-	if strings.Contains(in.Path, "/") {
-		names = appendUnique(names, in.Path)
-	}
-	names = appendUnique(names, in.Resolved)
-	names = appendUnique(names, baseName(in.Resolved))
-	home := p.env.Home
-	var lines []string
-	for _, n := range names {
-		line := RenderArgv(append([]string{n}, rest...))
-		lines = appendUnique(lines, line)
-		if alt, ok := tildeSpelling(n, rest, home); ok {
-			lines = appendUnique(lines, alt)
+	// A #! script: the kernel runs `INTERPRETER [ARG] SCRIPT ARGS…`, once
+	// per level of the chain. Each interpreter is mapped like the script
+	// itself, and each line it is given meets the command rules too.
+	file, args := in.Path, rest
+	for i, ip := range in.Interpreters {
+		res := ip.Resolved
+		if res == "" && path.IsAbs(ip.Path) {
+			res = path.Clean(ip.Path)
 		}
+		if res == "" || !path.IsAbs(res) {
+			r := couldNotDecide(SurfaceExec, ip.Path, "the interpreter of a #! script could not be resolved")
+			set.add(r, "#! "+ip.Path)
+			break
+		}
+		p.decideImage(&set, res, "#! ")
+		line := []string{file}
+		if ip.Arg != "" {
+			line = []string{ip.Arg, file}
+		}
+		line = append(line, args...)
+		via := []string{"#!"}
+		if len(in.Interpreters) > 1 {
+			via = []string{fmt.Sprintf("#! (%d of %d)", i+1, len(in.Interpreters))}
+		}
+		a := p.decideCommand(&d, &set, execCommand{path: ip.Path, resolved: res, identity: baseName(res),
+			argv0: ip.Path, args: line, via: via}, in, ctx)
+		d.Analysis.Units = append(d.Analysis.Units, a.Units...)
+		d.Analysis.Redirects = append(d.Analysis.Redirects, a.Redirects...)
+		d.Analysis.Compounds = append(d.Analysis.Compounds, a.Compounds...)
+		file, args = ip.Path, line
 	}
-	first := p.EvaluateAny(SurfaceBash, lines...)
-	self := d.Analysis.Units[0]
-	d.Units = append(d.Units, UnitDecision{Unit: self, Result: first})
-	set.add(first, self.Line)
-
-	p.decideParts(&d, &set, d.Analysis, 1, in.Cwd)
 	d.Result, d.Decider, _ = set.result()
 	return d
 }
 
-// decideParts evaluates units[from:], redirects and compounds of a.
-func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis, from int, cwd string) {
+// guardReads keeps the analysis from reading a sourced file the policy
+// does not let the agent read without asking (`source ~/.ssh/id_rsa`):
+// its contents would surface in the units shown and logged. Such a file
+// is judged when the shell opens it, like any other read.
+func (p *Policy) guardReads(r FileReader) FileReader {
+	if r == nil {
+		return nil
+	}
+	return func(file string, limit int) ([]byte, error) {
+		if res := p.DecidePath(AccessRead, file); res.Action != Allow {
+			return nil, fmt.Errorf("not read before it runs: reading %s is %s by %s", file, actionVerb(res.Action), ruleLabel(res.Rule))
+		}
+		return r(file, limit)
+	}
+}
+
+func actionVerb(a Action) string {
+	switch a {
+	case Ask:
+		return "asked about"
+	case Deny:
+		return "denied"
+	}
+	return a.String()
+}
+
+// decideImage checks a file the kernel maps to run: exec needs read as
+// well, or a binary the policy keeps from being read could be run, and
+// its pages read, by a process the agent controls.
+func (p *Policy) decideImage(set *decisionSet, file, prefix string) {
+	set.add(p.DecidePath(AccessExec, file), prefix+file)
+	if r := p.DecidePath(AccessRead, file); set.takes(r) {
+		set.add(r, prefix+"read of "+file)
+	}
+}
+
+// execCommand is one command line the kernel runs: the exec itself, or
+// the line it builds for an interpreter.
+type execCommand struct {
+	path, resolved string // as invoked, and resolved
+	identity       string // the program it is
+	argv0          string // what the program gets as argv[0]
+	args           []string
+	via            []string
+}
+
+// decideCommand judges one command line the kernel runs and everything it
+// is found to run, adding to d; it returns its analysis.
+func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand, in ExecIntent, ctx ScriptContext) ShellAnalysis {
+	nameForm := baseName(c.path)
+	if nameForm == "" {
+		nameForm = baseName(c.resolved)
+	}
+	a := analyzeExec(c.identity, append([]string{nameForm}, c.args...), ctx, c.via)
+	names := []string{nameForm}
+	if strings.Contains(c.path, "/") {
+		names = appendUnique(names, c.path)
+	}
+	names = appendUnique(names, c.resolved)
+	names = appendUnique(names, baseName(c.resolved))
+	if c.identity != baseName(c.resolved) && in.Identity == c.identity {
+		names = appendUnique(names, c.identity)
+	}
+	// One allocation for the parts, not one per doubling.
+	d.Units = slices.Grow(d.Units, len(a.Units))
+	d.Redirects = slices.Grow(d.Redirects, len(a.Redirects))
+	self := a.Units[0]
+	r, sp, poss, shown := p.judgeCommand(c.identity, c.argv0, names, fieldsOf(c.args), "", self.Line)
+	d.Units = append(d.Units, UnitDecision{Unit: self, Result: r, Spellings: sp, Possible: poss})
+	what := self.Line
+	if shown != "" {
+		what = shown
+	}
+	if len(c.via) > 0 {
+		what += " (via " + strings.Join(c.via, ", ") + ")"
+	}
+	set.add(r, what)
+	p.decideParts(d, set, a, 1, in)
+	return a
+}
+
+// judgeCommand evaluates one command on the bash surface. prog is the
+// program it is, argv0 what it receives as argv[0], names the ways it may
+// be spelled (name, path as invoked, resolved path), args the words after
+// argv[0]; line0, when not "", is names[0] and args already rendered.
+// Spellings that would be read as another command only count when they
+// are stricter: for git, which dispatches on argv[0], `git ARGS` is not a
+// spelling of a process started with argv[0] `git-push`. It returns the
+// result, the spellings and possible readings judged, and a display form
+// when the command is not what its line seems (argv[0] dispatch).
+func (p *Policy) judgeCommand(prog, argv0 string, names []string, args []field, marker, line0 string) (Result, []string, []string, string) {
+	home := p.env.Home
+	certain := make([]string, 0, 4)
+	tilde := tildeCandidate(args, home)
+	rest := "" // the words after the name, rendered once for every name
+	if len(names) > 1 {
+		rest = renderFields(append([]field{{s: "x"}}, args...), marker)[1:]
+	}
+	addLine := func(words []field, rendered string) {
+		if rendered == "" {
+			rendered = renderFields(words, marker)
+		}
+		certain = appendUnique(certain, rendered)
+		if tilde {
+			for _, v := range tildeVariants(words, home) {
+				certain = appendUnique(certain, renderFields(v, marker))
+			}
+		}
+	}
+	dispatch, dashed := "", false
+	if prog == "git" {
+		dispatch, dashed = gitDashed(baseName(argv0))
+	}
+	var misread [][]field
+	for i, n := range names {
+		if n == "" {
+			continue
+		}
+		line := append([]field{{s: n}}, args...)
+		if prog == "git" {
+			if sub, _ := gitDashed(baseName(n)); sub != dispatch {
+				// `/usr/bin/git ARGS` does not say what a git started as
+				// git-push does: a rule written for that spelling may
+				// only make the answer stricter.
+				misread = append(misread, line)
+				continue
+			}
+		}
+		switch {
+		case i == 0 && line0 != "":
+			addLine(line, line0)
+		case rest != "" || len(args) == 0 && len(names) > 1:
+			addLine(line, quoteWord(n, true)+rest)
+		default:
+			addLine(line, "")
+		}
+	}
+	shown := ""
+	if dashed && argv0 != "" {
+		addLine(append([]field{{s: baseName(argv0)}}, args...), "")
+	}
+	var possible []string
+	if hasGrammar(prog) {
+		rd := commandReadings(prog, argv0, args)
+		for i, w := range rd.certain {
+			addLine(w, "")
+			if i == 0 && dashed {
+				shown = renderFields(w, "") + " (argv[0] " + quoteWord(baseName(argv0), false) + ")"
+			}
+		}
+		misread = append(misread, rd.possible...)
+	}
+	for _, w := range misread {
+		if l := renderFields(w, marker); !contains(certain, l) {
+			possible = appendUnique(possible, l)
+		}
+	}
+	if len(certain) == 0 {
+		addLine(append([]field{{s: baseName(argv0)}}, args...), "")
+	}
+	return p.evaluateSpellings(certain, possible), certain, possible, shown
+}
+
+// hasGrammar reports whether commandReadings knows prog.
+func hasGrammar(prog string) bool {
+	return prog == "git" || prog == "docker" || prog == "kubectl" ||
+		strings.HasPrefix(prog, "git-") || strings.HasPrefix(prog, "docker-")
+}
+
+// tildeCandidate reports whether tildeVariants could find anything.
+func tildeCandidate(args []field, home string) bool {
+	if home == "" {
+		return false
+	}
+	for _, w := range args {
+		if w.dyn == static && strings.HasPrefix(w.s, home) || w.dyn != static && strings.HasPrefix(w.s, "~") {
+			return true
+		}
+	}
+	return false
+}
+
+// renderFields is renderWords over fields, with marker appended.
+func renderFields(words []field, marker string) string {
+	var b strings.Builder
+	n := len(marker)
+	for _, w := range words {
+		n += len(w.s) + 3
+	}
+	b.Grow(n)
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if w.dyn != static {
+			b.WriteString(w.s)
+		} else {
+			b.WriteString(quoteWord(w.s, i == 0))
+		}
+	}
+	b.WriteString(marker)
+	return b.String()
+}
+
+// evaluateSpellings decides a command from its certain spellings (the most
+// specific rule among them decides, see EvaluateAny) and its possible
+// readings, each of which can only make the answer more restrictive, and
+// only through a rule that names it (not the catch-all).
+func (p *Policy) evaluateSpellings(certain, possible []string) Result {
+	r := p.EvaluateAny(SurfaceBash, certain...)
+	for _, v := range possible {
+		e := p.evaluate(Check{Surface: SurfaceBash, Value: v})
+		if !namedByRule(e) {
+			continue
+		}
+		if e.Action > r.Action || e.Action == r.Action && e.HumanOnly && !r.HumanOnly {
+			r = e.Result
+		}
+	}
+	return r
+}
+
+// namedByRule reports whether a rule other than the catch-all named the
+// value: what sentinels, compounds and possible readings need to count.
+func namedByRule(e evaluation) bool {
+	return e.matched && e.Layer != LayerFallback && e.Layer != LayerBuiltin && !(e.cr != nil && e.cr.Pattern == "*")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// decideParts evaluates units[from:], redirects, compounds and path uses
+// of a.
+func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis, from int, in ExecIntent) {
 	home := p.env.Home
 	for _, u := range a.Units[from:] {
-		r := p.EvaluateAny(SurfaceBash, unitSpellings(u, home)...)
-		d.Units = append(d.Units, UnitDecision{Unit: u, Result: r})
 		if u.Sentinel != "" {
-			set.addAlways(r, u.String())
+			// What cannot be seen before it runs is judged when it runs:
+			// every exec and every open it makes. A sentinel counts only
+			// when a rule names it (for users who want to be asked).
+			e := p.evaluate(Check{Surface: SurfaceBash, Value: u.Sentinel})
+			named := namedByRule(e)
+			d.Units = append(d.Units, UnitDecision{Unit: u, Result: e.Result, Spellings: []string{u.Sentinel}, AtRunTime: !named})
+			if named {
+				set.add(e.Result, u.String())
+			}
+			continue
+		}
+		r, sp, poss, shown := p.judgeUnit(u, in)
+		d.Units = append(d.Units, UnitDecision{Unit: u, Result: r, Spellings: sp, Possible: poss})
+		if set.takes(r) {
+			what := u.String()
+			if shown != "" {
+				what = shown
+			}
+			set.add(r, what)
 		} else {
-			set.add(r, u.String())
+			set.add(r, "")
+		}
+		if _, ok := fileCommands[baseName(u.Argv[0])]; ok {
+			d.PathUses = append(d.PathUses, argPathUses(u, func(p, dir string) (string, bool) {
+				return resolveIn(p, dir, in.Cwd, home)
+			})...)
 		}
 	}
 	for _, rd := range a.Redirects {
-		abs, ok := redirectPath(rd, cwd, home)
-		var r Result
-		if ok {
-			r = p.DecidePath(rd.Access, abs)
-		} else {
-			// Where the file lands is unknown: decide it as what
-			// cannot be seen before it runs.
-			r = p.Evaluate(Check{Surface: SurfaceBash, Value: SentinelOpaque})
+		abs, ok := redirectPath(rd, in.Cwd, home)
+		if !ok {
+			// Where the file lands is known only when the script runs:
+			// the open is judged then, like any other.
+			d.Redirects = append(d.Redirects, RedirectDecision{Redirect: rd, AtRunTime: true})
+			continue
 		}
+		r := p.DecidePath(rd.Access, abs)
 		d.Redirects = append(d.Redirects, RedirectDecision{Redirect: rd, Path: abs, Result: r})
-		if ok {
-			set.add(r, "redirect: "+rd.String())
-		} else {
-			set.addAlways(r, "redirect: "+rd.String())
-		}
+		set.add(r, "redirect: "+rd.String())
+		d.PathUses = append(d.PathUses, PathUse{Access: rd.Access, Path: abs, From: "redirect"})
 	}
 	for _, c := range a.Compounds {
 		// A compound counts only when a rule names it; otherwise the
 		// catch-all would decide every pipeline.
 		e := p.evaluate(Check{Surface: SurfaceBash, Value: c.Line})
-		if !e.matched || e.Layer == LayerFallback || e.cr != nil && e.cr.Pattern == "*" {
+		if !namedByRule(e) {
 			continue
 		}
 		d.Compounds = append(d.Compounds, CompoundDecision{Compound: c, Result: e.Result})
@@ -219,76 +552,107 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 	}
 }
 
-// unitSpellings are the bash values a unit is evaluated as: its line, the
-// basename form when the command was named by path, and the forms with
-// the home directory written as ~ or ~ written as the home directory.
-func unitSpellings(u Unit, home string) []string {
-	if u.Sentinel != "" {
-		return []string{u.Sentinel}
-	}
-	vals := []string{u.Line}
-	if strings.Contains(u.Argv[0], "/") {
-		argv := append([]string{baseName(u.Argv[0])}, u.Argv[1:]...)
-		vals = appendUnique(vals, withMarker(renderWords(argv, u.Dynamic), u))
-	}
-	if home != "" && home != "/" && len(u.Dynamic) > 0 {
-		// Dynamic words starting with ~ are as written; spell them out.
-		argv := append([]string(nil), u.Argv...)
-		changed := false
-		for _, i := range u.Dynamic {
-			if w := argv[i]; w == "~" || strings.HasPrefix(w, "~/") {
-				argv[i] = home + w[1:]
-				changed = true
+// judgeUnit evaluates one unit of a script or wrapper on the bash surface.
+func (p *Policy) judgeUnit(u Unit, in ExecIntent) (Result, []string, []string, string) {
+	prog := baseName(u.Argv[0])
+	if u.InProcess && in.Identify != nil && strings.Contains(u.Argv[0], "/") {
+		if abs, ok := resolveIn(u.Argv[0], u.Dir, in.Cwd, p.env.Home); ok {
+			if id := in.Identify(abs); id != "" {
+				prog = id
 			}
 		}
-		if changed {
-			vals = appendUnique(vals, withMarker(renderWords(argv, u.Dynamic), u))
+	}
+	spelled := []string{u.Argv[0]}
+	if strings.Contains(u.Argv[0], "/") {
+		spelled = append(spelled, baseName(u.Argv[0]))
+	}
+	if prog != baseName(u.Argv[0]) {
+		spelled = append(spelled, prog)
+	}
+	if len(spelled) == 1 && !hasGrammar(prog) && !tildeCandidateWords(u, p.env.Home) {
+		// The common case: the line as written is the only spelling.
+		return p.EvaluateAny(SurfaceBash, u.Line), []string{u.Line}, nil, ""
+	}
+	argv0 := u.Argv[0]
+	if u.Argv0 != "" {
+		argv0 = u.Argv0
+	}
+	args := make([]field, len(u.Argv)-1)
+	for i, w := range u.Argv[1:] {
+		args[i] = field{s: w}
+	}
+	for _, i := range u.Dynamic {
+		if i > 0 {
+			args[i-1].dyn = dynOne
 		}
 	}
-	if alt, ok := tildeSpelling(u.Argv[0], u.Argv[1:], home); ok && len(u.Dynamic) == 0 {
-		vals = appendUnique(vals, withMarker(alt, u))
-	}
-	return vals
-}
-
-func withMarker(line string, u Unit) string {
+	marker := ""
 	if u.StdinArgs {
-		return line + " " + StdinArgsMarker
+		marker = " " + StdinArgsMarker
 	}
-	return line
+	return p.judgeCommand(prog, argv0, spelled, args, marker, u.Line)
 }
 
-// tildeSpelling writes arguments under the home directory with ~, so a
-// rule written `rm -rf ~/*` meets the expanded argv the kernel sees.
-func tildeSpelling(name string, rest []string, home string) (string, bool) {
-	if home == "" || home == "/" {
-		return "", false
+// tildeCandidateWords is tildeCandidate on a unit's words.
+func tildeCandidateWords(u Unit, home string) bool {
+	if home == "" {
+		return false
 	}
-	home = strings.TrimSuffix(home, "/")
-	changed := false
-	words := make([]string, 0, len(rest)+1)
-	words = append(words, name)
-	var dyn []int
-	for _, w := range rest {
-		if w == home || strings.HasPrefix(w, home+"/") {
-			w = "~" + w[len(home):]
-			dyn = append(dyn, len(words))
-			changed = true
+	d := 0
+	for i, w := range u.Argv {
+		dyn := d < len(u.Dynamic) && u.Dynamic[d] == i
+		if dyn {
+			d++
 		}
-		words = append(words, w)
+		if i > 0 && (!dyn && strings.HasPrefix(w, home) || dyn && strings.HasPrefix(w, "~")) {
+			return true
+		}
 	}
-	if !changed {
-		return "", false
-	}
-	return renderWords(words, dyn), true
+	return false
 }
 
-// redirectPath is the absolute path a redirect target names, if known.
-func redirectPath(r Redirect, cwd, home string) (string, bool) {
-	p := r.Path
+// tildeVariants are the other spellings of words with the home directory
+// in them: an argument under the home directory written with ~ (a rule
+// `rm -rf ~ *` meets the expanded argv the kernel sees), and a ~ written
+// in a script spelled out as the home directory.
+func tildeVariants(words []field, home string) [][]field {
+	home = strings.TrimSuffix(home, "/")
+	if home == "" {
+		return nil
+	}
+	var out [][]field
+	var toTilde, toHome []field
+	for i, w := range words {
+		switch {
+		case w.dyn == static && i > 0 && (w.s == home || strings.HasPrefix(w.s, home+"/")):
+			if toTilde == nil {
+				toTilde = append([]field(nil), words...)
+			}
+			toTilde[i] = field{s: "~" + w.s[len(home):], dyn: dynOne}
+		case w.dyn != static && (w.s == "~" || strings.HasPrefix(w.s, "~/")):
+			if toHome == nil {
+				toHome = append([]field(nil), words...)
+			}
+			toHome[i] = field{s: home + w.s[1:], dyn: dynOne}
+		}
+	}
+	if toTilde != nil {
+		out = append(out, toTilde)
+	}
+	if toHome != nil {
+		out = append(out, toHome)
+	}
+	return out
+}
+
+// resolveIn makes a path a command names absolute: relative ones against
+// dir (as in Unit.Dir) and the working directory cwd.
+func resolveIn(p, dir, cwd, home string) (string, bool) {
 	switch {
+	case p == "":
+		return "", false
 	case p == "~" || strings.HasPrefix(p, "~/"):
-		if home == "" || !path.IsAbs(home) {
+		if !path.IsAbs(home) {
 			return "", false
 		}
 		return path.Join(home, p[1:]), true
@@ -296,18 +660,22 @@ func redirectPath(r Redirect, cwd, home string) (string, bool) {
 		return "", false // ~user: someone else's home
 	case path.IsAbs(p):
 		return path.Clean(p), true
-	}
-	dir := r.Dir
-	switch {
 	case dir == "":
 		return "", false
 	case path.IsAbs(dir):
-	case cwd == "" || !path.IsAbs(cwd):
+		return path.Join(dir, p), true
+	case !path.IsAbs(cwd):
 		return "", false
-	default:
-		dir = path.Join(cwd, dir)
 	}
-	return path.Join(dir, p), true
+	return path.Join(cwd, dir, p), true
+}
+
+// redirectPath is the absolute path a redirect target names, if known.
+func redirectPath(r Redirect, cwd, home string) (string, bool) {
+	if r.Computed {
+		return "", false
+	}
+	return resolveIn(r.Path, r.Dir, cwd, home)
 }
 
 func appendUnique(list []string, s string) []string {
@@ -319,25 +687,197 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-// ExplainScript shows how line is judged as a script: each unit with the
-// rule that decided it, each redirect, and the overall decision. Relative
-// redirects are taken from the workspace directory.
-func ExplainScript(p *Policy, line string) string {
-	text, _ := explainScript(p, line)
-	return text
+// SessionPattern is a rule an "allow for this session" answer would add.
+type SessionPattern struct {
+	Surface Surface
+	Pattern string
 }
 
-func explainScript(p *Policy, line string) (string, Result) {
-	a := AnalyzeScript(line)
+func (s SessionPattern) String() string { return s.Surface.String() + ":" + s.Pattern }
+
+// SuggestSession proposes the session rules for approving d: for each part
+// that asked, the narrowest useful pattern. A command: its
+// SuggestBashPattern (`git push origin main`, `npm install *`). A file: the
+// file itself, or the directory it is in (`/srv/app/logs/**`) — never a
+// directory as wide as /, a top-level directory, the home directory, the
+// workspace or a temporary area, where the file is suggested instead.
+// Parts only a person may approve, and sentinels, get none. The shell
+// line of a script is not suggested when its units are: approving
+// `bash -c '…'` for the session would cover that exact text only.
+func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
+	var out []SessionPattern
+	add := func(sp SessionPattern) {
+		for _, x := range out {
+			if x == sp {
+				return
+			}
+		}
+		out = append(out, sp)
+	}
+	asked := func(r Result) bool { return r.Action == Ask && !r.HumanOnly }
+	for i, u := range d.Units {
+		if !asked(u.Result) || u.Unit.Sentinel != "" || len(u.Unit.Argv) == 0 {
+			continue
+		}
+		if i == 0 && len(d.Units) > 1 && !d.Units[0].Unit.StdinArgs {
+			if isShell(baseName(u.Unit.Argv[0])) {
+				continue
+			}
+		}
+		pat := SuggestBashPattern(u.Unit.Argv)
+		if u.Unit.StdinArgs && !strings.HasSuffix(pat, " *") {
+			pat += " *"
+		}
+		add(SessionPattern{Surface: SurfaceBash, Pattern: pat})
+	}
+	for _, r := range d.Redirects {
+		if r.AtRunTime || !asked(r.Result) {
+			continue
+		}
+		add(p.suggestPathUse(PathUse{Access: r.Redirect.Access, Path: r.Path}))
+	}
+	for _, u := range d.PathUses {
+		if u.From == "redirect" {
+			continue // judged above with the redirect
+		}
+		if r := p.DecidePath(u.Access, u.Path); asked(r) {
+			add(p.suggestPathUse(u))
+		}
+	}
+	if len(out) == 0 && asked(d.Result) && len(d.Units) > 0 && d.Units[0].Unit.Sentinel == "" {
+		// Only the program itself asked (an exec or read rule on it).
+		v := d.Result.Check.Value
+		if d.Result.Check.Surface == SurfaceBash {
+			v = escapeBashPattern(v)
+		} else {
+			v = escapePattern(v)
+		}
+		add(SessionPattern{Surface: d.Result.Check.Surface, Pattern: v})
+	}
+	return out
+}
+
+// suggestPathUse is the session pattern for one file use.
+func (p *Policy) suggestPathUse(u PathUse) SessionPattern {
+	s := SurfaceWrite
+	if u.Access&AccessWrite == 0 {
+		s = SurfaceRead
+	}
+	if u.Tree {
+		return SessionPattern{Surface: s, Pattern: escapePattern(u.Path) + "/**"}
+	}
+	dir := path.Dir(u.Path)
+	if s == SurfaceRead || p.broadDir(dir) {
+		return SessionPattern{Surface: s, Pattern: escapePattern(u.Path)}
+	}
+	return SessionPattern{Surface: s, Pattern: escapePattern(dir) + "/**"}
+}
+
+// broadDir reports whether dir is too wide to approve as a whole on the
+// strength of one file in it.
+func (p *Policy) broadDir(dir string) bool {
+	if dir == "/" || strings.Count(dir, "/") < 2 {
+		return true // /, /etc, /usr
+	}
+	for _, d := range []string{p.env.Home, p.env.Workspace, p.env.TmpDir, "/tmp", "/var/tmp"} {
+		d = strings.TrimSuffix(d, "/")
+		if d == "" {
+			continue
+		}
+		if dir == d || isBeneath(d, dir) {
+			return true // the area itself, or one of its ancestors
+		}
+	}
+	home := strings.TrimSuffix(p.env.Home, "/")
+	return home != "" && path.Dir(dir) == home // ~/.ssh, ~/.config
+}
+
+// ProgramNames lists the programs whose identity changes a decision: the
+// first word (as a basename) of every command rule of the policy and of
+// the session, and every wrapper, shell and command grammar the analysis
+// reads through. The supervisor fingerprints these binaries so that a
+// copy, hard link or memfd of one is judged as that program
+// (ExecIntent.Identity). Rules whose first word is a pattern (`* push`)
+// name no program. The result is sorted.
+func (p *Policy) ProgramNames() []string {
+	seen := map[string]bool{}
+	add := func(n string) {
+		if n != "" && !strings.HasPrefix(n, "<") {
+			seen[n] = true
+		}
+	}
+	fromRule := func(r *compiledRule) {
+		if r.bash == nil {
+			return
+		}
+		first, _, _ := strings.Cut(r.Pattern, " ")
+		if strings.ContainsAny(first, `*\`) {
+			return
+		}
+		n := baseName(first)
+		add(n)
+		if _, ok := gitDashed(n); ok {
+			add("git")
+		}
+	}
+	each := func(l *ruleList) {
+		for _, r := range l.exact {
+			fromRule(r)
+		}
+		for _, e := range l.rules {
+			fromRule(e.r)
+		}
+	}
+	each(&p.hard[SurfaceBash])
+	each(&p.rules[SurfaceBash])
+	if ss := p.session.Load(); ss != nil {
+		each(&ss.lists[SurfaceBash])
+	}
+	for n := range wrappers {
+		add(n)
+	}
+	for n := range shells {
+		add(n)
+	}
+	for n := range commandOptions {
+		add(n)
+	}
+	for _, n := range grammarPrograms {
+		add(n)
+	}
+	for _, n := range []string{"find", "ld.so", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "ld-linux.so.2"} {
+		add(n)
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// explainScript shows how line is judged as a script: each unit with the
+// rule that decided it and the spellings it was judged as, each redirect,
+// the files its commands name, and the overall decision.
+func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) {
+	if ctx.Home == "" {
+		ctx.Home = p.env.Home
+	}
+	if ctx.Cwd == "" {
+		ctx.Cwd = p.env.Workspace
+	}
+	ctx.ReadFile = p.guardReads(ctx.ReadFile)
+	a := AnalyzeScriptIn(line, ctx)
 	var d ExecDecision
 	var set decisionSet
 	d.Analysis = a
-	p.decideParts(&d, &set, a, 0, p.env.Workspace)
+	p.decideParts(&d, &set, a, 0, ExecIntent{Cwd: ctx.Cwd, ReadFile: ctx.ReadFile})
 	var ok bool
 	d.Result, d.Decider, ok = set.result()
 	if !ok {
-		// Nothing runs (an empty script, only assignments): the line
-		// itself is all there is to judge.
+		// Nothing is decided before it runs (an empty script, only
+		// assignments, only parts judged as they run): the line itself
+		// is all there is to judge.
 		d.Result, d.Decider = p.Evaluate(Check{Surface: SurfaceBash, Value: line}), line
 	}
 
@@ -347,18 +887,26 @@ func explainScript(p *Policy, line string) (string, Result) {
 		b.WriteString("  (none)\n")
 	}
 	for _, u := range d.Units {
+		if u.AtRunTime {
+			fmt.Fprintf(&b, "  %-5s  %s\n         judged as it runs: each exec and open it makes is checked then\n", "later", u.Unit.String())
+			continue
+		}
 		fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", u.Result.Action, u.Unit.String(), ruleLabel(u.Result.Rule))
+		if len(u.Spellings) > 1 || len(u.Possible) > 0 {
+			fmt.Fprintf(&b, "         judged as: %s\n", strings.Join(u.Spellings, " | "))
+		}
+		if len(u.Possible) > 0 {
+			fmt.Fprintf(&b, "         and, if stricter: %s\n", strings.Join(u.Possible, " | "))
+		}
 	}
 	if len(d.Redirects) > 0 {
 		b.WriteString("redirects:\n")
 		for _, r := range d.Redirects {
-			where := r.Path
-			if where == "" {
-				where = r.Redirect.String() + " (directory unknown: decided as " + SentinelOpaque + ")"
-			} else {
-				where = accessName(r.Redirect.Access) + " " + where
+			if r.AtRunTime {
+				fmt.Fprintf(&b, "  %-5s  %s\n         the file is known when it runs: the open is checked then\n", "later", r.Redirect.String())
+				continue
 			}
-			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", r.Result.Action, where, ruleLabel(r.Result.Rule))
+			fmt.Fprintf(&b, "  %-5s  %s %s\n         %s\n", r.Result.Action, accessName(r.Redirect.Access), r.Path, ruleLabel(r.Result.Rule))
 		}
 	}
 	if len(d.Compounds) > 0 {
@@ -367,8 +915,28 @@ func explainScript(p *Policy, line string) (string, Result) {
 			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", c.Result.Action, c.Compound.Line, ruleLabel(c.Result.Rule))
 		}
 	}
+	if uses := argumentUses(d.PathUses); len(uses) > 0 {
+		b.WriteString("files its commands name (checked when opened; approving the script approves them):\n")
+		for _, u := range uses {
+			tree := ""
+			if u.Tree {
+				tree = "/**"
+			}
+			fmt.Fprintf(&b, "  %s %s%s (%s)\n", accessName(u.Access), u.Path, tree, u.From)
+		}
+	}
 	fmt.Fprintf(&b, "overall: %s\n", d.Reason())
 	return b.String(), d.Result
+}
+
+func argumentUses(uses []PathUse) []PathUse {
+	var out []PathUse
+	for _, u := range uses {
+		if u.From != "redirect" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func accessName(a Access) string {
@@ -379,9 +947,4 @@ func accessName(a Access) string {
 		return "write"
 	}
 	return "read+write"
-}
-
-func init() {
-	// The seam in explain.go: `permwrap explain bash LINE` shows units.
-	CommandExplainer = explainScript
 }

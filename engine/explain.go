@@ -207,25 +207,18 @@ func (d DecisionExplanation) String() string {
 	return b.String()
 }
 
-// CommandExplainer is the seam for the shell analysis: when set (by the
-// shell analysis in this package, from an init function), `permwrap
-// explain bash LINE` calls it to show how LINE splits into units and how
-// each is decided. It returns the text to print and the overall result.
-var CommandExplainer func(p *Policy, line string) (text string, overall Result)
-
-// ExplainCommand explains a command line on the bash surface: the line as
-// one value, plus the shell analysis when CommandExplainer is set, whose
-// overall result then is the decision.
-func (p *Policy) ExplainCommand(line string) DecisionExplanation {
+// ExplainCommandIn explains a command line on the bash surface: the line
+// as one value, and how it is analysed as a script (units, the spellings
+// each is judged as, redirects, the files its commands name), whose
+// overall result is the decision. ctx says where the line would run: its
+// directory (default: the workspace) and a reader for the files it
+// sources (FSReader for the file system; nil: not read).
+func (p *Policy) ExplainCommandIn(line string, ctx ScriptContext) DecisionExplanation {
 	c := Check{Surface: SurfaceBash, Value: line}
-	d := DecisionExplanation{Result: p.Evaluate(c), Surfaces: []Explanation{p.Explain(c)}}
-	if f := CommandExplainer; f != nil {
-		text, r := f(p, line)
-		d.Extra = text
-		d.Result = r
-		// The line as one value is one input to the analysis, not the
-		// decision: say so, so "allow" above and "ask" below agree.
-		d.Surfaces[0].wholeLine = true
-	}
+	d := DecisionExplanation{Surfaces: []Explanation{p.Explain(c)}}
+	d.Extra, d.Result = p.explainScript(line, ctx)
+	// The line as one value is one input to the analysis, not the
+	// decision: say so, so "allow" above and "ask" below agree.
+	d.Surfaces[0].wholeLine = true
 	return p.audited(d)
 }

@@ -505,7 +505,7 @@ func TestAudit(t *testing.T) {
 	if r := p.Audit(Result{Action: Deny}); r.Action != Deny {
 		t.Errorf("audit lifted a result with no layer: %v", r)
 	}
-	d := p.ExplainCommand("git push origin main")
+	d := p.ExplainCommandIn("git push origin main", ScriptContext{})
 	if d.Result.Action != Allow || !strings.Contains(d.String(), "logged as would_ask") {
 		t.Errorf("explain in audit mode:\n%s", d)
 	}

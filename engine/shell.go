@@ -6,6 +6,9 @@ package engine
 // every choice made here; keep the two in step.
 
 import (
+	"fmt"
+	"io"
+	"io/fs"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -31,6 +34,13 @@ const (
 	maxUnits        = 10000   // units in one analysis
 	maxNesting      = 256     // syntactic nesting accepted before parsing
 	maxScriptBytes  = 4 << 20 // larger scripts are not parsed at all
+
+	// Files read by `source`/`.`: each at most maxSourceBytes, at most
+	// maxSourced of them per analysis, nested at most maxSourceDepth
+	// deep, and all of them together at most maxScriptBytes.
+	maxSourceBytes = 1 << 20
+	maxSourced     = 32
+	maxSourceDepth = 8
 )
 
 // Unit is one command that would run: a simple command of a script, the
@@ -46,6 +56,17 @@ type Unit struct {
 	// what rules are evaluated against.
 	Line string
 	Via  []string // wrappers seen through, outermost first: ["env", "bash -c"]
+	// Argv0 is the argv[0] the program receives when it differs from
+	// Argv[0] (`exec -a NAME`, `ld.so --argv0 NAME`): programs such as
+	// git dispatch on it.
+	Argv0 string
+	// Dir is the directory relative paths in the unit are relative to,
+	// as in Redirect.Dir: ".", a path built from literal cd's, or "".
+	Dir string
+	// InProcess is set for the program the dynamic loader runs inside its
+	// own process (`ld.so ./prog`): no execve of it will be checked, so
+	// its identity matters here. Argv[0] names the file.
+	InProcess bool
 	// StdinArgs is set when more arguments come from stdin at run time
 	// (xargs); Line then ends with StdinArgsMarker.
 	StdinArgs bool
@@ -86,12 +107,16 @@ func (u Unit) String() string {
 // Redirect is a file a script's redirection would open.
 type Redirect struct {
 	Access Access // AccessRead, AccessWrite, or both for <>
-	Path   string // as written, after quote removal
+	Path   string // as written, after quote removal; the source text when Computed
 	// Dir is the directory a relative Path is relative to: "." for the
 	// shell's starting directory, a path made of the literal cd's seen
 	// before, or "" when a cd to an unknown place came first.
 	Dir string
 	Via []string
+	// Computed is set when the target is only known at run time
+	// (`> "$f"`, `> f$i.c`): the open is judged when it happens, by the
+	// per-syscall check, not before the script runs.
+	Computed bool
 }
 
 func (r Redirect) String() string {
@@ -105,7 +130,9 @@ func (r Redirect) String() string {
 		b.WriteString("read+write ")
 	}
 	b.WriteString(r.Path)
-	if !path.IsAbs(r.Path) && !strings.HasPrefix(r.Path, "~") && r.Dir != "." {
+	if r.Computed {
+		b.WriteString(" (computed: checked when opened)")
+	} else if !path.IsAbs(r.Path) && !strings.HasPrefix(r.Path, "~") && r.Dir != "." {
 		if r.Dir == "" {
 			b.WriteString(" in <unknown dir>")
 		} else {
@@ -243,39 +270,100 @@ func renderWords(argv []string, dyn []int) string {
 	return b.String()
 }
 
+// FileReader reads a file a script sources (`source FILE`, `. FILE`) so
+// that its commands are analysed as part of the script. p is absolute and
+// clean. It must return at most limit+1 bytes (more means "too large")
+// and must not block: a FIFO or device is an error, not a wait. The
+// supervisor reads as the target process would; `permwrap explain` reads
+// the file system directly (FSReader). Any error leaves the sourced part
+// to be judged as it runs. DecideExec and ExplainCommandIn only call it
+// for files the policy lets the agent read without asking; callers of
+// AnalyzeScriptIn must make sure of that themselves. Values assigned in a
+// sourced file never appear in units (scope.set, walker.assignField).
+type FileReader func(p string, limit int) ([]byte, error)
+
+// FSReader is a FileReader over a file system, for `permwrap explain`
+// (os.DirFS("/")) and tests (fstest.MapFS): regular files only, so that a
+// FIFO or device is refused rather than waited on or read forever.
+func FSReader(fsys fs.FS) FileReader {
+	return func(p string, limit int) ([]byte, error) {
+		name := strings.TrimPrefix(path.Clean(p), "/")
+		if name == "" {
+			name = "."
+		}
+		fi, err := fs.Stat(fsys, name)
+		if pe, ok := err.(*fs.PathError); ok {
+			pe.Path = p // the name the script used, not the FS-relative one
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file", p)
+		}
+		f, err := fsys.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	}
+}
+
+// ScriptContext is what an analysis may know about where a script runs.
+// The zero value knows nothing: sourced files are not read.
+type ScriptContext struct {
+	Cwd      string     // absolute directory the script starts in, or ""
+	Home     string     // the home directory, for `source ~/x`
+	ReadFile FileReader // nil: sourced files are not read
+}
+
 // AnalyzeArgv analyses one exec. Units[0] is the exec itself; wrappers
 // (env, sudo, xargs, sh -c …) add their inner commands, recursively.
 // The command name used to recognise wrappers is the basename of argv[0];
 // callers that know the resolved binary should use analyzeExec instead,
 // because argv[0] is chosen by the caller of execve.
 func AnalyzeArgv(argv []string) ShellAnalysis {
+	return analyzeArgvIn(argv, ScriptContext{})
+}
+
+// analyzeArgvIn is AnalyzeArgv with what is known about where it runs.
+func analyzeArgvIn(argv []string, ctx ScriptContext) ShellAnalysis {
 	name := ""
 	if len(argv) > 0 {
 		name = path.Base(argv[0])
 	}
-	return analyzeExec(name, argv)
+	return analyzeExec(name, argv, ctx, nil)
 }
 
 // analyzeExec is AnalyzeArgv with the wrapper identity taken from name
-// (the basename of the resolved binary) rather than from argv[0].
-func analyzeExec(name string, argv []string) ShellAnalysis {
-	a := &analyzer{}
+// (the basename of the resolved binary, or the program the supervisor
+// recognised by content) rather than from argv[0]. via prefixes every
+// unit's wrappers (["#!"] for the line the kernel builds for a script).
+func analyzeExec(name string, argv []string, ctx ScriptContext, via []string) ShellAnalysis {
+	a := &analyzer{ctx: ctx}
 	if len(argv) == 0 {
-		a.sentinel(SentinelOpaque, "exec with an empty argv", nil)
+		a.sentinel(SentinelOpaque, "exec with an empty argv", via)
 		return a.result()
 	}
-	a.add(Unit{Argv: argv, Line: RenderArgv(argv)})
+	a.add(Unit{Argv: argv, Line: RenderArgv(argv), Via: via, Dir: "."})
 	label := path.Base(argv[0])
 	if !shells[label] && wrappers[label] == nil {
 		label = name
 	}
-	a.wrappedAs(name, label, fieldsOf(argv), &scope{dir: "."})
+	a.wrappedAs(name, label, fieldsOf(argv), &scope{dir: ".", via: via})
 	return a.result()
 }
 
 // AnalyzeScript analyses a shell script as `bash -c SCRIPT` would run it.
 func AnalyzeScript(src string) ShellAnalysis {
-	a := &analyzer{}
+	return AnalyzeScriptIn(src, ScriptContext{})
+}
+
+// AnalyzeScriptIn is AnalyzeScript with what is known about where the
+// script runs: sourced files are read through ctx.ReadFile.
+func AnalyzeScriptIn(src string, ctx ScriptContext) ShellAnalysis {
+	a := &analyzer{ctx: ctx}
 	a.script(src, &scope{dir: "."})
 	return a.result()
 }
@@ -286,6 +374,10 @@ type analyzer struct {
 	redirects []Redirect
 	compounds []Compound
 	full      bool // the unit cap was reached and reported
+	ctx       ScriptContext
+	sourced   int // files read for source/.
+	srcBytes  int // their total size
+	forks     int // options read two ways (loader), for maxForks
 }
 
 func (a *analyzer) result() ShellAnalysis {
@@ -332,6 +424,12 @@ type scope struct {
 	// argsFollow is set for a command that gets more arguments at run
 	// time (xargs): a wrapper or `sh -c` missing its command gets it then.
 	argsFollow bool
+	// args are the positional parameters $1, $2 … when argsKnown (the
+	// words after `sh -c SCRIPT $0`, changed by shift and set --).
+	args      []field
+	argsKnown bool
+	// sourceDepth counts the source/. files being walked, for the bound.
+	sourceDepth int
 }
 
 func (s *scope) clone() *scope {
@@ -350,6 +448,9 @@ func (s *scope) clone() *scope {
 func (s *scope) merge(b *scope) {
 	if b.dir != s.dir {
 		s.dir = ""
+	}
+	if s.argsKnown && (!b.argsKnown || !equalFields(s.args, b.args)) {
+		s.args, s.argsKnown = nil, false
 	}
 	for k, v := range s.vars {
 		if bv, ok := b.vars[k]; !ok || bv != v {
@@ -377,6 +478,13 @@ func (s *scope) inner(label string, newProcess bool) *scope {
 const maxTrackedVars = 128
 
 func (s *scope) set(name, value string) {
+	if s.sourceDepth > 0 {
+		// A sourced file's values (an exported environment, tokens)
+		// are not in any argv: they must not surface in the units
+		// shown to people and written to the log.
+		s.forget(name)
+		return
+	}
 	if s.vars == nil {
 		s.vars = make(map[string]string)
 	}
@@ -387,6 +495,34 @@ func (s *scope) set(name, value string) {
 }
 
 func (s *scope) forget(name string) { delete(s.vars, name) }
+
+// adopt takes the state a same-shell body (eval, source) left behind:
+// unlike a branch, it surely ran.
+func (s *scope) adopt(b *scope) {
+	s.dir, s.vars, s.args, s.argsKnown = b.dir, b.vars, b.args, b.argsKnown
+}
+
+// same returns the scope for a body the same shell runs (eval, source):
+// variables, directory and positional parameters are shared, the label
+// is added to via and the depth grows, for the bounds.
+func (s *scope) same(label string) *scope {
+	c := s.clone()
+	c.via = append(append(make([]string, 0, len(s.via)+1), s.via...), label)
+	c.depth++
+	return c
+}
+
+func equalFields(a, b []field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // cd applies a change of directory to a static or unknown target.
 func (s *scope) cd(target string, known bool) {

@@ -70,7 +70,9 @@ func SuggestBashPattern(argv []string) string {
 	if len(argv) == 0 {
 		return ""
 	}
-	exact := RenderArgv(argv)
+	// The suggestion is a pattern: a star or backslash in the command is
+	// written escaped, or `rm -rf *.txt` would allow any rm -rf.
+	exact := escapeBashPattern(RenderArgv(argv))
 	name := argv[0]
 	if strings.HasPrefix(name, "/") {
 		// The table is keyed by command names; /usr/bin/git is git.
@@ -102,9 +104,18 @@ func SuggestBashPattern(argv []string) string {
 			return exact
 		}
 	}
-	return RenderArgv(argv[:keep]) + " *"
+	return escapeBashPattern(RenderArgv(argv[:keep])) + " *"
 }
 
 func looksLikePath(s string) bool {
 	return strings.ContainsRune(s, '/') || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "~")
+}
+
+// escapeBashPattern makes a command line a bash pattern that matches only
+// itself: `*` and `\` are the pattern syntax's special characters.
+func escapeBashPattern(line string) string {
+	if !strings.ContainsAny(line, `*\`) {
+		return line
+	}
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`).Replace(line)
 }

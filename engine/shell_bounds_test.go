@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -129,7 +130,7 @@ func TestAnalyzeScriptHugeInput(t *testing.T) {
 func hostileScripts() map[string]string {
 	var vars strings.Builder
 	for i := 0; i < 20000; i++ {
-		vars.WriteString("V" + itoa(i) + "=x\n")
+		vars.WriteString("V" + strconv.Itoa(i) + "=x\n")
 	}
 	for vars.Len() < 1<<20 {
 		vars.WriteString("a && b\n")
@@ -139,6 +140,9 @@ func hostileScripts() map[string]string {
 		"nested loops":           strings.Repeat("while a; do ", 250) + strings.Repeat("x=1; ", 100000) + strings.Repeat("done; ", 250),
 		"many redirections":      "echo" + strings.Repeat(" > f", 1<<18),
 		"many ifs":               strings.Repeat("if a; then X=1; fi\n", 50000),
+		// Each loader reads its unknown options two ways: nested, they
+		// would multiply without the maxForks bound.
+		"nested loaders": strings.Repeat("/lib64/ld-linux-x86-64.so.2 --a --b --c ", 17) + "/usr/bin/git push",
 	}
 }
 
@@ -161,6 +165,16 @@ func BenchmarkAnalyzeHostile(b *testing.B) {
 				AnalyzeScript(src)
 			}
 		})
+	}
+}
+
+func TestNestedLoadersStaySmall(t *testing.T) {
+	a := AnalyzeScript(hostileScripts()["nested loaders"])
+	if len(a.Units) > 4*maxForks {
+		t.Fatalf("%d units from 17 nested loaders", len(a.Units))
+	}
+	if !a.Opaque() {
+		t.Fatalf("past the bound a sentinel says so")
 	}
 }
 
@@ -238,3 +252,68 @@ func TestQuoteWordValidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAnalyzeSourced: a script that sources files whose contents are the
+// fuzzer's, including itself, stays within the bounds.
+func FuzzAnalyzeSourced(f *testing.F) {
+	f.Add(". ./a.sh; eval 'cd x'; echo > f", "source ./a.sh \"$@\"; shift; exec \"$@\"")
+	f.Add(`sh -c '. "$1" && shift && exec "$@"' _ /w/a.sh git push`, "set -- a b; eval \"$1\"")
+	f.Fuzz(func(t *testing.T, src, file string) {
+		reads := 0
+		ctx := ScriptContext{Cwd: "/w", Home: "/home/u", ReadFile: func(p string, limit int) ([]byte, error) {
+			reads++
+			if len(file) > limit {
+				return []byte(file[:limit+1]), nil
+			}
+			return []byte(file), nil
+		}}
+		a := AnalyzeScriptIn(src, ctx)
+		if reads > maxSourced {
+			t.Fatalf("%d files read", reads)
+		}
+		if len(a.Units) > maxUnits+1 {
+			t.Fatalf("%d units exceed the cap", len(a.Units))
+		}
+		for _, u := range a.Units {
+			if u.Value() == "" || u.Sentinel == "" && len(u.Argv) == 0 {
+				t.Fatalf("bad unit %+v", u)
+			}
+		}
+	})
+}
+
+// FuzzDecideExec: any exec, with any #! chain and identity, is decided
+// without panicking, and a decision other than allow names its part.
+func FuzzDecideExec(f *testing.F) {
+	f.Add("/usr/bin/git\x00git-push\x00-C\x00x\x00origin", "/usr/bin/env\x00python3", "")
+	f.Add(ldsoPath+"\x00ld.so\x00--argv0\x00git-push\x00/usr/bin/git\x00x", "", "git")
+	f.Add("/bin/bash\x00bash\x00-c\x00eval 'git -c alias.p=push p'; . ./x", "", "")
+	p, _, err := Compile(Config{Env: Env{Home: "/home/u", Workspace: "/w", TmpDir: "/tmp"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, joined, interp, identity string) {
+		words := strings.Split(joined, "\x00")
+		in := ExecIntent{Path: words[0], Resolved: words[0], Argv: words[1:], Cwd: "/w", Identity: identity,
+			ReadFile: func(string, int) ([]byte, error) { return []byte(joined), nil },
+			Identify: func(string) string { return identity }}
+		if interp != "" {
+			ip := strings.SplitN(interp, "\x00", 2)
+			it := Interp{Path: ip[0], Resolved: ip[0]}
+			if len(ip) == 2 {
+				it.Arg = ip[1]
+			}
+			in.Interpreters = []Interp{it, it}
+		}
+		d := p.DecideExec(in)
+		if d.Result.Action < Allow || d.Result.Action > Deny {
+			t.Fatalf("no decision: %+v", d.Result)
+		}
+		if d.Result.Action != Allow && d.Decider == "" {
+			t.Fatalf("%s without a deciding part", d.Result.Action)
+		}
+		_ = p.SuggestSession(d)
+	})
+}
+
+const ldsoPath = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -61,6 +64,11 @@ func (a *analyzer) script(src string, sc *scope) {
 	if err != nil {
 		a.sentinel(SentinelUnparseable, err.Error(), sc.via)
 		return
+	}
+	if len(a.units) == cap(a.units) {
+		// About one command per 40 bytes in what agents run: one
+		// allocation instead of one per doubling.
+		a.units = slices.Grow(a.units, min(len(src)/40+1, 64))
 	}
 	defer func() {
 		// Last line of defence: a bug in the walk must not take the
@@ -228,6 +236,7 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope) {
 		// changes is unknown from here on.
 		fn := sc.clone()
 		fn.vars = nil
+		fn.args, fn.argsKnown = nil, false // a call's own arguments
 		w.stmt(c.Body, fn)
 		w.forgetChanged(c, sc)
 	case *syntax.ArithmCmd:
@@ -321,10 +330,14 @@ func (w *walker) forgetChanged(loop syntax.Node, sc *scope) {
 	ls := w.loops[loop]
 	if ls == nil {
 		sc.vars, sc.dir = nil, "" // not summarised: assume the worst
+		sc.args, sc.argsKnown = nil, false
 		return
 	}
 	if ls.cd {
 		sc.dir = ""
+	}
+	if ls.args {
+		sc.args, sc.argsKnown = nil, false
 	}
 	if ls.all {
 		sc.vars = nil
@@ -340,6 +353,7 @@ type loopSummary struct {
 	names map[string]bool
 	all   bool // too many names to list: every variable may change
 	cd    bool
+	args  bool // shift, set, source or eval: the positional parameters
 }
 
 // maxLoopNames bounds a loop summary; a loop assigning more names than
@@ -361,6 +375,7 @@ func (ls *loopSummary) addName(n string) {
 
 func (ls *loopSummary) absorb(inner *loopSummary) {
 	ls.cd = ls.cd || inner.cd
+	ls.args = ls.args || inner.args
 	if inner.all {
 		ls.all, ls.names = true, nil
 		return
@@ -428,6 +443,12 @@ func summarizeLoops(f *syntax.File) map[syntax.Node]*loopSummary {
 			switch n.Args[0].Lit() {
 			case "cd", "pushd", "popd":
 				ls.cd = true
+			case "shift", "set":
+				ls.args = true
+			case "eval", "source", ".":
+				// A same-shell body read at run time or from a file
+				// may change anything.
+				ls.cd, ls.args, ls.all, ls.names = true, true, true, nil
 			case "read", "mapfile", "readarray", "getopts", "unset", "printf", "wait":
 				for _, a := range n.Args[1:] {
 					ls.addName(a.Lit())
@@ -515,6 +536,15 @@ func (w *walker) decl(c *syntax.DeclClause, sc *scope) {
 
 // assignField renders an assignment as a word of the command line.
 func (w *walker) assignField(as *syntax.Assign, sc *scope) field {
+	if sc.sourceDepth > 0 && as.Name != nil && !as.Naked {
+		// `export TOKEN=…` in a sourced file: the value is not shown
+		// (see scope.set).
+		op := "="
+		if as.Append {
+			op = "+="
+		}
+		return field{s: as.Name.Value + op + "…", dyn: dynOne}
+	}
 	if v, ok := w.assignValue(as, sc); ok && as.Name != nil && !as.Naked && as.Index == nil {
 		op := "="
 		if as.Append {
@@ -584,51 +614,23 @@ func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
 		return
 	}
 	argv, dyn := splitFields(fs)
-	w.a.add(Unit{Argv: argv, Dynamic: dyn, Via: sc.via})
+	w.a.add(Unit{Argv: argv, Dynamic: dyn, Via: sc.via, Dir: sc.dir})
 	name := fs[0].s
+	if w.builtin(fs, sc) {
+		return
+	}
 	switch name {
-	case "eval":
-		w.a.sentinel(SentinelOpaque, "eval", sc.via)
-		return
-	case "source", ".":
-		what := name
-		if len(argv) > 1 {
-			what += " " + renderWords(argv[1:2], shiftDyn(dyn, 1, 2))
+	case "command", "builtin":
+		// `command cd x`, `builtin eval …` act on this shell as the
+		// builtin alone would.
+		if k := builtinOperand(fs); k > 0 && sameShellBuiltins[fs[k].s] && fs[k].dyn == static {
+			in := sc.same(name)
+			inArgv, inDyn := splitFields(fs[k:])
+			w.a.add(Unit{Argv: inArgv, Dynamic: inDyn, Via: in.via, Dir: sc.dir})
+			w.builtin(fs[k:], in)
+			sc.adopt(in)
+			return
 		}
-		w.a.sentinel(SentinelOpaque, what, sc.via)
-		return
-	case "cd", "pushd":
-		w.cd(fs[1:], sc)
-		return
-	case "popd":
-		sc.dir = ""
-		return
-	case "read", "mapfile", "readarray", "getopts", "unset", "printf", "wait":
-		// These set (or unset) the variables they name to values only
-		// known at run time.
-		for _, f := range fs[1:] {
-			n := f.s
-			if i := strings.IndexByte(n, '['); i > 0 {
-				n = n[:i]
-			}
-			if syntax.ValidName(n) {
-				sc.forget(n)
-			}
-		}
-		return
-	case "trap":
-		w.trap(fs, sc)
-		return
-	case "alias":
-		// With expand_aliases on, an alias turns any later word into
-		// any command.
-		for _, f := range fs[1:] {
-			if strings.Contains(f.s, "=") || f.dyn != static {
-				w.a.sentinel(SentinelOpaque, "alias definition", sc.via)
-				break
-			}
-		}
-		return
 	case "exec":
 		if len(fs) == 1 {
 			return // only redirections: they were recorded already
@@ -643,14 +645,256 @@ func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
 	w.a.wrapped(baseName(name), fs, sc)
 }
 
-func shiftDyn(dyn []int, from, to int) []int {
-	var out []int
-	for _, d := range dyn {
-		if d >= from && d < to {
-			out = append(out, d-from)
+// sameShellBuiltins act on the shell that runs them: its directory,
+// variables, positional parameters, or the commands it reads.
+var sameShellBuiltins = map[string]bool{
+	"eval": true, "source": true, ".": true, "cd": true, "pushd": true, "popd": true,
+	"shift": true, "set": true, "read": true, "mapfile": true, "readarray": true,
+	"getopts": true, "unset": true, "printf": true, "wait": true, "trap": true, "alias": true,
+}
+
+// builtinOperand is the index of the command `command [-p] X` or
+// `builtin X` runs, or 0 when it runs none (`command -v x`).
+func builtinOperand(fs []field) int {
+	for i := 1; i < len(fs); i++ {
+		if fs[i].dyn != static {
+			return 0
+		}
+		switch fs[i].s {
+		case "-p":
+			continue
+		case "--":
+			if i+1 < len(fs) {
+				return i + 1
+			}
+			return 0
+		}
+		if strings.HasPrefix(fs[i].s, "-") {
+			return 0 // -v, -V: describe, run nothing
+		}
+		return i
+	}
+	return 0
+}
+
+// builtin handles the builtins that act on the shell itself, reporting
+// whether fs was one.
+func (w *walker) builtin(fs []field, sc *scope) bool {
+	switch fs[0].s {
+	case "eval":
+		w.a.eval(fs, sc)
+	case "source", ".":
+		w.a.source(fs, sc)
+	case "cd", "pushd":
+		w.cd(fs[1:], sc)
+	case "popd":
+		sc.dir = ""
+	case "shift":
+		shiftArgs(fs, sc)
+	case "set":
+		setArgs(fs, sc)
+	case "read", "mapfile", "readarray", "getopts", "unset", "printf", "wait":
+		// These set (or unset) the variables they name to values only
+		// known at run time.
+		for _, f := range fs[1:] {
+			n := f.s
+			if i := strings.IndexByte(n, '['); i > 0 {
+				n = n[:i]
+			}
+			if syntax.ValidName(n) {
+				sc.forget(n)
+			}
+		}
+	case "trap":
+		w.trap(fs, sc)
+	case "alias":
+		// With expand_aliases on, an alias turns any later word into
+		// any command.
+		for _, f := range fs[1:] {
+			if strings.Contains(f.s, "=") || f.dyn != static {
+				w.a.sentinel(SentinelOpaque, "alias definition", sc.via)
+				break
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// forgetAll is the state after something this shell ran that the
+// analysis could not see: any variable, the directory and the
+// positional parameters may have changed.
+func (s *scope) forgetAll() {
+	s.vars, s.dir, s.args, s.argsKnown = nil, "", nil, false
+}
+
+// eval runs its arguments, joined by spaces, as a script in this shell.
+// A literal string is analysed like the rest of the script; a string only
+// known at run time is left to the checks of each exec as it happens.
+func (a *analyzer) eval(fs []field, sc *scope) {
+	if len(fs) == 1 {
+		return
+	}
+	parts := make([]string, 0, len(fs)-1)
+	for _, f := range fs[1:] {
+		if f.dyn != static {
+			a.sentinel(SentinelOpaque, "eval of a string only known when it runs: "+f.s, sc.via)
+			sc.forgetAll()
+			return
+		}
+		parts = append(parts, f.s)
+	}
+	if sc.depth >= maxWrapperDepth {
+		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
+		sc.forgetAll()
+		return
+	}
+	in := sc.same("eval")
+	a.script(strings.Join(parts, " "), in)
+	sc.adopt(in)
+}
+
+// source reads the file `source FILE [ARGS…]` (or `. FILE`) names through
+// the context's reader and analyses it as part of this shell. A file
+// that cannot be located or read is left to the checks of each exec as
+// it happens; the shell's state after it is unknown.
+func (a *analyzer) source(fs []field, sc *scope) {
+	if len(fs) < 2 {
+		return // the builtin fails: nothing runs
+	}
+	what := fs[0].s + " " + fs[1].s
+	if fs[1].dyn == static {
+		what = fs[0].s + " " + quoteWord(fs[1].s, false)
+	}
+	fail := func(why string) {
+		a.sentinel(SentinelOpaque, what+": "+why, sc.via)
+		sc.forgetAll()
+	}
+	p, why := a.sourcePath(fs[1], sc)
+	switch {
+	case why != "":
+		fail(why)
+		return
+	case a.ctx.ReadFile == nil:
+		fail("file contents not available to the analysis")
+		return
+	case sc.sourceDepth >= maxSourceDepth || sc.depth >= maxWrapperDepth:
+		fail("sourced files nested too deeply")
+		return
+	case a.sourced >= maxSourced:
+		fail(fmt.Sprintf("more than %d files sourced", maxSourced))
+		return
+	}
+	data, err := a.ctx.ReadFile(p, maxSourceBytes)
+	switch {
+	case err != nil:
+		fail("cannot read: " + err.Error())
+		return
+	case len(data) > maxSourceBytes:
+		fail(fmt.Sprintf("%s is larger than %d bytes", p, maxSourceBytes))
+		return
+	case a.srcBytes+len(data) > maxScriptBytes:
+		fail(fmt.Sprintf("sourced files larger than %d bytes in all", maxScriptBytes))
+		return
+	}
+	a.sourced++
+	a.srcBytes += len(data)
+	in := sc.same(what)
+	in.sourceDepth++
+	rest := fs[2:]
+	if len(rest) > 0 {
+		// Arguments are the file's positional parameters while it runs.
+		in.args, in.argsKnown = rest, true
+	}
+	a.script(string(data), in)
+	saved, savedKnown := sc.args, sc.argsKnown
+	sc.adopt(in)
+	if len(rest) > 0 {
+		sc.args, sc.argsKnown = saved, savedKnown
+	}
+}
+
+// sourcePath is the absolute path of the file source would read, or why
+// it cannot be known before the script runs.
+func (a *analyzer) sourcePath(f field, sc *scope) (string, string) {
+	name := f.s
+	if f.dyn != static && !plainTilde(name) {
+		return "", "file name only known when it runs"
+	}
+	switch {
+	case name == "":
+		return "", "empty file name"
+	case strings.HasPrefix(name, "~/"):
+		if !path.IsAbs(a.ctx.Home) {
+			return "", "home directory unknown"
+		}
+		return path.Join(a.ctx.Home, name[2:]), ""
+	case path.IsAbs(name):
+		return path.Clean(name), ""
+	case !strings.Contains(name, "/"):
+		// A bare name is looked up in PATH first (and, for bash, then
+		// the current directory): which file is only known at run time.
+		return "", "looked up in PATH when it runs"
+	case sc.dir == "":
+		return "", "relative to a directory only known when it runs"
+	case path.IsAbs(sc.dir):
+		return path.Join(sc.dir, name), ""
+	case !path.IsAbs(a.ctx.Cwd):
+		return "", "relative to a working directory the analysis does not know"
+	}
+	return path.Join(a.ctx.Cwd, sc.dir, name), ""
+}
+
+// plainTilde reports whether a word kept as written is only ~ or ~/path
+// with nothing else to expand, so the home directory makes it known.
+func plainTilde(w string) bool {
+	rest, ok := strings.CutPrefix(w, "~/")
+	return w == "~" || ok && !strings.ContainsAny(rest, "$`\\\"'*?[{~")
+}
+
+// shiftArgs applies `shift [N]` to the known positional parameters.
+func shiftArgs(fs []field, sc *scope) {
+	if !sc.argsKnown {
+		return
+	}
+	n := 1
+	if len(fs) > 1 {
+		v, err := strconv.Atoi(fs[1].s)
+		if fs[1].dyn != static || err != nil || v < 0 {
+			sc.args, sc.argsKnown = nil, false
+			return
+		}
+		n = v
+	}
+	if n <= len(sc.args) {
+		// Shifting more than there are fails and changes nothing.
+		sc.args = sc.args[n:]
+	}
+}
+
+// setArgs applies `set [options] [--] [ARGS…]`: `--`, `-`, or the first
+// word that is not an option replaces the positional parameters.
+func setArgs(fs []field, sc *scope) {
+	for i := 1; i < len(fs); i++ {
+		f := fs[i]
+		if f.dyn != static {
+			sc.args, sc.argsKnown = nil, false
+			return
+		}
+		switch {
+		case f.s == "--" || f.s == "-":
+			sc.args, sc.argsKnown = fs[i+1:], true
+			return
+		case len(f.s) > 1 && (f.s[0] == '-' || f.s[0] == '+'):
+			if strings.IndexByte(f.s, 'o') > 0 {
+				i++ // -o NAME, -euo NAME
+			}
+		default:
+			sc.args, sc.argsKnown = fs[i:], true
+			return
 		}
 	}
-	return out
 }
 
 func (w *walker) cd(args []field, sc *scope) {
@@ -761,16 +1005,17 @@ func (w *walker) redirect(r *syntax.Redirect, sc *scope) {
 		return
 	}
 	v, ok := w.literal(r.Word, sc, true)
-	if !ok {
-		w.a.sentinel(SentinelOpaque, "redirection to a path that is not static: "+w.text(r.Word), sc.via)
-		return
+	computed := !ok
+	if computed {
+		// `> "$f"`, `> f$i.c`: the open is judged when it happens.
+		v = w.text(r.Word)
 	}
 	if len(w.a.redirects) >= maxUnits {
 		w.a.add(Unit{Sentinel: SentinelUnparseable, Detail: "too large: more than 10000 redirections", Via: sc.via})
 		w.a.full = true
 		return
 	}
-	w.a.redirects = append(w.a.redirects, Redirect{Access: acc, Path: v, Dir: sc.dir, Via: sc.via})
+	w.a.redirects = append(w.a.redirects, Redirect{Access: acc, Path: v, Dir: sc.dir, Via: sc.via, Computed: computed})
 }
 
 func isDigits(s string) bool {
@@ -875,6 +1120,10 @@ func (w *walker) fields(wd *syntax.Word, sc *scope) []field {
 func (w *walker) appendFields(dst []field, wd *syntax.Word, sc *scope) []field {
 	if len(wd.Parts) == 1 {
 		switch p := wd.Parts[0].(type) {
+		case *syntax.DblQuoted:
+			if words, ok := sc.positionalWords(wd); ok {
+				return append(dst, words...)
+			}
 		case *syntax.Lit:
 			if v, ok := unquoteLit(p.Value, true); ok {
 				return append(dst, field{s: v})
@@ -1028,6 +1277,11 @@ func (w *walker) dblQuoted(q *syntax.DblQuoted, sc *scope) (string, bool) {
 		case *syntax.Lit:
 			b.WriteString(unescapeDbl(p.Value))
 		case *syntax.ParamExp:
+			if p.Param != nil && p.Param.Value == "@" && len(sc.args) != 1 {
+				// "a $@ b" makes as many words as there are
+				// parameters; not worth modelling.
+				return "", false
+			}
 			v, ok := w.param(p, sc)
 			if !ok {
 				return "", false
@@ -1048,8 +1302,72 @@ func (w *walker) param(p *syntax.ParamExp, sc *scope) (string, bool) {
 		len(p.Modifiers) > 0 || p.IsSet {
 		return "", false
 	}
-	v, ok := sc.vars[p.Param.Value]
+	return sc.lookup(p.Param.Value)
+}
+
+// lookup is the value of a variable or special parameter, if known.
+func (s *scope) lookup(name string) (string, bool) {
+	switch {
+	case name == "@" || name == "*":
+		// Joined by spaces: right for $* and for "$@" as a single
+		// word; a "$@" that makes several words is handled by
+		// positionalWords.
+		if !s.argsKnown {
+			return "", false
+		}
+		var b strings.Builder
+		for i, f := range s.args {
+			if f.dyn != static {
+				return "", false
+			}
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(f.s)
+		}
+		return b.String(), true
+	case name == "#":
+		if !s.argsKnown {
+			return "", false
+		}
+		return strconv.Itoa(len(s.args)), true
+	case name != "0" && isDigits(name):
+		if !s.argsKnown {
+			return "", false
+		}
+		n, err := strconv.Atoi(name)
+		if err != nil || n > len(s.args) {
+			return "", err == nil // unset: empty
+		}
+		f := s.args[n-1]
+		return f.s, f.dyn == static
+	}
+	v, ok := s.vars[name]
 	return v, ok
+}
+
+// positionalWords expands a word that is exactly "$@" (or "${@}") to one
+// field per known positional parameter.
+func (s *scope) positionalWords(wd *syntax.Word) ([]field, bool) {
+	if len(wd.Parts) != 1 {
+		return nil, false
+	}
+	q, ok := wd.Parts[0].(*syntax.DblQuoted)
+	if !ok || q.Dollar || len(q.Parts) != 1 {
+		return nil, false
+	}
+	p, ok := q.Parts[0].(*syntax.ParamExp)
+	if !ok || p.Param == nil || p.Param.Value != "@" || p.Excl || p.Length || p.Width || p.Index != nil ||
+		p.Slice != nil || p.Repl != nil || p.Exp != nil || p.NestedParam != nil || p.Names != 0 || p.Flags != nil ||
+		len(p.Modifiers) > 0 || p.IsSet || !s.argsKnown {
+		return nil, false
+	}
+	for _, f := range s.args {
+		if f.dyn != static {
+			return nil, false
+		}
+	}
+	return s.args, true
 }
 
 // unquoteLit removes backslash escapes from an unquoted literal. It
@@ -1067,11 +1385,13 @@ func unquoteLit(s string, first bool) (string, bool) {
 		c := s[i]
 		switch c {
 		case '\\':
-			if i+1 < len(s) {
-				i++
-				if s[i] != '\n' {
-					b.WriteByte(s[i])
-				}
+			if i+1 == len(s) {
+				b.WriteByte(c) // a trailing backslash stays, as in bash
+				continue
+			}
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
 			}
 			continue
 		case '*', '?':

@@ -448,6 +448,10 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 		a.findExec(fs, sc)
 		return
 	}
+	if isLoader(name) {
+		a.loader(label, fs, sc)
+		return
+	}
 	if cs := commandOptions[name]; cs != nil {
 		a.commandOption(name, cs, fs, sc)
 		return
@@ -523,11 +527,28 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 		sc = sc.clone()
 		sc.cd(v.s, v.dyn == static)
 	}
-	a.inner(label, rest, sc, sp.mode == wrapXargs)
+	argv0 := ""
+	if v, ok := r.value("a"); ok && name == "exec" && v.dyn == static {
+		argv0 = v.s // exec -a NAME: the program sees NAME as argv[0]
+	}
+	a.innerAs(label, rest, sc, innerOpts{stdinArgs: sp.mode == wrapXargs, argv0: argv0})
 }
 
 // inner records the command a wrapper runs and looks into it in turn.
 func (a *analyzer) inner(label string, fs []field, sc *scope, stdinArgs bool) {
+	a.innerAs(label, fs, sc, innerOpts{stdinArgs: stdinArgs})
+}
+
+// innerOpts says how a wrapper runs its command.
+type innerOpts struct {
+	stdinArgs bool   // more arguments come from stdin (xargs)
+	argv0     string // the argv[0] it receives, when not its name (exec -a, ld.so --argv0)
+	inProcess bool   // run inside the wrapper's process (the loader)
+}
+
+// innerAs is inner with how the wrapper runs the command.
+func (a *analyzer) innerAs(label string, fs []field, sc *scope, o innerOpts) {
+	stdinArgs := o.stdinArgs
 	in := sc.inner(label, true)
 	in.argsFollow = stdinArgs
 	if fs[0].dyn != static {
@@ -535,7 +556,7 @@ func (a *analyzer) inner(label string, fs []field, sc *scope, stdinArgs bool) {
 		return
 	}
 	argv, dyn := splitFields(fs)
-	u := Unit{Argv: argv, Dynamic: dyn, Via: in.via, StdinArgs: stdinArgs}
+	u := Unit{Argv: argv, Dynamic: dyn, Via: in.via, StdinArgs: stdinArgs, Argv0: o.argv0, Dir: sc.dir, InProcess: o.inProcess}
 	if stdinArgs {
 		u.Line = renderWords(argv, dyn) + " " + StdinArgsMarker
 	}
@@ -583,11 +604,14 @@ func (a *analyzer) shell(name, label string, fs []field, sc *scope) {
 	}
 	in := sc.inner(label+" -c", true)
 	// The words after the script are $0, $1, … inside it.
-	for i, f := range args {
-		if f.dyn == static {
-			in.set(itoa(i), f.s)
+	if len(args) > 0 {
+		if args[0].dyn == static {
+			in.set("0", args[0].s)
 		}
+		args = args[1:]
 	}
+	// Under xargs, more words come from stdin at run time.
+	in.args, in.argsKnown = args, !sc.argsFollow
 	a.script(script.s, in)
 }
 
@@ -707,13 +731,6 @@ func (a *analyzer) findExec(fs []field, sc *scope) {
 		a.inner("find "+f.s, cmd, sc, false)
 		i = j
 	}
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
 }
 
 // markReplaced marks the words of an xargs command that hold the -I/-i

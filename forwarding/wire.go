@@ -604,7 +604,7 @@ func WireConfigOf(cfg engine.Config, warnings []engine.Warning) (WireConfig, Wir
 		if s.Data == nil {
 			wf.Unreadable = true
 			for _, w := range warnings {
-				if w.File == s.Name && w.Err != nil {
+				if w.Pos.File == s.Name && w.Err != nil {
 					wf.Error = elideString(w.Err.Error(), MaxReasonBytes)
 				}
 			}

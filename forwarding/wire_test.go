@@ -92,7 +92,7 @@ func TestEngineConfigKeepsBytesAndUnreadable(t *testing.T) {
 		t.Fatalf("config: %+v", c)
 	}
 	// And back the other way, as an inner permwrap sends what it read.
-	wc, we := WireConfigOf(c, []engine.Warning{{File: "/gone.jsonc", Err: errors.New("gone")}})
+	wc, we := WireConfigOf(c, []engine.Warning{{Pos: engine.Position{File: "/gone.jsonc"}, Err: errors.New("gone")}})
 	if !wc.Scopes[1].Unreadable || wc.Scopes[1].Error != "gone" || wc.Scopes[2].Unreadable || we.Home != "/home/u" {
 		t.Fatalf("WireConfigOf: %+v %+v", wc, we)
 	}

@@ -57,7 +57,8 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	var d engine.DecisionExplanation
 	switch surface {
 	case engine.SurfaceBash:
-		d = p.ExplainCommand(strings.Join(fs.Args()[1:], " "))
+		// Files the line sources are read, so their commands are shown.
+		d = p.ExplainCommandIn(strings.Join(fs.Args()[1:], " "), engine.ScriptContext{ReadFile: engine.FSReader(os.DirFS("/"))})
 	default:
 		path, err := absPath(fs.Arg(1), ld.env.Home)
 		if err != nil {
