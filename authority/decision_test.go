@@ -56,7 +56,7 @@ func TestDecidedByJSONRoundTrip(t *testing.T) {
 }
 
 func TestParseDecidedByRejects(t *testing.T) {
-	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"net"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`} {
+	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"nett"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`} {
 		if _, err := ParseDecidedBy([]byte(in)); err == nil {
 			t.Errorf("%q accepted", in)
 		}

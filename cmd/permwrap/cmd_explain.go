@@ -14,10 +14,13 @@ const explainAbout = `Show how the effective policy decides one access: the deci
 deciding rule with its origin and position, the runner-up rules it beat,
 and for a path every surface consulted (write → write and path).
 
-SURFACE is read, write, exec, path or bash. For path surfaces VALUE may
-start with ~ and may be relative to the current directory; it is made
+SURFACE is read, write, exec, path, bash or net. For path surfaces VALUE
+may start with ~ and may be relative to the current directory; it is made
 absolute and cleaned. For bash, several VALUE words are joined with
-spaces (quote the command line to keep it intact).
+spaces (quote the command line to keep it intact). For net, VALUE is a
+destination (github.com:443, 140.82.112.3:443, [::1]:22, unix:/run/x.sock,
+udp:10.0.0.2:53); further words are the names permwrap resolved to an
+address, or the address a name resolved to (see docs/network.md).
 
 Exit status: 0 allow, 1 deny, 2 ask, 125 bad configuration or usage.`
 
@@ -39,7 +42,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	surface, ok := engine.ParseSurface(fs.Arg(0))
 	if !ok {
-		fmt.Fprintf(stderr, "permwrap explain: unknown surface %q (want read, write, exec, path or bash)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "permwrap explain: unknown surface %q (want read, write, exec, path, bash or net)\n", fs.Arg(0))
 		return exitInternal
 	}
 	if surface.IsPath() && fs.NArg() != 2 {
@@ -63,6 +66,13 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	switch surface {
 	case engine.SurfaceBash:
 		d = p.ExplainCommand(strings.Join(fs.Args()[1:], " "))
+	case engine.SurfaceNet:
+		in, err := engine.ParseNetTarget(fs.Arg(1), fs.Args()[2:])
+		if err != nil {
+			fmt.Fprintln(stderr, "permwrap explain: net:", err)
+			return exitInternal
+		}
+		d = p.ExplainNet(in)
 	default:
 		path, err := absPath(fs.Arg(1), opts.Env.Home)
 		if err != nil {
