@@ -271,6 +271,12 @@ const (
 	maxLabelLen = 63
 )
 
+// NormalizeHostName checks a host name as a program gave it (to the
+// proxy, in a URL) and returns the form the net surface judges: lower
+// case, no trailing dot. Only what DNS carries is accepted (letters,
+// digits, '-', '_'); an international name must arrive in its xn-- form.
+func NormalizeHostName(s string) (string, error) { return normalizeName(s, 0) }
+
 // normalizeName checks a DNS name and returns it in lower case without
 // a trailing dot. off is the name's offset in the pattern, for errors.
 func normalizeName(s string, off int) (string, error) {
