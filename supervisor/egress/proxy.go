@@ -245,6 +245,11 @@ type judged struct {
 // nil with a reason and a status when the connection may not be made.
 func (p *Proxy) authorize(ctx context.Context, t target, pid int) (*judged, string, int) {
 	in := engine.NetIntent{Proto: engine.ProtoTCP, Host: t.host, Addr: t.addr, Port: t.port, PID: pid}
+	if t.host == "" {
+		// An address: the names permwrap resolved to it speak for it, as
+		// for a direct connection.
+		in.Names = p.cfg.Cache.Names(t.addr)
+	}
 	if v := p.cfg.Judge.Decide(ctx, in); !v.Allow {
 		return nil, v.Reason, http.StatusForbidden
 	}
@@ -269,8 +274,8 @@ func (p *Proxy) authorize(ctx context.Context, t target, pid int) (*judged, stri
 
 // admit judges one resolved address of an allowed name just before it is
 // dialled. The name's own answer stands unless the address makes it
-// stricter (a rule naming the address or a prefix holding it): a deny
-// skips the address, an ask is put to the judge with both spellings.
+// stricter (a rule naming the address or a prefix holding it); then the
+// judge decides on both spellings — a deny (logged), or an ask.
 func (j *judged) admit(ctx context.Context, a netip.Addr) (bool, string) {
 	if j.t.host == "" {
 		return true, "" // the address itself was judged
@@ -278,12 +283,8 @@ func (j *judged) admit(ctx context.Context, a netip.Addr) (bool, string) {
 	full := j.intent
 	full.Addr = a
 	before := j.p.cfg.Judge.Evaluate(j.intent).Result.Action
-	after := j.p.cfg.Judge.Evaluate(full)
-	switch {
-	case after.Result.Action <= before:
+	if j.p.cfg.Judge.Evaluate(full).Result.Action <= before {
 		return true, ""
-	case after.Result.Action == engine.Deny:
-		return false, after.Reason(full)
 	}
 	v := j.p.cfg.Judge.Decide(ctx, full)
 	return v.Allow, v.Reason

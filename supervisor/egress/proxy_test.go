@@ -188,6 +188,11 @@ func TestAddressesJudgedAfterResolving(t *testing.T) {
 	if string(body) != "good" || bad.connCount() != 0 {
 		t.Fatalf("mixed: %q, denied address got %d connections", body, bad.connCount())
 	}
+	// The refusal of the address is in the review log, with both spellings.
+	if log := r.logText(); !strings.Contains(log, `"event":"permission_request.denied"`) ||
+		!strings.Contains(log, `"net":{"addr":"127.0.0.2","host":"rebind.test"`) {
+		t.Errorf("the address refusal is not logged:\n%s", log)
+	}
 	// The cache knows the names the proxy resolved, for later direct
 	// connections to those addresses.
 	if names := r.proxy.Cache().Names(netip.MustParseAddr("127.0.0.1")); len(names) != 1 || names[0] != "mixed.test" {
@@ -321,6 +326,32 @@ func TestIPLiteral(t *testing.T) {
 	out = rawRequest(t, r.proxy, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", r.proxy.Addr()))
 	if !strings.HasPrefix(out, "HTTP/1.1 403") || !strings.Contains(out, "proxy itself") {
 		t.Fatalf("loop: %q", out)
+	}
+}
+
+// TestAddressNamedByCache: an address target is judged with the names
+// the proxy resolved to it for this tree, and only those.
+func TestAddressNamedByCache(t *testing.T) {
+	o := newOrigin(t, "127.0.0.1", nil)
+	r := newRig(t, `{"permission": {"net": {"*": "deny", "named.test": "allow"}}}`, map[string]string{"named.test": "127.0.0.1"})
+	direct := fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n", o.addr.Port())
+	if out := rawRequest(t, r.proxy, direct); !strings.HasPrefix(out, "HTTP/1.1 403") || !strings.Contains(out, "(no name known)") {
+		t.Fatalf("before the name was resolved: %q", out)
+	}
+	resp, err := client(r.proxy, nil).Get(fmt.Sprintf("http://named.test:%d/", o.addr.Port()))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("by name: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	c, err := net.Dial("tcp", r.proxy.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, direct)
+	if line, _ := bufio.NewReader(c).ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("after the name was resolved: %q", line)
 	}
 }
 
