@@ -259,3 +259,24 @@ func requireTool(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// listenLoopback serves every connection to a new loopback port with
+// handle, until the test ends.
+func listenLoopback(t testing.TB, handle func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return ln
+}

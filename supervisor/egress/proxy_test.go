@@ -399,24 +399,11 @@ func TestBadClients(t *testing.T) {
 // TestTunnel: bytes sent right behind the CONNECT head are not lost, a
 // half-close is passed on, and Close ends open tunnels.
 func TestTunnel(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { // echo until EOF, then say bye and close
-				io.Copy(c, c)
-				io.WriteString(c, "bye")
-				c.Close()
-			}()
-		}
-	}()
+	ln := listenLoopback(t, func(c net.Conn) { // echo until EOF, then say bye and close
+		io.Copy(c, c)
+		io.WriteString(c, "bye")
+		c.Close()
+	})
 	port := ln.Addr().(*net.TCPAddr).Port
 	r := newRig(t, basePolicy, map[string]string{"allowed.test": "127.0.0.1"})
 	c, err := net.Dial("tcp", r.proxy.Addr().String())

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -85,20 +86,11 @@ func TestParseAbsoluteURL(t *testing.T) {
 // (the socket table, then the fds of the tree): the cost each new client
 // connection pays before its first request is judged.
 func BenchmarkProcPeers(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	var (
+		mu   sync.Mutex
+		held []net.Conn // the server ends stay open: fds to scan past
+	)
+	ln := listenLoopback(b, func(c net.Conn) { mu.Lock(); held = append(held, c); mu.Unlock() })
 	// Some fds to scan past, as a busy process has.
 	var keep []net.Conn
 	for i := 0; i < 50; i++ {
