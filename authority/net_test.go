@@ -39,3 +39,13 @@ func TestNetRequest(t *testing.T) {
 		t.Errorf("net field without a destination: %s", b)
 	}
 }
+
+func TestNetPromptShowsDestination(t *testing.T) {
+	in := engine.NetIntent{Proto: engine.ProtoTCP, Port: 443, Addr: netip.MustParseAddr("140.82.112.3"), Names: []string{"github.com"}}
+	r := NewRequest(engine.Check{Surface: engine.SurfaceNet, Value: "github.com:443"})
+	r.Net = &in
+	facts := strings.Join(requestFacts(r, 100), "\n")
+	if !strings.Contains(facts, "dest:  tcp 140.82.112.3:443 (resolved from github.com)") {
+		t.Errorf("prompt facts lack the destination:\n%s", facts)
+	}
+}
