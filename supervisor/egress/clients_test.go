@@ -118,7 +118,8 @@ func TestPythonThroughProxy(t *testing.T) {
 	if out := fetch(fmt.Sprintf("http://allowed.test:%d/p", c.httpPort)); !strings.HasPrefix(out, "OK 200 hello from") {
 		t.Errorf("http allowed: %q", out)
 	}
-	if out := fetch(fmt.Sprintf("https://denied.test:%d/", c.tlsPort)); !strings.Contains(out, "Tunnel connection failed: 403") {
+	if out := fetch(fmt.Sprintf("https://denied.test:%d/", c.tlsPort)); !strings.Contains(out, "Tunnel connection failed: 403 permwrap: deny: tcp denied.test:") ||
+		!strings.Contains(out, "- rule net:denied.test (deny, policy.jsonc:4:2): not for tests") {
 		t.Errorf("https denied: %q", out)
 	}
 	if out := fetch(fmt.Sprintf("http://denied.test:%d/", c.httpPort)); !strings.HasPrefix(out, "HTTPError 403 permwrap: deny: tcp denied.test:") ||

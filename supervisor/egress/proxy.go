@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -192,6 +193,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		err error
 	)
 	if r.Method == http.MethodConnect {
+		w = &connectWriter{w}
 		t, err = parseAuthority(r.RequestURI)
 	} else {
 		t, err = parseAbsoluteURL(r.URL)
@@ -482,13 +484,54 @@ func (a *atomicTime) get() time.Time {
 
 // refuse answers an error: a short text body, and the reason in a
 // Proxy-Status header (RFC 9209) for clients that show headers only.
+// A refused CONNECT also carries the reason as its status line's reason
+// phrase: Python (pip, urllib) reports a failed tunnel by that phrase
+// alone ("Tunnel connection failed: 403 …"), curl and git by the code.
 func (p *Proxy) refuse(w http.ResponseWriter, status int, errType, text string) {
+	proxyStatus := "permwrap; error=" + errType + "; details=" + strconv.Quote(asciiOnly(text))
+	if cw, ok := w.(*connectWriter); ok && cw.refuseRaw(status, proxyStatus, text) {
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("Proxy-Status", "permwrap; error="+errType+"; details="+strconv.Quote(asciiOnly(text)))
+	h.Set("Proxy-Status", proxyStatus)
 	h.Set("Connection", "close")
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, text+"\n")
+}
+
+// connectWriter is the ResponseWriter of a CONNECT request.
+type connectWriter struct{ http.ResponseWriter }
+
+func (c *connectWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := c.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("cannot take over the connection")
+	}
+	return hj.Hijack()
+}
+
+// maxReasonPhrase bounds the reason phrase of a refused CONNECT.
+const maxReasonPhrase = 512
+
+// refuseRaw writes the refusal itself, with text as the reason phrase
+// (printable ASCII, one line, bounded), and closes the connection. It
+// reports false when the connection could not be taken over.
+func (c *connectWriter) refuseRaw(status int, proxyStatus, text string) bool {
+	conn, brw, err := c.Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	phrase := asciiOnly(text)
+	if len(phrase) > maxReasonPhrase {
+		phrase = phrase[:maxReasonPhrase-3] + "..."
+	}
+	body := text + "\n"
+	fmt.Fprintf(brw, "HTTP/1.1 %03d %s\r\nContent-Type: text/plain; charset=utf-8\r\nProxy-Status: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, phrase, proxyStatus, len(body), body)
+	_ = brw.Flush()
+	return true
 }
 
 // sanitizeLine keeps a message on one line of printable characters: it

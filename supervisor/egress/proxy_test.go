@@ -71,7 +71,7 @@ func TestConnectAllowedAndDenied(t *testing.T) {
 	// What the client gets, read raw: a 403 naming the rule.
 	out := rawRequest(t, r.proxy, fmt.Sprintf("CONNECT denied.test:%d HTTP/1.1\r\nHost: denied.test:%d\r\n\r\n", port, port))
 	for _, want := range []string{
-		"HTTP/1.1 403 Forbidden\r\n",
+		"HTTP/1.1 403 permwrap: deny: tcp denied.test:",
 		`Proxy-Status: permwrap; error=http_request_denied; details="permwrap: deny: tcp denied.test:`,
 		"rule net:denied.test (deny, policy.jsonc:4:2): not for tests",
 		"- rule net:denied.test (deny, policy.jsonc:4:2): not for tests\"\r\n", // the header, in ASCII
