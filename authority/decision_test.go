@@ -95,7 +95,7 @@ func TestAuditDecisionsAreLoggedAsWould(t *testing.T) {
 }
 
 func TestParseDecidedByRejects(t *testing.T) {
-	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"net"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`, `{"kind":"audit","surface":"write","would":"allow"}`} {
+	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"nett"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`, `{"kind":"audit","surface":"write","would":"allow"}`} {
 		if _, err := ParseDecidedBy([]byte(in)); err == nil {
 			t.Errorf("%q accepted", in)
 		}

@@ -398,6 +398,9 @@ func (l *Log) requestFields(r Request) fields {
 		f = append(f, field{"access", r.Access})
 	}
 	f = append(f, field{"value", r.Check.Value})
+	if n := netToJSON(r.Net); n != nil {
+		f = append(f, field{"net", n})
+	}
 	if r.Node != "" {
 		f = append(f, field{"node", r.Node})
 	}

@@ -65,6 +65,9 @@ func RenderFullRequest(r Request, width int) []string {
 	add("surface", r.Check.Surface.String())
 	add("access", r.Access)
 	add("value", r.Check.Value)
+	if r.Net != nil {
+		add("dest", r.Net.String())
+	}
 	for _, x := range r.Runs {
 		add("runs", x)
 	}
@@ -97,7 +100,13 @@ func requestFacts(r Request, width int) []string {
 	// The end of a path or command (the file name, the last argument) is
 	// what a person checks first, so a long value loses its middle.
 	what += " " + elideMiddle(printable(r.Check.Value), width-textWidth(what)-1)
-	facts := []string{who, what, "why:   " + whyLine(r)}
+	facts := []string{who, what}
+	if r.Net != nil {
+		// The value is the spelling that decided; a person sees the whole
+		// destination: the name asked for, the address, the protocol.
+		facts = append(facts, "dest:  "+printable(r.Net.String()))
+	}
+	facts = append(facts, "why:   "+whyLine(r))
 	if len(r.Runs) > 0 {
 		facts = append(facts, "runs:  "+printable(strings.Join(r.Runs, " → ")))
 	}

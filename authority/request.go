@@ -25,10 +25,11 @@ type Request struct {
 	Agent   []string // the command permwrap was started with
 	Node    string   // the nested permwrap node the request came from; "" for this one
 
-	Check  engine.Check // surface and value (resolved path or rendered command line)
-	Access string       // "read", "write", "create", "rename", "exec", ...
-	Runs   []string     // inner commands of wrappers (env, nice, sudo -u ...)
-	Units  []string     // the units of a script the command line runs
+	Check  engine.Check      // surface and value (resolved path or rendered command line)
+	Access string            // "read", "write", "create", "rename", "exec", ...
+	Net    *engine.NetIntent // surface net: the whole destination (host, address, port, protocol)
+	Runs   []string          // inner commands of wrappers (env, nice, sudo -u ...)
+	Units  []string          // the units of a script the command line runs
 
 	// Rule is the rule whose answer was ask; Origin OriginBuiltin or an
 	// empty pattern means no rule matched and ask is the built-in answer.
@@ -55,6 +56,11 @@ func (r Request) clone() Request {
 	c.Process.Cmdline = append([]string(nil), r.Process.Cmdline...)
 	c.Runs = append([]string(nil), r.Runs...)
 	c.Units = append([]string(nil), r.Units...)
+	if r.Net != nil {
+		n := *r.Net
+		n.Names = append([]string(nil), r.Net.Names...)
+		c.Net = &n
+	}
 	return c
 }
 
@@ -116,6 +122,7 @@ type requestJSON struct {
 	Surface   string    `json:"surface"`
 	Access    string    `json:"access"`
 	Value     string    `json:"value"`
+	Net       *netJSON  `json:"net,omitempty"`
 	Runs      []string  `json:"runs"`
 	Units     []string  `json:"units"`
 	Rule      *ruleJSON `json:"rule"`
@@ -169,6 +176,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 		value = mask(value)
 	}
 	j.Value = elide(value, 4*maxItemBytes)
+	j.Net = netToJSON(r.Net)
 	j.Runs = capList(maskAll(r.Runs))
 	j.Units = capList(maskAll(r.Units))
 	j.Rule = ruleToJSON(r.Rule)
@@ -190,4 +198,29 @@ func (r Request) MarshalJSON() ([]byte, error) {
 // its argument when it masked nothing).
 func sameSlice(a, b []string) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// netJSON is a connection's destination in the judge request and the
+// review log.
+type netJSON struct {
+	Proto string   `json:"proto"`
+	Host  string   `json:"host,omitempty"`
+	Addr  string   `json:"addr,omitempty"`
+	Port  uint16   `json:"port,omitempty"`
+	Names []string `json:"names,omitempty"`
+	Path  string   `json:"path,omitempty"`
+}
+
+func netToJSON(n *engine.NetIntent) *netJSON {
+	if n == nil {
+		return nil
+	}
+	j := &netJSON{Proto: n.Proto.String(), Host: n.Host, Port: n.Port, Path: elide(n.Path, maxItemBytes)}
+	if n.Addr.IsValid() {
+		j.Addr = n.Addr.String()
+	}
+	if len(n.Names) > 0 {
+		j.Names = capList(n.Names)
+	}
+	return j
 }

@@ -126,6 +126,7 @@ type rawRule struct {
 	rule Rule
 	path *pathPattern
 	bash *bashPattern
+	net  *netPattern
 }
 
 // fileConfig is what one file contributed.
@@ -516,14 +517,25 @@ func (p *parser) ruleValue(v *hujson.Value) (Action, string, bool) {
 func (p *parser) rule(s Surface, pattern string, a Action, reason string, off int) (rawRule, bool) {
 	r := rawRule{rule: Rule{Surface: s, Pattern: pattern, Action: a, Reason: reason, Pos: p.pos(off)}}
 	var err error
-	if s == SurfaceBash {
+	switch s {
+	case SurfaceBash:
 		if err = lintCommandPattern(pattern); err == nil {
 			if t := strings.TrimSpace(pattern); t != pattern && t != "" {
 				p.warnf(off, "pattern %q has leading or trailing spaces; no command line does (did you mean %q?)", pattern, t)
 			}
 			r.bash, err = compileBashPattern(pattern)
 		}
-	} else {
+	case SurfaceNet:
+		r.net, err = compileNetPattern(pattern, p.env)
+		var ne *NetPatternError
+		if errors.As(err, &ne) {
+			// Point at the offending character when the key is written
+			// without escapes, so its bytes are the pattern's.
+			if q := `"` + pattern + `"`; off+len(q) <= len(p.data) && string(p.data[off:off+len(q)]) == q {
+				off += 1 + ne.Offset
+			}
+		}
+	default:
 		var exp string
 		exp, err = ExpandPathPattern(pattern, p.env)
 		if err == nil {
@@ -681,7 +693,7 @@ func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
 		}
 		s, ok := ParseSurface(name)
 		if !ok {
-			p.errorf(off, "unknown surface %q (want read, write, exec, bash, path or \"*\")", name)
+			p.errorf(off, "unknown surface %q (want read, write, exec, bash, path, net or \"*\")", name)
 			continue
 		}
 		switch m.Value.Value.(type) {
@@ -719,7 +731,7 @@ func (p *parser) surfaces(v *hujson.Value, what string) []Surface {
 		}
 		sf, ok := ParseSurface(s)
 		if !ok {
-			p.errorf(e.StartOffset, "unknown surface %q (want read, write, exec, bash or path)", s)
+			p.errorf(e.StartOffset, "unknown surface %q (want read, write, exec, bash, path or net)", s)
 			continue
 		}
 		out = append(out, sf)

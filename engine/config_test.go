@@ -17,7 +17,7 @@ func TestConfigErrors(t *testing.T) {
 		{"empty", FileGlobal, "  \n", []string{"empty file"}},
 		{"top level not an object", FileGlobal, `[]`, []string{"1:1: the top level: want an object, got an array"}},
 		{"unknown key", FileGlobal, `{"permisson": {}}`, []string{`1:2: unknown key "permisson"`}},
-		{"unknown surface", FileGlobal, `{"permission": {"net": "allow"}}`, []string{`1:17: unknown surface "net"`}},
+		{"unknown surface", FileGlobal, `{"permission": {"nett": "allow"}}`, []string{`1:17: unknown surface "nett"`}},
 		{"unknown action", FileGlobal, `{"permission": {"read": {"*": "alow"}}}`, []string{`1:31: unknown action "alow"`}},
 		{"unknown action in a surface string", FileGlobal, `{"permission": {"exec": "yes"}}`, []string{`1:25: unknown action "yes"`}},
 		{"wrong type for a rule", FileGlobal, `{"permission": {"read": {"*": true}}}`, []string{"1:31: rule: want an action string"}},

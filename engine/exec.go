@@ -287,7 +287,9 @@ func actionVerb(a Action) string {
 // its pages read, by a process the agent controls.
 func (p *Policy) decideImage(set *decisionSet, file, prefix string) {
 	set.add(p.DecidePath(AccessExec, file), prefix+file)
-	if r := p.DecidePath(AccessRead, file); set.takes(r) {
+	// The read check can only make the answer stricter: a read allow
+	// must not stand in for an exec the policy says nothing about.
+	if r := p.DecidePath(AccessRead, file); r.Action != Allow && set.takes(r) {
 		set.add(r, prefix+"read of "+file)
 	}
 }

@@ -178,3 +178,20 @@ func BenchmarkDecideExecTypical(b *testing.B) {
 		_ = p.DecideExec(in)
 	}
 }
+
+// A read allow never grants an exec: the read check of an image only
+// tightens (an "extends": "none" policy that allows every read still asks
+// about every program start).
+func TestExecReadCheckOnlyTightens(t *testing.T) {
+	p, _ := compile(t, `{ "extends": "none", "permission": { "read": { "*": "allow" } } }`)
+	for _, probe := range [][]string{{"/usr/bin/env", "env"}, {"/bin/sh", "sh", "-c", "true"}, {"/w/run.sh", "./run.sh"}} {
+		d := p.DecideExec(ExecIntent{Path: probe[0], Resolved: probe[0], Argv: probe[1:], Cwd: "/w"})
+		if d.Result.Action != Ask {
+			t.Errorf("%v: %v, want ask (no exec or bash rule)", probe, d.Result)
+		}
+	}
+	p, _ = compile(t, `{ "extends": "none", "permission": { "exec": "allow", "bash": {"*": "allow"}, "read": { "*": "allow", "/secret/**": "deny" } } }`)
+	if d := p.DecideExec(ExecIntent{Path: "/secret/tool", Resolved: "/secret/tool", Argv: []string{"tool"}, Cwd: "/w"}); d.Result.Action != Deny {
+		t.Errorf("exec of an unreadable image: %v, want deny", d.Result)
+	}
+}

@@ -609,11 +609,12 @@ func layerSettings(s Settings, fc *fileConfig) Settings {
 }
 
 func newCompiled(rr rawRule, o Origin, order int) *compiledRule {
-	cr := &compiledRule{Rule: rr.rule, path: rr.path, bash: rr.bash, order: order}
+	cr := &compiledRule{Rule: rr.rule, path: rr.path, bash: rr.bash, net: rr.net, order: order}
 	cr.Origin = o
-	if cr.bash != nil {
+	switch {
+	case cr.bash != nil:
 		cr.spec = cr.bash.spec
-	} else {
+	case cr.path != nil:
 		cr.spec = cr.path.spec
 	}
 	return cr

@@ -56,18 +56,25 @@ type compiledRule struct {
 	Rule
 	path  *pathPattern
 	bash  *bashPattern
+	net   *netPattern
 	spec  specificity
 	order int // declaration order across composed files; later wins ties
 }
 
 func (r *compiledRule) match(v string) bool {
-	if r.bash != nil {
+	switch {
+	case r.bash != nil:
 		return r.bash.match(v)
+	case r.net != nil:
+		return r.net.matchValue(v)
 	}
 	return r.path.match(v)
 }
 
 func (r *compiledRule) exactKey() (string, bool) {
+	if r.net != nil {
+		return "", false // a net value has several spellings of the same host
+	}
 	if r.bash != nil {
 		if r.bash.spec.exact {
 			return r.bash.segs[0], true
@@ -83,6 +90,15 @@ func (r *compiledRule) exactKey() (string, bool) {
 
 // beats reports whether r wins over o when both match.
 func (r *compiledRule) beats(o *compiledRule) bool {
+	if r.net != nil && o.net != nil {
+		if netMoreSpecific(r.net, o.net) {
+			return true
+		}
+		if netMoreSpecific(o.net, r.net) {
+			return false
+		}
+		return r.order > o.order
+	}
 	if r.spec != o.spec {
 		return r.spec.moreSpecific(o.spec)
 	}
@@ -114,6 +130,8 @@ type listEntry struct {
 func entryFor(r *compiledRule) listEntry {
 	e := listEntry{r: r}
 	switch {
+	case r.net != nil:
+		// Net rules are few; each is tried on the parsed value.
 	case r.bash != nil:
 		e.prefix = r.bash.segs[0]
 		if r.bash.short == nil {
@@ -186,8 +204,9 @@ type ruleIndex struct {
 	// `*.pem`, `*.key`, `.env` are rarely all candidates at once.
 	byLast map[byte][]int32
 	byWord map[string][]int32 // bash rules with a known first word
-	any    []int32            // bash rules without one
+	any    []int32            // bash rules without one; every net rule
 	bash   bool
+	net    bool
 }
 
 type trieNode struct {
@@ -203,6 +222,11 @@ func (l *ruleList) buildIndex() {
 	ix := l.index
 	for i := range l.rules {
 		e := &l.rules[i]
+		if e.r.net != nil {
+			ix.net = true
+			ix.any = append(ix.any, int32(i))
+			continue
+		}
 		if e.r.bash != nil {
 			ix.bash = true
 			if k := strings.IndexByte(e.prefix, ' '); k >= 0 {
@@ -274,6 +298,19 @@ func (l *ruleList) find(v string) *compiledRule {
 	}
 	ix := l.index
 	if ix == nil {
+		return nil
+	}
+	if ix.net {
+		// The value is parsed once; rules are in specificity order.
+		d, ok := parseNetValue(v)
+		if !ok {
+			return nil
+		}
+		for _, i := range ix.any {
+			if r := l.rules[i].r; r.net.match(&d) {
+				return r
+			}
+		}
 		return nil
 	}
 	const none = int32(1<<31 - 1)
@@ -686,12 +723,15 @@ func (p *Policy) AddSessionRule(s Surface, pattern string) (Rule, error) {
 	}
 	cr := &compiledRule{Rule: Rule{Surface: s, Pattern: pattern, Action: Allow, Origin: OriginSession}}
 	var err error
-	if s == SurfaceBash {
+	switch s {
+	case SurfaceBash:
 		cr.bash, err = compileBashPattern(pattern)
 		if err == nil {
 			cr.spec = cr.bash.spec
 		}
-	} else {
+	case SurfaceNet:
+		cr.net, err = compileNetPattern(pattern, p.env)
+	default:
 		var exp string
 		if exp, err = expandPattern(pattern, p.env); err == nil {
 			cr.path, err = compilePathPattern(exp)

@@ -20,13 +20,14 @@ const (
 	SurfaceExec            // a path being executed
 	SurfaceBash            // a command line (value: rendered command line)
 	SurfacePath            // any access to a path
+	SurfaceNet             // an outbound connection (value: one spelling of its destination, see NetIntent)
 	numSurfaces
 )
 
 // Surfaces lists the valid surfaces in a stable order.
-var Surfaces = []Surface{SurfaceRead, SurfaceWrite, SurfaceExec, SurfaceBash, SurfacePath}
+var Surfaces = []Surface{SurfaceRead, SurfaceWrite, SurfaceExec, SurfaceBash, SurfacePath, SurfaceNet}
 
-var surfaceNames = [...]string{"invalid", "read", "write", "exec", "bash", "path"}
+var surfaceNames = [...]string{"invalid", "read", "write", "exec", "bash", "path", "net"}
 
 func (s Surface) String() string {
 	if int(s) < len(surfaceNames) {
@@ -36,7 +37,9 @@ func (s Surface) String() string {
 }
 
 // IsPath reports whether values of s are filesystem paths.
-func (s Surface) IsPath() bool { return s != SurfaceBash && s != SurfaceInvalid }
+func (s Surface) IsPath() bool {
+	return s == SurfaceRead || s == SurfaceWrite || s == SurfaceExec || s == SurfacePath
+}
 
 // ParseSurface maps a config name to a Surface.
 func ParseSurface(name string) (Surface, bool) {

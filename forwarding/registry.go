@@ -465,17 +465,21 @@ func (r *Registry) removeLocked(n *Node) {
 // summarize renders at most max of the errors joined in err.
 func summarize(err error, max int) string {
 	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if jj, ok := e.(interface{ Unwrap() []error }); ok {
-				errs = append(errs, jj.Unwrap()...)
-			} else {
-				errs = append(errs, e)
+	var flatten func(error)
+	flatten = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				flatten(x)
 			}
+			return
 		}
-	} else {
-		errs = []error{err}
+		// A wrapped join arrives as one error whose text has a line per
+		// problem: count those lines as problems too.
+		for _, line := range strings.Split(e.Error(), "\n") {
+			errs = append(errs, errors.New(line))
+		}
 	}
+	flatten(err)
 	var parts []string
 	for i, e := range errs {
 		if i == max {

@@ -198,7 +198,7 @@ func TestClearedEnvironmentNeverWeaker(t *testing.T) {
 			t.Fatalf("a policy that cannot expand ~ must be refused, got %v", err)
 		}
 		if len(re.Reason) > 1024 {
-			t.Fatalf("refusal reason should be short, got %d bytes", len(re.Reason))
+			t.Fatalf("refusal reason should be short, got %d bytes: %s", len(re.Reason), re.Reason)
 		}
 	}
 }

@@ -14,11 +14,14 @@ const explainAbout = `Show how the effective policy decides one access: the deci
 deciding rule with its origin and position, the runner-up rules it beat,
 and for a path every surface consulted (write → write and path).
 
-SURFACE is read, write, exec, path or bash. For path surfaces VALUE may
-start with ~ and may be relative to the current directory; it is made
+SURFACE is read, write, exec, path, bash or net. For path surfaces VALUE
+may start with ~ and may be relative to the current directory; it is made
 absolute and cleaned, and its symlinks are resolved as far as it exists
 (the path a run would check). For bash, several VALUE words are joined with
-spaces (quote the command line to keep it intact).
+spaces (quote the command line to keep it intact). For net, VALUE is a
+destination (github.com:443, 140.82.112.3:443, [::1]:22, unix:/run/x.sock,
+udp:10.0.0.2:53); further words are the names permwrap resolved to an
+address, or the address a name resolved to (see docs/network.md).
 
 Exit status: 0 allow, 1 deny, 2 ask, 125 bad configuration or usage.`
 
@@ -40,7 +43,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	surface, ok := engine.ParseSurface(fs.Arg(0))
 	if !ok {
-		fmt.Fprintf(stderr, "permwrap explain: unknown surface %q (want read, write, exec, path or bash)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "permwrap explain: unknown surface %q (want read, write, exec, path, bash or net)\n", fs.Arg(0))
 		return exitInternal
 	}
 	if surface.IsPath() && fs.NArg() != 2 {
@@ -59,6 +62,13 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	case engine.SurfaceBash:
 		// Files the line sources are read, so their commands are shown.
 		d = p.ExplainCommandIn(strings.Join(fs.Args()[1:], " "), engine.ScriptContext{ReadFile: engine.FSReader(os.DirFS("/"))})
+	case engine.SurfaceNet:
+		in, err := engine.ParseNetTarget(fs.Arg(1), fs.Args()[2:])
+		if err != nil {
+			fmt.Fprintln(stderr, "permwrap explain: net:", err)
+			return exitInternal
+		}
+		d = p.ExplainNet(in)
 	default:
 		path, err := absPath(fs.Arg(1), ld.env.Home)
 		if err != nil {
