@@ -80,7 +80,7 @@ ensure_build_deps() {
 ensure_test_deps() {
 	ensure_build_deps
 	# Real programs the workload and prompt tests drive.
-	apt_install tmux git make tar python3 strace
+	apt_install tmux git make tar python3 strace npm
 }
 
 build_permwrap() {
