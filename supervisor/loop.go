@@ -142,12 +142,11 @@ func (s *supervisor) finish() {
 	}
 }
 
-// request is one notification on its way through the supervisor: the
-// calling thread, its table row and the decoded call.
+// request is one notification on its way through the supervisor: its id,
+// the calling thread and the decoded call.
 type request struct {
 	id   uint64
 	tid  int
-	row  *sysRow
 	call call
 }
 
@@ -178,7 +177,7 @@ func (s *supervisor) handle(n *notify.Notif) {
 		c.perform(s, n.ID)
 		return
 	}
-	r := &request{id: n.ID, tid: int(n.Pid), row: row, call: c}
+	r := &request{id: n.ID, tid: int(n.Pid), call: c}
 	// Everything read from /proc and the target's memory is trusted only
 	// if the target is still the one that made this call.
 	if err := s.l.IDValid(n.ID); err != nil {
