@@ -451,7 +451,7 @@ func TestEmulationExdev(t *testing.T) {
 	a := t.TempDir()
 	b, err := os.MkdirTemp("/dev/shm", "pin")
 	if err != nil {
-		t.Skipf("no /dev/shm: %v", err)
+		kerneltest.Skipf(t, "a second mount (/dev/shm): %v", err)
 	}
 	defer os.RemoveAll(b)
 	if err := os.WriteFile(a+"/f", []byte("x"), 0o644); err != nil {
@@ -459,7 +459,7 @@ func TestEmulationExdev(t *testing.T) {
 	}
 	kerr := unix.Rename(a+"/f", b+"/f")
 	if kerr == nil {
-		t.Skip("TempDir and /dev/shm share a mount")
+		kerneltest.Skip(t, "a second mount: TempDir and /dev/shm share one")
 	}
 	tid := os.Getpid()
 	eerr := onTwo(tid, unix.AT_FDCWD, a+"/f", ParentOnly, b+"/f", ParentOnly, func(x, y *Resolved) error { return Rename(x, y, 0) })
