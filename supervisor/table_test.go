@@ -68,11 +68,12 @@ for name, nr in (("setxattrat", 463), ("removexattrat", 466), ("file_setattr", 4
 // sandbox), which permwrap does not follow on the target's behalf.
 func TestUndecidableIsRefusedAndSaid(t *testing.T) {
 	s := newSandbox(t, denyPolicy) // a read rule: read-only opens are notified
-	r := s.run("cat", "/proc/"+strconv.Itoa(os.Getpid())+"/fd/0")
+	target := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/0"
+	r := s.run("cat", target)
 	if r.code == 0 {
 		t.Fatalf("reading another process's fd through /proc succeeded: %s", r.stdout)
 	}
-	mustContain(t, "stderr", r.stderr, "permwrap: denied openat — permwrap could not decide this request")
+	mustContain(t, "stderr", r.stderr, "permwrap: denied openat "+target+" — permwrap could not decide this request")
 	mustContain(t, "stderr", r.stderr, "of another process")
 	var logged bool
 	for _, rec := range s.logRecords() {
