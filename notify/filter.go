@@ -9,95 +9,68 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"slices"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// FilterOptions chooses between the filter's variants. The zero value is the
-// safe one: every watched syscall is notified.
+// FilterOptions is what the filter is built from. notify knows nothing of
+// policy or of which syscalls matter to it: the caller (the supervisor's
+// syscall table) says which calls to send to it, and notify adds the
+// architecture checks and the side doors it always shuts.
 type FilterOptions struct {
-	// SkipReadOnlyOpens lets open/openat whose flags are plain read-only run
-	// without a notification (ALLOW in BPF). Only set it when no read rule
-	// needs the supervisor: Landlock is then the only check on reads.
-	// openat2 (flags in memory) and creat are always notified.
-	SkipReadOnlyOpens bool
+	// Rules say which syscalls are sent to the supervisor (or refused in
+	// BPF), and under which argument conditions.
+	Rules []Rule
 	// DenyPtrace makes ptrace fail with EPERM, so no sandboxed process can
 	// rewrite another's memory while the supervisor decides on it.
 	DenyPtrace bool
 }
 
+// Rule sends one syscall to the supervisor (SECCOMP_RET_USER_NOTIF), or,
+// with Errno set, fails it in BPF with that errno. With When empty it
+// applies to every call; otherwise to the calls where any one Match holds.
+// Calls no rule matches are allowed (unless a side door below refuses
+// them).
+type Rule struct {
+	Nr    int32
+	Errno unix.Errno `json:",omitempty"`
+	When  []Match    `json:",omitempty"`
+}
+
+// Match holds when all of its conditions do.
+type Match []Cond
+
+// Cond compares one syscall argument.
+type Cond struct {
+	Arg   uint   // 0..5
+	Op    CmpOp  // how Value is compared
+	Mask  uint64 `json:",omitempty"` // CmpMaskedEqual: args[Arg] & Mask == Value
+	Value uint64
+}
+
+// CmpOp is a comparison a Cond makes.
+type CmpOp uint8
+
+const (
+	// CmpMaskedEqual: args[Arg] & Mask == Value. For int arguments use a
+	// mask within the low 32 bits: the kernel ignores the upper half of an
+	// int register, so the filter must too.
+	CmpMaskedEqual CmpOp = iota + 1
+	// CmpNotEqual: args[Arg] != Value, all 64 bits (pointers).
+	CmpNotEqual
+)
+
+// handoffSyscalls must never be notified: between loading the filter and
+// handing its listener over, the init stage makes these calls, and a
+// notified one would block forever on a listener nobody reads yet.
+var handoffSyscalls = []int32{unix.SYS_SENDMSG, unix.SYS_WRITE, unix.SYS_CLOSE}
+
 // Program is a classic BPF seccomp program for x86_64.
 type Program struct {
 	Insns []unix.SockFilter
 }
-
-// Len is the number of instructions (the kernel's limit is 4096).
-func (p *Program) Len() int { return len(p.Insns) }
-
-// String disassembles the program, one instruction a line, for
-// `permwrap doctor` and debugging.
-func (p *Program) String() string {
-	var b strings.Builder
-	for i, ins := range p.Insns {
-		raw := bpf.RawInstruction{Op: ins.Code, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
-		fmt.Fprintf(&b, "%04d: %v\n", i, raw.Disassemble())
-	}
-	return b.String()
-}
-
-// oReadOnlySensitive are the open flags that make an O_RDONLY open more than
-// a read: creating, truncating, an anonymous file, or an O_PATH handle
-// (usable as a dirfd/exec handle). Any of them, or a non-zero access mode,
-// sends the open to the supervisor under SkipReadOnlyOpens.
-const (
-	oTmpfileBit        = 0x400000 // __O_TMPFILE; O_TMPFILE also sets O_DIRECTORY
-	oReadOnlySensitive = unix.O_CREAT | unix.O_TRUNC | oTmpfileBit | unix.O_PATH
-)
-
-// NotifiedSyscalls are the syscalls the filter sends to the supervisor
-// (subject to SkipReadOnlyOpens for open/openat). Exported so the
-// supervisor can check it handles every one of them.
-var NotifiedSyscalls = []int32{
-	unix.SYS_OPEN, unix.SYS_OPENAT, unix.SYS_OPENAT2, unix.SYS_CREAT,
-	unix.SYS_EXECVE, unix.SYS_EXECVEAT,
-	unix.SYS_UNLINK, unix.SYS_UNLINKAT,
-	unix.SYS_RENAME, unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2,
-	unix.SYS_MKDIR, unix.SYS_MKDIRAT, unix.SYS_RMDIR,
-	unix.SYS_LINK, unix.SYS_LINKAT, unix.SYS_SYMLINK, unix.SYS_SYMLINKAT,
-	unix.SYS_MKNOD, unix.SYS_MKNODAT,
-	unix.SYS_TRUNCATE,
-	unix.SYS_CHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_FCHMOD,
-	unix.SYS_CHOWN, unix.SYS_LCHOWN, unix.SYS_FCHOWN, unix.SYS_FCHOWNAT,
-	unix.SYS_UTIME, unix.SYS_UTIMES, unix.SYS_FUTIMESAT, unix.SYS_UTIMENSAT,
-	unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR,
-	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR,
-	unix.SYS_SETXATTRAT, unix.SYS_REMOVEXATTRAT, unix.SYS_FILE_SETATTR,
-	// bind creates a socket file for an AF_UNIX pathname; the sockaddr is
-	// in memory, so every bind is seen (and emulated) by the supervisor.
-	unix.SYS_BIND,
-}
-
-// NotifiedIoctls are the ioctl commands the filter sends to the
-// supervisor: they change a file's attributes (chattr's flags, the
-// fsxattr) through any fd, even one opened read-only, so they are writes
-// of that file. Matched on the low 32 bits only: the kernel takes the
-// command as an unsigned int, so set upper bits must not slip past.
-var NotifiedIoctls = []uint64{
-	unix.FS_IOC_SETFLAGS,
-	FS_IOC_FSSETXATTR,
-}
-
-// ArchSetFS is arch_prctl's ARCH_SET_FS.
-const ArchSetFS = 0x1002
-
-// FS_IOC_FSSETXATTR is _IOW('X', 32, struct fsxattr) (x/sys lacks it).
-const FS_IOC_FSSETXATTR = 0x401c5820
-
-// sizeofFsxattr is sizeof(struct fsxattr).
-const sizeofFsxattr = 28
 
 // deniedSyscall is a side door closed in BPF: the call fails with errno
 // without reaching the supervisor.
@@ -171,45 +144,10 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 		return nil, fmt.Errorf("notify: setting no-new-privs: %w", err)
 	}
 
-	notif := seccomp.ActNotify
-	for _, nr := range NotifiedSyscalls {
-		if o.SkipReadOnlyOpens && (nr == unix.SYS_OPEN || nr == unix.SYS_OPENAT) {
-			flagsArg := uint(1)
-			if nr == unix.SYS_OPENAT {
-				flagsArg = 2
-			}
-			if err := addReadOnlyOpenRules(f, nr, flagsArg); err != nil {
-				return nil, err
-			}
-			continue
+	for _, r := range o.Rules {
+		if err := addRule(f, r); err != nil {
+			return nil, err
 		}
-		if err := f.AddRule(seccomp.ScmpSyscall(nr), notif); err != nil {
-			return nil, fmt.Errorf("notify: rule for %s: %w", SyscallName(nr), err)
-		}
-	}
-
-	for _, cmd := range NotifiedIoctls {
-		c, err := seccomp.MakeCondition(1, seccomp.CompareMaskedEqual, 0xffffffff, cmd&0xffffffff)
-		if err != nil {
-			return nil, fmt.Errorf("notify: ioctl condition: %w", err)
-		}
-		if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_IOCTL), notif, []seccomp.ScmpCondition{c}); err != nil {
-			return nil, fmt.Errorf("notify: rule for ioctl %#x: %w", cmd, err)
-		}
-	}
-
-	// arch_prctl(ARCH_SET_FS): every libc (glibc, musl) and the Go runtime
-	// set the thread pointer with it before main and before any
-	// constructor. It is the supervisor's stop right after an exec, where
-	// the new image's argv is still the kernel's copy (programs may
-	// rewrite their argv later: mkdir -p does). Only the command (a
-	// register) is compared; the supervisor continues it.
-	setFS, err := seccomp.MakeCondition(0, seccomp.CompareMaskedEqual, 0xffffffff, ArchSetFS)
-	if err != nil {
-		return nil, fmt.Errorf("notify: arch_prctl condition: %w", err)
-	}
-	if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_ARCH_PRCTL), notif, []seccomp.ScmpCondition{setFS}); err != nil {
-		return nil, fmt.Errorf("notify: rule for arch_prctl: %w", err)
 	}
 
 	denied := deniedSyscalls
@@ -234,10 +172,6 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 		return nil, fmt.Errorf("notify: rule for seccomp: %w", err)
 	}
 
-	if err := addCloneRules(f); err != nil {
-		return nil, err
-	}
-
 	insns, err := exportBPF(f)
 	if err != nil {
 		return nil, err
@@ -249,38 +183,51 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 	return p, nil
 }
 
-// addReadOnlyOpenRules notifies open/openat unless the flags are plain
-// O_RDONLY. libseccomp has no "masked not-equal", so each way a call can be
-// more than a read is its own notify rule; what matches none is allowed.
-func addReadOnlyOpenRules(f *seccomp.ScmpFilter, nr int32, arg uint) error {
-	var conds []seccomp.ScmpCondition
-	for _, mode := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE} {
-		c, err := seccomp.MakeCondition(arg, seccomp.CompareMaskedEqual, unix.O_ACCMODE, mode)
-		if err != nil {
-			return fmt.Errorf("notify: open condition: %w", err)
-		}
-		conds = append(conds, c)
+// addRule adds one caller's rule: libseccomp ANDs the conditions of one
+// rule, and several rules for one syscall are alternatives.
+func addRule(f *seccomp.ScmpFilter, r Rule) error {
+	if slices.Contains(handoffSyscalls, r.Nr) && r.Errno == 0 {
+		return fmt.Errorf("notify: %s must not be notified: the init stage hands the listener over with it", SyscallName(r.Nr))
 	}
-	for _, bit := range []uint64{unix.O_CREAT, unix.O_TRUNC, oTmpfileBit, unix.O_PATH} {
-		c, err := seccomp.MakeCondition(arg, seccomp.CompareMaskedEqual, bit, bit)
-		if err != nil {
-			return fmt.Errorf("notify: open condition: %w", err)
-		}
-		conds = append(conds, c)
+	act := seccomp.ActNotify
+	if r.Errno != 0 {
+		act = seccomp.ActErrno.SetReturnCode(int16(r.Errno))
 	}
-	for _, c := range conds {
-		if err := f.AddRuleConditional(seccomp.ScmpSyscall(nr), seccomp.ActNotify, []seccomp.ScmpCondition{c}); err != nil {
-			return fmt.Errorf("notify: read-only rule for %s: %w", SyscallName(nr), err)
+	sc := seccomp.ScmpSyscall(r.Nr)
+	if len(r.When) == 0 {
+		if err := f.AddRule(sc, act); err != nil {
+			return fmt.Errorf("notify: rule for %s: %w", SyscallName(r.Nr), err)
+		}
+		return nil
+	}
+	for _, m := range r.When {
+		conds := make([]seccomp.ScmpCondition, 0, len(m))
+		for _, c := range m {
+			cond, err := c.scmp()
+			if err != nil {
+				return fmt.Errorf("notify: condition for %s: %w", SyscallName(r.Nr), err)
+			}
+			conds = append(conds, cond)
+		}
+		if err := f.AddRuleConditional(sc, act, conds); err != nil {
+			return fmt.Errorf("notify: conditional rule for %s: %w", SyscallName(r.Nr), err)
 		}
 	}
 	return nil
 }
 
-// addCloneRules: namespaces are allowed (see docs/kernel.md: under Landlock
-// a new user+mount namespace cannot change the mount topology, so it cannot
-// alias a path), so clone needs no rule today. Kept as the one place to
-// change if that decision is reversed.
-func addCloneRules(*seccomp.ScmpFilter) error { return nil }
+func (c Cond) scmp() (seccomp.ScmpCondition, error) {
+	if c.Arg > 5 {
+		return seccomp.ScmpCondition{}, fmt.Errorf("argument %d out of range", c.Arg)
+	}
+	switch c.Op {
+	case CmpMaskedEqual:
+		return seccomp.MakeCondition(c.Arg, seccomp.CompareMaskedEqual, c.Mask, c.Value)
+	case CmpNotEqual:
+		return seccomp.MakeCondition(c.Arg, seccomp.CompareNotEqual, c.Value)
+	}
+	return seccomp.ScmpCondition{}, fmt.Errorf("unknown comparison %d", c.Op)
+}
 
 // exportBPF dumps libseccomp's program through a pipe (ExportBPFMem needs
 // libseccomp 2.6).

@@ -1,12 +1,14 @@
 package notify
 
 import (
-	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/bpftest"
 )
 
 const (
@@ -14,36 +16,18 @@ const (
 	x32Bit        = 0x40000000
 )
 
-// vmRun runs p in x/net/bpf's VM on one seccomp_data. The VM loads words
-// big-endian while seccomp loads them in host order, so each 32-bit word
-// is stored big-endian: a program that does only 32-bit absolute loads (as
-// seccomp programs must) then sees the values the kernel would.
+// vmRun runs p in x/net/bpf's VM on one seccomp_data.
 func vmRun(t *testing.T, p *Program, nr int32, arch uint32, args [6]uint64) uint32 {
 	t.Helper()
-	insns := make([]bpf.Instruction, len(p.Insns))
-	for i, in := range p.Insns {
-		insns[i] = bpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
-		if _, ok := insns[i].(bpf.RawInstruction); ok {
-			t.Fatalf("instruction %d (%+v) is not one the VM models", i, in)
-		}
-	}
-	vm, err := bpf.NewVM(insns)
+	vm, err := bpftest.New(p.Insns)
 	if err != nil {
-		t.Fatalf("bpf.NewVM: %v", err)
+		t.Fatal(err)
 	}
-	data := make([]byte, 64)
-	binary.BigEndian.PutUint32(data[0:], uint32(nr))
-	binary.BigEndian.PutUint32(data[4:], arch)
-	// ip (8..16) stays zero.
-	for i, a := range args {
-		binary.BigEndian.PutUint32(data[16+8*i:], uint32(a))
-		binary.BigEndian.PutUint32(data[16+8*i+4:], uint32(a>>32))
-	}
-	ret, err := vm.Run(data)
+	ret, err := vm.Run(nr, arch, args)
 	if err != nil {
 		t.Fatalf("VM run: %v", err)
 	}
-	return uint32(ret)
+	return ret
 }
 
 const (
@@ -54,19 +38,7 @@ const (
 
 func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 
-func retString(r uint32) string {
-	switch r & unix.SECCOMP_RET_ACTION_FULL {
-	case retAllow:
-		return "ALLOW"
-	case retNotify:
-		return "USER_NOTIF"
-	case retKill:
-		return "KILL_PROCESS"
-	case unix.SECCOMP_RET_ERRNO:
-		return fmt.Sprintf("ERRNO(%s)", unix.ErrnoName(unix.Errno(r&unix.SECCOMP_RET_DATA)))
-	}
-	return fmt.Sprintf("%#x", r)
-}
+func retString(r uint32) string { return bpftest.Action(r) }
 
 type vmCase struct {
 	name string
@@ -106,7 +78,7 @@ const hi = 0xdead_beef_0000_0000
 const atFdcwd = uint64(0xffff_ffff_ffff_ff9c)
 
 func TestFilterVMDefault(t *testing.T) {
-	p := buildOrFail(t, FilterOptions{})
+	p := buildOrFail(t, FilterOptions{Rules: testRules(false)})
 	cases := []vmCase{
 		{name: "i386 open via int 0x80", nr: 5, arch: auditArchI386, want: retKill},
 		{name: "i386 getpid", nr: 20, arch: auditArchI386, want: retKill},
@@ -131,7 +103,7 @@ func TestFilterVMDefault(t *testing.T) {
 		{name: "unshare allowed (docs/kernel.md)", nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_NEWNS}, want: retAllow},
 		{name: "invalid nr -1", nr: -1, want: retAllow},
 	}
-	for _, nr := range NotifiedSyscalls {
+	for _, nr := range testNotified {
 		cases = append(cases, vmCase{name: SyscallName(nr), nr: nr, want: retNotify})
 	}
 	for _, d := range deniedSyscalls {
@@ -141,7 +113,7 @@ func TestFilterVMDefault(t *testing.T) {
 }
 
 func TestFilterVMDenyPtrace(t *testing.T) {
-	p := buildOrFail(t, FilterOptions{DenyPtrace: true})
+	p := buildOrFail(t, FilterOptions{Rules: testRules(false), DenyPtrace: true})
 	runVMCases(t, p, []vmCase{
 		{name: "ptrace", nr: unix.SYS_PTRACE, args: [6]uint64{unix.PTRACE_ATTACH, 1}, want: retErrno(unix.EPERM)},
 		{name: "getpid", nr: unix.SYS_GETPID, want: retAllow},
@@ -150,7 +122,7 @@ func TestFilterVMDenyPtrace(t *testing.T) {
 }
 
 func TestFilterVMSkipReadOnlyOpens(t *testing.T) {
-	p := buildOrFail(t, FilterOptions{SkipReadOnlyOpens: true})
+	p := buildOrFail(t, FilterOptions{Rules: testRules(true)})
 	openat := func(flags uint64) [6]uint64 { return [6]uint64{atFdcwd, 0x1000, flags, 0} }
 	open := func(flags uint64) [6]uint64 { return [6]uint64{0x1000, flags, 0} }
 	cases := []vmCase{
@@ -181,7 +153,7 @@ func TestFilterVMSkipReadOnlyOpens(t *testing.T) {
 }
 
 func TestFilterString(t *testing.T) {
-	p := buildOrFail(t, FilterOptions{})
+	p := buildOrFail(t, FilterOptions{Rules: testRules(false)})
 	if p.Len() == 0 || p.Len() > maxInsns {
 		t.Fatalf("Len() = %d", p.Len())
 	}
@@ -205,5 +177,59 @@ func TestDecodeSockFiltersRejectsPartial(t *testing.T) {
 		if _, err := decodeSockFilters(make([]byte, n)); err == nil {
 			t.Errorf("decodeSockFilters(%d bytes): no error", n)
 		}
+	}
+}
+
+// Len is the number of instructions (the kernel's limit is 4096).
+func (p *Program) Len() int { return len(p.Insns) }
+
+// String disassembles the program, one instruction a line.
+func (p *Program) String() string {
+	var b strings.Builder
+	for i, ins := range p.Insns {
+		raw := bpf.RawInstruction{Op: ins.Code, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+		fmt.Fprintf(&b, "%04d: %v\n", i, raw.Disassemble())
+	}
+	return b.String()
+}
+
+// TestFilterConditions: every comparison a Rule can make, alone and
+// combined, with garbage in the upper half where the comparison is on an
+// int.
+func TestFilterConditions(t *testing.T) {
+	const nrA, nrB = unix.SYS_SENDTO, unix.SYS_PRLIMIT64
+	p := buildOrFail(t, FilterOptions{Rules: []Rule{
+		// sendto with a destination (args[4] != NULL) and flags with bit 0x40 clear... or flags exactly 1
+		{Nr: nrA, When: []Match{
+			{{Arg: 4, Op: CmpNotEqual, Value: 0}, {Arg: 3, Op: CmpMaskedEqual, Mask: 0x40, Value: 0}},
+			{{Arg: 3, Op: CmpMaskedEqual, Mask: 0xffffffff, Value: 1}},
+		}},
+		{Nr: nrB, Errno: unix.EPERM, When: []Match{{{Arg: 0, Op: CmpNotEqual, Value: 0}}}},
+	}})
+	runVMCases(t, p, []vmCase{
+		{name: "dest, flags 0", nr: nrA, args: [6]uint64{0, 0, 0, 0, 0x1000}, want: retNotify},
+		{name: "dest, flags 0x40", nr: nrA, args: [6]uint64{0, 0, 0, 0x40, 0x1000}, want: retAllow},
+		{name: "dest in the upper half only", nr: nrA, args: [6]uint64{0, 0, 0, 0, 0x1_0000_0000}, want: retNotify},
+		{name: "no dest, flags 0", nr: nrA, want: retAllow},
+		{name: "no dest, flags 1", nr: nrA, args: [6]uint64{0, 0, 0, 1, 0}, want: retNotify},
+		{name: "no dest, flags 1 with upper garbage", nr: nrA, args: [6]uint64{0, 0, 0, hi | 1, 0}, want: retNotify},
+		{name: "errno rule, pid set", nr: nrB, args: [6]uint64{42}, want: retErrno(unix.EPERM)},
+		{name: "errno rule, pid 0", nr: nrB, want: retAllow},
+	})
+}
+
+// TestFilterRefusesHandoffNotify: the init stage hands the listener over
+// with sendmsg and close; notifying either would deadlock it.
+func TestFilterRefusesHandoffNotify(t *testing.T) {
+	for _, nr := range []int32{unix.SYS_SENDMSG, unix.SYS_WRITE, unix.SYS_CLOSE} {
+		if _, err := BuildFilter(FilterOptions{Rules: []Rule{{Nr: nr}}}); err == nil {
+			t.Errorf("a notify rule for %s was accepted", SyscallName(nr))
+		}
+		if _, err := BuildFilter(FilterOptions{Rules: []Rule{{Nr: nr, Errno: unix.EPERM}}}); err != nil {
+			t.Errorf("an errno rule for %s was refused: %v", SyscallName(nr), err)
+		}
+	}
+	if _, err := BuildFilter(FilterOptions{Rules: []Rule{{Nr: unix.SYS_OPENAT, When: []Match{{{Arg: 6, Op: CmpNotEqual}}}}}}); err == nil {
+		t.Error("a condition on argument 6 was accepted")
 	}
 }

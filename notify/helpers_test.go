@@ -17,14 +17,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 const (
-	envChildRole     = "PERMWRAP_NOTIFY_TEST_CHILD"
-	envChildOpts     = "PERMWRAP_NOTIFY_TEST_OPTS" // comma list: skipro, ptrace, nowaitkill
-	envRequireKernel = "PERMWRAP_REQUIRE_KERNEL"
-	childHandoffFd   = 3
-	exitChildSetup   = 97 // the child could not build or install the filter
+	envChildRole   = "PERMWRAP_NOTIFY_TEST_CHILD"
+	envChildOpts   = "PERMWRAP_NOTIFY_TEST_OPTS" // comma list: skipro, ptrace, nowaitkill
+	childHandoffFd = 3
+	exitChildSetup = 97 // the child could not build or install the filter
 )
 
 var (
@@ -60,17 +61,18 @@ func childMain(role string) int {
 		return exitChildSetup
 	}
 	var o FilterOptions
-	noWaitKill := false
+	noWaitKill, skipRO := false, false
 	for _, opt := range strings.Split(os.Getenv(envChildOpts), ",") {
 		switch opt {
 		case "skipro":
-			o.SkipReadOnlyOpens = true
+			skipRO = true
 		case "ptrace":
 			o.DenyPtrace = true
 		case "nowaitkill":
 			noWaitKill = true
 		}
 	}
+	o.Rules = testRules(skipRO)
 	p, err := BuildFilter(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "BuildFilter:", err)
@@ -108,17 +110,6 @@ func installWithoutWaitKillable(p *Program) (int, error) {
 		return -1, err
 	}
 	return sysSeccompSetFilter(installFlagsBase, p.Insns)
-}
-
-// requireKernel skips t because the kernel lacks something, unless
-// PERMWRAP_REQUIRE_KERNEL=1, where the missing feature is a failure.
-func requireKernel(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv(envRequireKernel) == "1" {
-		t.Fatalf("kernel feature required (%s=1): %s", envRequireKernel, msg)
-	}
-	t.Skipf("kernel feature missing: %s (set %s=1 to fail instead)", msg, envRequireKernel)
 }
 
 // filteredChild is a running child under the filter and the listener the
@@ -184,7 +175,7 @@ func startFilteredChildStdin(t testing.TB, stdin *os.File, role string, opts str
 	if err != nil || n == 0 {
 		c.Wait()
 		if c.Cmd.ProcessState != nil && c.Cmd.ProcessState.ExitCode() == exitChildSetup {
-			requireKernel(t, "child could not install the filter: %s", strings.TrimSpace(c.stderr.String()))
+			kerneltest.Skipf(t, "child could not install the filter: %s", strings.TrimSpace(c.stderr.String()))
 		}
 		t.Fatalf("receiving listener: n=%d err=%v; child stderr: %s", n, err, c.stderr.String())
 	}

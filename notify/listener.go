@@ -36,11 +36,6 @@ type Notif struct {
 	Args  [6]uint64
 }
 
-func (n *Notif) String() string {
-	return fmt.Sprintf("#%d tid %d %s(%#x, %#x, %#x, %#x, %#x, %#x)", n.ID, n.Pid, SyscallName(n.Nr),
-		n.Args[0], n.Args[1], n.Args[2], n.Args[3], n.Args[4], n.Args[5])
-}
-
 // Listener serves one seccomp listener fd.
 //
 // Concurrency: any number of goroutines may call Receive and the respond
@@ -82,14 +77,6 @@ func NewListener(fd int) *Listener {
 		wake = -1
 	}
 	return &Listener{fd: fd, wake: wake}
-}
-
-// Fd is the listener fd, for the caller's diagnostics only; it stays owned
-// by the Listener and is -1 once closed.
-func (l *Listener) Fd() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.fd
 }
 
 func (l *Listener) acquire() error {
@@ -368,22 +355,4 @@ func (l *Listener) IDValid(id uint64) error {
 		}
 		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ID_VALID: %w", err)
 	}
-}
-
-// SetSyncWakeUp asks the kernel to wake the target on the answering CPU
-// (Linux 6.6+). It wins on serial workloads and loses on parallel ones; see
-// kernel-facts §7. On an older kernel the error wraps ErrNotSupported.
-func (l *Listener) SetSyncWakeUp() error {
-	if err := l.acquire(); err != nil {
-		return err
-	}
-	defer l.release()
-	err := ioctlNotifSetFlags(l.fd, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
-	switch err {
-	case nil:
-		return nil
-	case unix.EINVAL, unix.ENOTTY, unix.EOPNOTSUPP:
-		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS(SYNC_WAKE_UP) needs Linux 6.6+: %w: %w", ErrNotSupported, err)
-	}
-	return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS: %w", err)
 }

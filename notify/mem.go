@@ -210,19 +210,6 @@ func ReadBytes(pid int, addr uint64, n int) ([]byte, error) {
 	return out, nil
 }
 
-// ReadPointerArray reads a NULL-terminated array of pointers (argv, envp).
-// More than maxEntries non-NULL entries is E2BIG, never a truncation.
-// A NULL array is EFAULT; callers wanting execve's "NULL argv means empty"
-// check for addr 0 themselves (ReadArgv does).
-func ReadPointerArray(pid int, addr uint64, maxEntries int) ([]uint64, error) {
-	r := memReader{pid: pid}
-	ptrs, err := r.readPointerArray(addr, maxEntries)
-	if err != nil {
-		return nil, memError("pointer array", pid, addr, err)
-	}
-	return ptrs, nil
-}
-
 // ReadArgv reads an argv (or envp) array: at most maxArgs strings totalling
 // at most maxBytes including their NULs. Past either bound it is E2BIG,
 // never a silent truncation (a check on a truncated argv would judge a

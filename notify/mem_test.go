@@ -286,3 +286,16 @@ func BenchmarkReadArgv(b *testing.B) {
 	runtime.KeepAlive(buf)
 	runtime.KeepAlive(ptrs)
 }
+
+// ReadPointerArray reads a NULL-terminated array of pointers (argv, envp).
+// More than maxEntries non-NULL entries is E2BIG, never a truncation.
+// A NULL array is EFAULT; callers wanting execve's "NULL argv means empty"
+// check for addr 0 themselves (ReadArgv does).
+func ReadPointerArray(pid int, addr uint64, maxEntries int) ([]uint64, error) {
+	r := memReader{pid: pid}
+	ptrs, err := r.readPointerArray(addr, maxEntries)
+	if err != nil {
+		return nil, memError("pointer array", pid, addr, err)
+	}
+	return ptrs, nil
+}

@@ -1,18 +1,15 @@
 package notify
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/notify/abiprobe"
 )
 
 // Tri is a probe result that admits not knowing.
@@ -49,7 +46,7 @@ type Features struct {
 	WaitKillable  Tri // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (5.19)
 	SyncWakeUp    Tri // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (6.6)
 	PidfdThread   Tri // pidfd_open(tid, PIDFD_THREAD) (6.9)
-	IA32Emulation Tri // a 64-bit process can make i386 syscalls (int 0x80)
+	IA32Emulation Tri // a 64-bit process can make i386 syscalls (int 0x80), as tried in a child
 
 	Notes []string
 }
@@ -167,73 +164,22 @@ func probePidfdThread(f *Features) Tri {
 	return Unknown
 }
 
+// probeIA32 tries an i386 syscall in a child process: the kernel's
+// configuration does not say whether the running kernel accepts them.
 func probeIA32(f *Features) Tri {
-	if runtime.GOARCH != "amd64" {
-		return No
-	}
-	cfg, src := readKernelConfig(f.Kernel)
-	if cfg == nil {
-		f.note("i386 emulation: no /proc/config.gz or /boot/config-%s to read; the filter kills i386 syscalls either way", f.Kernel)
+	r, err := abiprobe.I386()
+	switch {
+	case err != nil:
+		f.note("i386 syscalls: %v; the filter kills them either way", err)
 		return Unknown
+	case r.Filtered:
+		f.note("i386 syscalls: %s (already sandboxed?); the filter kills them either way", r.Why)
+		return Unknown
+	case r.Works:
+		return Yes
 	}
-	enabled, defaultOff := Unknown, false
-	sc := bufio.NewScanner(bytes.NewReader(cfg))
-	for sc.Scan() {
-		switch line := sc.Text(); line {
-		case "CONFIG_IA32_EMULATION=y":
-			enabled = Yes
-		case "# CONFIG_IA32_EMULATION is not set":
-			enabled = No
-		case "CONFIG_IA32_EMULATION_DEFAULT_DISABLED=y":
-			defaultOff = true
-		}
-	}
-	if enabled == Unknown {
-		enabled = No // absent from a readable config means not built
-	}
-	if enabled == Yes {
-		cmdline, _ := os.ReadFile("/proc/cmdline")
-		switch v := kernelParam(string(cmdline), "ia32_emulation"); {
-		case v == "false" || v == "0" || v == "n":
-			enabled = No
-		case v == "":
-			if defaultOff {
-				enabled = No
-			}
-		}
-	}
-	f.note("i386 emulation read from %s; the filter kills i386 and x32 syscalls either way", src)
-	return enabled
-}
-
-func readKernelConfig(release string) ([]byte, string) {
-	if fh, err := os.Open("/proc/config.gz"); err == nil {
-		defer fh.Close()
-		if zr, err := gzip.NewReader(fh); err == nil {
-			if b, err := io.ReadAll(io.LimitReader(zr, 16<<20)); err == nil {
-				return b, "/proc/config.gz"
-			}
-		}
-	}
-	if release != "" {
-		p := "/boot/config-" + release
-		if b, err := os.ReadFile(p); err == nil {
-			return b, p
-		}
-	}
-	return nil, ""
-}
-
-func kernelParam(cmdline, name string) string {
-	for _, w := range strings.Fields(cmdline) {
-		if w == "--" {
-			break // the rest goes to init
-		}
-		if v, ok := strings.CutPrefix(w, name+"="); ok {
-			return v
-		}
-	}
-	return ""
+	f.note("i386 syscalls: %s", r.Why)
+	return No
 }
 
 // parseKernelVersion reads "6.18.44-foo" as (6, 18).

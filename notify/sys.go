@@ -1,5 +1,7 @@
 package notify
 
+//go:generate go run gen_sysnames.go
+
 import "strconv"
 
 // SyscallName is the x86_64 name of nr for logs and the decoder; numbers

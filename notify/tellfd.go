@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
 // ErrNotTold means the target's fd was not a pipe or a regular file, so
@@ -21,7 +23,7 @@ var ErrNotTold = errors.New("notify: fd is not a pipe or a regular file")
 // target's fd is that same file, the person already saw the notice there
 // and nothing is written.
 func TellFd(tid, fd int, line []byte, skip *os.File) error {
-	f, err := GetFd(tid, fd)
+	f, err := pin.GetFd(tid, fd)
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,9 @@ ensure_test_deps() {
 	ensure_build_deps
 	# Real programs the workload and prompt tests drive.
 	apt_install tmux git make tar python3 strace
+	# npm may come from elsewhere than Debian (nodesource, nvm): only when
+	# there is none at all.
+	command -v npm >/dev/null 2>&1 || apt_install npm
 }
 
 build_permwrap() {

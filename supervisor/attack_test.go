@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -80,10 +81,11 @@ type attack struct {
 	// args returns extra arguments, computed from the fresh workspace.
 	args func(t *testing.T, s *sandbox) []string
 	// impossible says why the kernel under test cannot do the attack at
-	// all, even bare ("" when it can). Only a reason the test proves
-	// itself belongs here; the bare half is then not required to work,
-	// but the permwrap half still runs.
-	impossible func() string
+	// all, even bare ("" when it can). Only a reason a trial established
+	// belongs here; the bare half is then not required to work, the
+	// permwrap half still runs and must let nothing through, and the test
+	// is reported skipped (kerneltest.Impossible): nothing was shown.
+	impossible func(t *testing.T) string
 	// unavailable says why the bare half cannot work here although the
 	// attack is possible in principle (a sysctl, say): the test skips,
 	// and fails under PERMWRAP_REQUIRE_KERNEL=1.
@@ -192,7 +194,7 @@ var attacks = []attack{
 }
 
 func TestAttacks(t *testing.T) {
-	kerneltest.RequireUserNotif(t)
+	requireSupervision(t)
 	bin := buildAttacks(t)
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -237,10 +239,7 @@ func attackDir() string {
 // parallel, and returns the directory holding the binaries.
 func buildAttacks(t *testing.T) string {
 	t.Helper()
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		kerneltest.Skip(t, "no C compiler (cc) to build testdata/attacks: "+err.Error())
-	}
+	cc := kerneltest.Tool(t, "cc")
 	dir := attackDir()
 	srcs, _ := filepath.Glob(filepath.Join(dir, "*.c"))
 	support, _ := filepath.Glob(filepath.Join(dir, "support", "*.c"))
@@ -434,12 +433,19 @@ func runAttack(t *testing.T, bin string, a attack) {
 	}
 	impossible := ""
 	if a.impossible != nil {
-		impossible = a.impossible()
+		impossible = a.impossible(t)
 	}
+	race := isRace(a)
 
-	// Bare: the attack must work, or the permwrap half proves nothing.
+	// Bare: the attack must work, or the permwrap half proves nothing. A
+	// race keeps trying until it wins, up to raceCap.
 	bare := newAttackSetup(t, bin)
+	if race {
+		bare.s.env = []string{fmt.Sprintf("PERMWRAP_RACE_SECONDS=%g", raceCap.Seconds())}
+	}
+	bareStart := time.Now()
 	r := bare.s.bare(argv(bare)...)
+	bareTook := time.Since(bareStart)
 	if !bare.s.exists("attack-started") {
 		t.Fatalf("the attack program did not start bare (no attack-started)\nstdout: %s\nstderr: %s", clip(r.stdout), clip(r.stderr))
 	}
@@ -450,6 +456,9 @@ func runAttack(t *testing.T, bin string, a attack) {
 	case impossible != "":
 		t.Logf("attack impossible on this kernel, so it cannot work bare: %s; permwrap must still refuse it", impossible)
 	default:
+		if race {
+			kerneltest.Skipf(t, "the bare side never won the race in %v (%s), so a block under permwrap would prove nothing", bareTook.Round(time.Second), lastLine(r.stderr))
+		}
 		if a.unavailable != nil {
 			if why := a.unavailable(); why != "" {
 				kerneltest.Skip(t, "the attack cannot be shown to work bare here: "+why)
@@ -459,8 +468,15 @@ func runAttack(t *testing.T, bin string, a attack) {
 			a.effects, got, diffs, clip(r.stdout), clip(r.stderr))
 	}
 
-	// Under permwrap: nothing may get through, by any of the effects.
+	// Under permwrap: nothing may get through, by any of the effects. A
+	// race gets at least as long as bare needed to win (3×, for
+	// permwrap's slower calls), and never less than 4 s.
 	as := newAttackSetup(t, bin)
+	if race {
+		budget := min(max(3*bareTook, raceMin), raceCap)
+		as.s.env = []string{fmt.Sprintf("PERMWRAP_RACE_SECONDS=%g", budget.Seconds())}
+		t.Logf("bare won the race in %v; permwrap gets %v", bareTook.Round(time.Millisecond), budget.Round(time.Millisecond))
+	}
 	r = as.s.run(argv(as)...)
 	if !as.s.exists("attack-started") {
 		// A blocked attack proves nothing if the program never ran.
@@ -487,13 +503,33 @@ func runAttack(t *testing.T, bin string, a attack) {
 	if a.wantStderr != "" && !strings.Contains(r.stderr, a.wantStderr) {
 		t.Errorf("under permwrap the program's stderr must show %q\nstderr: %s", a.wantStderr, clip(r.stderr))
 	}
+	if testing.Verbose() {
+		t.Logf("permwrap: exit %d; stderr:\n%s", r.code, clip(r.stderr))
+	}
+	if impossible != "" {
+		// Nothing got through, but nothing was shown either: the kernel
+		// itself refuses the attack.
+		kerneltest.Impossible(t, impossible)
+	}
 	if a.sigsys && r.code != 128+int(unix.SIGSYS) {
 		t.Errorf("under permwrap the process must be killed by SIGSYS (exit %d), got exit %d\nstderr: %s",
 			128+int(unix.SIGSYS), r.code, clip(r.stderr))
 	}
-	if testing.Verbose() {
-		t.Logf("permwrap: exit %d; stderr:\n%s", r.code, clip(r.stderr))
-	}
+}
+
+// Races (every *_race_* attack, see testdata/attacks/common.h) run until
+// they win: bare up to raceCap, under permwrap for at least raceMin.
+const (
+	raceCap = 60 * time.Second
+	raceMin = 4 * time.Second
+)
+
+func isRace(a attack) bool { return strings.Contains(a.name, "_race_") }
+
+// lastLine is the last non-empty line of s (an attack's own summary).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // checkControl requires the attack's allowed twin to have worked.
@@ -541,7 +577,7 @@ func readSysctl(name string) string {
 // ioUringImpossible: with kernel.io_uring_disabled=2 nobody, root
 // included, can create a ring; with the sysctl absent the kernel has no
 // io_uring at all (io_uring_setup is ENOSYS).
-func ioUringImpossible() string {
+func ioUringImpossible(*testing.T) string {
 	if readSysctl("kernel.io_uring_disabled") == "2" {
 		return "kernel.io_uring_disabled=2: io_uring_setup fails for every process"
 	}
@@ -560,7 +596,7 @@ func ioUringUnavailable() string {
 
 // x32Impossible: the kernel answers ENOSYS to any x32 syscall when it is
 // built without CONFIG_X86_X32_ABI; probe with getpid.
-func x32Impossible() string {
+func x32Impossible(*testing.T) string {
 	const x32Bit = 0x40000000
 	if _, _, e := unix.Syscall(x32Bit|unix.SYS_GETPID, 0, 0, 0); e == unix.ENOSYS {
 		return "x32 getpid is ENOSYS: kernel built without CONFIG_X86_X32_ABI"
@@ -568,13 +604,13 @@ func x32Impossible() string {
 	return ""
 }
 
-// ia32Impossible: without CONFIG_IA32_EMULATION (or with ia32_emulation=0
-// on the command line) int 0x80 kills the process bare too; that shows as
-// a bare run that did not work, so only the documented switch is checked.
-func ia32Impossible() string {
-	b, err := os.ReadFile("/proc/cmdline")
-	if err == nil && bytes.Contains(b, []byte("ia32_emulation=0")) {
-		return "ia32_emulation=0 on the kernel command line"
+// ia32Impossible: a kernel (or hypervisor) that refuses i386 syscalls
+// makes int 0x80 raise SIGSEGV bare and under permwrap alike, before
+// seccomp sees it. Decided by trying one in a child; a trial that breaks
+// fails the test.
+func ia32Impossible(t *testing.T) string {
+	if ok, why := kerneltest.I386(t); !ok {
+		return why
 	}
 	return ""
 }

@@ -8,12 +8,14 @@
 // executes the command, whose execve is the first notification the
 // supervisor judges.
 //
-// Serving: a pool of goroutines receives notifications, decodes each
-// syscall into path and exec intents (reading every pointer argument from
-// the target's memory once), resolves paths the way the kernel would (with
-// notify.Resolve, pinned by file descriptors), asks the engine, and answers
-// in one place (answer.go): an allowed operation is performed by the
-// supervisor on exactly what was checked and its result handed back; a
-// denial is an errno. Asks go to the authority chain off the receiving
-// goroutine so that one pending question never stalls the sandbox.
+// Serving: a pool of goroutines receives notifications. The syscall table
+// (syscalls.go, one row per watched syscall, from which the BPF filter's
+// rules are also derived) gives each its decoder, which reads every
+// argument from the target's memory once and resolves its paths the way
+// the kernel would (notify/pin, pinned by file descriptors) into a typed
+// call (calls.go). The call is judged by the engine without any further
+// I/O, and an allowed call is performed by the supervisor on exactly what
+// was pinned, its result handed back; a denial is an errno. Asks go to the
+// authority chain off the receiving goroutine so that one pending question
+// never stalls the sandbox. docs/architecture.md walks through it.
 package supervisor

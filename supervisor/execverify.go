@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
 // execve cannot be emulated: the kernel must load the new image into the
@@ -30,23 +30,39 @@ import (
 // a poller that watches /proc right after the continue, for images that
 // never make that call. The residual window is in docs/security.md.
 
-type devIno struct{ dev, ino uint64 }
-
-func statDevIno(path string) (devIno, bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return devIno{}, false
-	}
-	return devIno{st.Dev, st.Ino}, true
+// execCall is an execve/execveat as decoded: the binary as invoked and as
+// resolved, argv, the caller's cwd, and the image the kernel will run.
+type execCall struct {
+	tid   int
+	path  *pin.Resolved
+	raw   string // the path as the target passed it
+	argv  []string
+	cwd   string
+	image pin.Image
 }
+
+// judge: the command line meets the bash rules and the binary the exec
+// rules; a #! script runs its interpreter, so each one of the chain is an
+// exec too, judged like the script itself.
+func (c *execCall) judge(p *engine.Policy) verdict {
+	d := p.DecideExec(engine.ExecIntent{Path: c.raw, Resolved: c.path.Path, Argv: c.argv, Cwd: c.cwd})
+	argv := displayArgv(c.raw, c.path.Path, c.argv)
+	v := verdict{result: d.Result, access: "exec", value: engine.RenderArgv(argv), exec: &d, argv: argv}
+	for _, in := range c.image.Interps {
+		v.result = moreRestrictive(v.result, p.DecidePath(engine.AccessExec, in.Path))
+	}
+	return v
+}
+
+func (c *execCall) perform(s *supervisor, id uint64) { s.continueExec(id, c) }
+func (c *execCall) close()                           { c.path.Close() }
 
 type pendingExec struct {
 	tgid      int
-	preExe    devIno
-	preCmd    []byte
-	wantExe   []devIno // any of these (the binary, or the chain of #! interpreters)
-	anyExe    bool     // not ELF nor #!: binfmt_misc may pick the interpreter; argv is still checked
-	wantTail  [][]byte // the checked argv; for scripts only argv[1:] is compared (as a suffix)
+	pre       pin.Running  // what the process ran before the exec
+	wantExe   []pin.FileID // any of these (the binary, or the chain of #! interpreters)
+	anyExe    bool         // not ELF nor #!: binfmt_misc may pick the interpreter; argv is still checked
+	wantTail  [][]byte     // the checked argv; for scripts only argv[1:] is compared (as a suffix)
 	script    bool
 	command   string // for messages
 	verified  atomic.Bool
@@ -66,35 +82,29 @@ func (v *execVerifier) init(s *supervisor) {
 }
 
 // continueExec lets an allowed exec run and arranges its verification.
-func (s *supervisor) continueExec(r *request) {
-	p := &pendingExec{startedAt: time.Now(), command: engine.RenderArgv(displayArgv(r))}
-	tgid, err := notify.Tgid(r.tid)
+func (s *supervisor) continueExec(id uint64, c *execCall) {
+	p := &pendingExec{startedAt: time.Now(), command: engine.RenderArgv(displayArgv(c.raw, c.path.Path, c.argv))}
+	tgid, err := pin.Tgid(c.tid)
 	if err != nil {
-		s.respondErr(r.n.ID, unix.EACCES)
+		s.respondErr(id, unix.EACCES)
 		return
 	}
 	p.tgid = tgid
-	base := "/proc/" + strconv.Itoa(tgid)
-	p.preExe, _ = statDevIno(base + "/exe")
-	p.preCmd, _ = os.ReadFile(base + "/cmdline")
+	p.pre, _, _ = pin.ReadRunning(tgid)
 
-	// What the kernel must end up running (identified when judged).
-	if !r.haveImage {
-		s.respondErr(r.n.ID, unix.EACCES)
-		return
-	}
-	p.wantExe = []devIno{r.image}
-	switch r.imageKind {
-	case imageScript:
+	// What the kernel must end up running (identified when decoded).
+	p.wantExe = []pin.FileID{c.image.ID}
+	switch c.image.Kind {
+	case pin.ImageScript:
 		p.script = true
 		p.wantExe = p.wantExe[:0]
-		for _, in := range r.interps {
-			p.wantExe = append(p.wantExe, in.id)
+		for _, in := range c.image.Interps {
+			p.wantExe = append(p.wantExe, in.ID)
 		}
-	case imageOther:
+	case pin.ImageOther:
 		p.anyExe = true
 	}
-	for _, a := range r.argv {
+	for _, a := range c.argv {
 		p.wantTail = append(p.wantTail, []byte(a))
 	}
 	if p.script && len(p.wantTail) > 0 {
@@ -106,18 +116,18 @@ func (s *supervisor) continueExec(r *request) {
 	// image finds it either way.
 	v := &s.execs
 	v.mu.Lock()
-	v.pending[r.tid] = p
-	if tgid != r.tid {
+	v.pending[c.tid] = p
+	if tgid != c.tid {
 		v.pending[tgid] = p
 	}
 	v.count.Store(int32(len(v.pending)))
 	v.mu.Unlock()
 
-	if err := s.l.Continue(r.n.ID); err != nil {
-		v.forget(p, r.tid)
+	if err := s.l.Continue(id); err != nil {
+		v.forget(p, c.tid)
 		return
 	}
-	go v.poll(p, r.tid)
+	go v.poll(p, c.tid)
 }
 
 func (v *execVerifier) forget(p *pendingExec, tid int) {
@@ -142,34 +152,15 @@ const (
 )
 
 func (v *execVerifier) state(p *pendingExec) execState {
-	base := "/proc/" + strconv.Itoa(p.tgid)
-	// exe and cmdline are two reads; an exec can land between them. Both
-	// come from the process's mm, so reading exe again and retrying when
-	// it changed gives a consistent pair.
-	var exe devIno
-	var cmd []byte
-	for try := 0; ; try++ {
-		e1, ok := statDevIno(base + "/exe")
-		if !ok {
-			return execGone
-		}
-		c, err := os.ReadFile(base + "/cmdline")
-		if err != nil {
-			return execGone
-		}
-		e2, ok := statDevIno(base + "/exe")
-		if !ok {
-			return execGone
-		}
-		if e1 == e2 {
-			exe, cmd = e1, c
-			break
-		}
-		if try == 10 {
-			return execUnchanged // still moving; look again later
-		}
+	run, ok, err := pin.ReadRunning(p.tgid)
+	if err != nil {
+		return execGone
 	}
-	if exe == p.preExe && bytes.Equal(cmd, p.preCmd) {
+	if !ok {
+		return execUnchanged // still moving; look again later
+	}
+	exe, cmd := run.Exe, run.Cmdline
+	if exe == p.pre.Exe && bytes.Equal(cmd, p.pre.Cmdline) {
 		return execUnchanged
 	}
 	if len(cmd) == 0 {
@@ -266,7 +257,7 @@ func (v *execVerifier) fail(p *pendingExec, tid int) {
 	if !p.verified.CompareAndSwap(false, true) {
 		return
 	}
-	_ = unix.Kill(p.tgid, unix.SIGKILL)
+	_ = pin.Kill(p.tgid)
 	v.forget(p, tid)
 	s := v.s
 	s.notices.line("permwrap: killed process " + strconv.Itoa(p.tgid) + ": what it executed is not what was checked (" + p.command + ")")
@@ -276,70 +267,4 @@ func (v *execVerifier) fail(p *pendingExec, tid int) {
 		req.Process = authority.Process{PID: p.tgid}
 		s.cfg.Log.Decided(req, false, authority.Denied(authority.ByError{Reason: "exec verification failed"}, "the executed image or argv differs from the checked one"))
 	}
-}
-
-type imageKind int
-
-const (
-	imageELF imageKind = iota
-	imageScript
-	imageOther
-)
-
-// interpreterChain reads the head of the executable the request
-// resolved: for a #! script it returns each interpreter of the chain (up
-// to the kernel's depth of 4), resolved the way the kernel will (from the
-// exec'ing thread's root and cwd, symlinks followed), with the identity
-// /proc/PID/exe will show; for ELF nothing; anything else is left to
-// binfmt_misc, which permwrap cannot predict (imageOther).
-func interpreterChain(tid int, first *os.File) ([]interpreter, imageKind) {
-	var out []interpreter
-	cur := "/proc/self/fd/" + strconv.Itoa(int(first.Fd()))
-	for depth := 0; depth < 5; depth++ {
-		head := make([]byte, 256)
-		fd, err := unix.Open(cur, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-		if err != nil {
-			return out, imageOther
-		}
-		n, _ := unix.Read(fd, head)
-		unix.Close(fd)
-		head = head[:max(n, 0)]
-		switch {
-		case bytes.HasPrefix(head, []byte("\x7fELF")):
-			if depth == 0 {
-				return nil, imageELF
-			}
-			return out, imageScript
-		case bytes.HasPrefix(head, []byte("#!")):
-			line := head[2:]
-			if i := bytes.IndexByte(line, '\n'); i >= 0 {
-				line = line[:i]
-			}
-			fields := bytes.Fields(line)
-			if len(fields) == 0 {
-				return out, imageOther
-			}
-			res, err := notify.Resolve(tid, unix.AT_FDCWD, string(fields[0]), notify.FollowLast)
-			if err != nil {
-				return out, imageOther
-			}
-			var st unix.Stat_t
-			ok := res.Exists && res.Dir != nil && unix.Fstatat(int(res.Dir.Fd()), res.Name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
-			path := res.Path
-			res.Close()
-			if !ok {
-				return out, imageOther
-			}
-			out = append(out, interpreter{path: path, id: devIno{st.Dev, st.Ino}})
-			cur = path
-		default:
-			return out, imageOther
-		}
-	}
-	return out, imageOther
-}
-
-type interpreter struct {
-	path string
-	id   devIno
 }

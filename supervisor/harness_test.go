@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/notify"
 )
 
 // permwrapBin is the permwrap binary built once for the end-to-end tests.
@@ -50,6 +51,22 @@ type sandbox struct {
 	workspace string
 	home      string
 	logPath   string
+	// env is added to the environment of run and bare.
+	env []string
+}
+
+// requireSupervision skips (or, under PERMWRAP_REQUIRE_KERNEL=1, fails)
+// unless seccomp user notification and Landlock are usable here, as
+// notify.Probe (what permwrap doctor says) sees them.
+func requireSupervision(t *testing.T) {
+	t.Helper()
+	f := notify.Probe()
+	if f.UserNotif != notify.Yes {
+		kerneltest.Skip(t, "seccomp user notification ("+f.UserNotif.String()+")")
+	}
+	if f.LandlockABI < 1 {
+		kerneltest.Skip(t, "landlock")
+	}
 }
 
 // newSandbox writes policy (JSONC text, "" for the embedded default) and
@@ -57,7 +74,7 @@ type sandbox struct {
 // features.
 func newSandbox(t *testing.T, policy string) *sandbox {
 	t.Helper()
-	kerneltest.RequireUserNotif(t)
+	requireSupervision(t)
 	dir := t.TempDir()
 	// t.TempDir may sit under a path the policy mentions; resolve it.
 	dir, _ = filepath.EvalSymlinks(dir)
@@ -105,6 +122,7 @@ func (s *sandbox) runWith(onStart func(*exec.Cmd), argv ...string) result {
 		"HOME="+s.home,
 		"XDG_STATE_HOME="+filepath.Join(s.dir, "state"),
 	)
+	cmd.Env = append(cmd.Env, s.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	done := make(chan error, 1)
@@ -135,7 +153,7 @@ func (s *sandbox) bare(argv ...string) result {
 	s.t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.workspace
-	cmd.Env = append(os.Environ(), "HOME="+s.home)
+	cmd.Env = append(append(os.Environ(), "HOME="+s.home), s.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	_ = cmd.Run()

@@ -86,9 +86,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		WriteAnywhere:   floor.WriteAnywhere,
 		RequireLandlock: cfg.RequireLandlock,
 		Filter: notify.FilterOptions{
-			// A policy that allows every read needs no notification for a
-			// plain read-only open (the costliest kind of call).
-			SkipReadOnlyOpens: cfg.Policy.ReadsAlwaysAllowed(),
+			// The syscall table's rules. A policy that allows every read
+			// needs no notification for a plain read-only open (the
+			// costliest kind of call).
+			Rules: filterRules(cfg.Policy.ReadsAlwaysAllowed()),
 			// No sandboxed process may ptrace another (or read and write
 			// its memory that way).
 			DenyPtrace: true,

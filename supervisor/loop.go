@@ -10,12 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
 // Decider answers asks: the authority chain ending in its terminal.
@@ -46,6 +49,8 @@ type supervisor struct {
 	// for its answer cannot be interrupted (see installFD).
 	waitKillable bool
 	scripts      scriptApprovals
+	// troubleSaid: a failed receive was reported (once per run).
+	troubleSaid atomic.Bool
 
 	asks sync.WaitGroup
 }
@@ -74,23 +79,54 @@ func (s *supervisor) serve() {
 func (s *supervisor) worker() {
 	// Not locked to a thread: RECV blocks in the kernel like any syscall,
 	// and a locked goroutine costs a thread hand-off at every wake-up.
+	receiveLoop(s.l, s.handle, s.receiveTrouble, time.Sleep)
+}
+
+// receiver is the listener as the receiving loop sees it.
+type receiver interface {
+	Receive(n *notify.Notif) error
+}
+
+// Backoff after a failed receive: short enough that a passing shortage
+// (a file limit, memory) costs the sandbox little, long enough that a
+// persistent one does not spin.
+const (
+	receiveBackoffMin = time.Millisecond
+	receiveBackoffMax = time.Second
+)
+
+// receiveLoop receives and handles notifications until the listener is
+// closed (Close) or has no targets left (POLLHUP, io.EOF). Any other
+// error — EINVAL, ENOMEM, EMFILE from poll or RECV when the tree starves
+// the supervisor of a resource — is transient: the worker reports it and
+// tries again after a backoff, because a worker that gave up would leave
+// the sandbox's calls blocked with nobody to answer them.
+func receiveLoop(l receiver, handle func(*notify.Notif), trouble func(error), sleep func(time.Duration)) {
 	var n notify.Notif
+	backoff := receiveBackoffMin
 	for {
-		err := s.l.Receive(&n)
+		err := l.Receive(&n)
 		switch {
 		case err == nil:
-			s.handle(&n)
+			backoff = receiveBackoffMin
+			handle(&n)
 		case errors.Is(err, notify.ErrGone):
-			continue
-		case errors.Is(err, io.EOF), errors.Is(err, os.ErrClosed), errors.Is(err, unix.EBADF):
+			// The target was interrupted between poll and receive.
+		case errors.Is(err, io.EOF), errors.Is(err, notify.ErrClosed):
 			return
 		default:
-			if s.ctx.Err() != nil {
-				return
-			}
-			fmt.Fprintf(s.cfg.Stderr, "permwrap: receiving a notification: %v\n", err)
-			return
+			trouble(err)
+			sleep(backoff)
+			backoff = min(2*backoff, receiveBackoffMax)
 		}
+	}
+}
+
+// receiveTrouble tells the person, once per run, that receiving failed
+// and is being retried.
+func (s *supervisor) receiveTrouble(err error) {
+	if s.troubleSaid.CompareAndSwap(false, true) {
+		s.notices.line(fmt.Sprintf("permwrap: receiving a notification failed (%v); retrying", err))
 	}
 }
 
@@ -106,43 +142,56 @@ func (s *supervisor) finish() {
 	}
 }
 
-// handle decides one notification and answers it (or hands an ask off).
+// request is one notification on its way through the supervisor: its id,
+// the calling thread and the decoded call.
+type request struct {
+	id   uint64
+	tid  int
+	call call
+}
+
+func (r *request) close() { r.call.close() }
+
+// handle decides one notification and answers it (or hands an ask off):
+// decode (the row's decoder reads every argument once), check the
+// notification is still valid, judge (pure), then perform or refuse.
 func (s *supervisor) handle(n *notify.Notif) {
 	// A process that just exec'd is verified before anything it asks for.
 	if !s.execs.check(n) {
 		return
 	}
-	if n.Nr == unix.SYS_ARCH_PRCTL {
-		// Only a stop for the check above (the filter sends nothing but
-		// ARCH_SET_FS, a register value): nothing to decide.
-		_ = s.l.Continue(n.ID)
+	row := rows[n.Nr]
+	if row == nil || row.decode == nil {
+		s.fail(n, row, &refusal{errno: unix.ENOSYS, why: "a syscall permwrap does not watch"})
 		return
 	}
-	if s.opathFastPath(n) {
-		return
-	}
-	r, err := s.decode(n)
+	d := decoder{n: n, tid: int(n.Pid)}
+	c, err := row.decode(&d)
 	if err != nil {
-		// The call fails as the kernel would have failed it (ENOENT for a
-		// missing directory, EFAULT for a bad pointer, ...); anything that
-		// could not be read is refused.
-		s.respondErr(n.ID, errnoOf(err))
+		d.release()
+		s.fail(n, row, err)
 		return
 	}
+	if c, ok := c.(continued); ok {
+		// Decided without reading any argument from memory (answer.go).
+		c.perform(s, n.ID)
+		return
+	}
+	r := &request{id: n.ID, tid: int(n.Pid), call: c}
 	// Everything read from /proc and the target's memory is trusted only
 	// if the target is still the one that made this call.
 	if err := s.l.IDValid(n.ID); err != nil {
 		r.close()
 		return
 	}
-	v := s.judge(r)
+	v := c.judge(s.cfg.Policy)
 	// Audit mode (--audit), the composition's last stage: an ask or deny
 	// of the composed answer is let through and logged as would_*.
 	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
 		s.record(r, v, false, authority.FromRule(v.result.Rule))
-		s.perform(r)
+		c.perform(s, r.id)
 		r.close()
 	case engine.Ask:
 		s.asks.Add(1)
@@ -195,10 +244,10 @@ func (s *supervisor) ask(r *request, v verdict) {
 		return
 	}
 	// The target may have died while a person thought about it.
-	if err := s.l.IDValid(r.n.ID); err != nil {
+	if err := s.l.IDValid(r.id); err != nil {
 		return
 	}
-	s.perform(r)
+	r.call.perform(s, r.id)
 }
 
 // deny refuses a request with EACCES, logs it and tells the person (and
@@ -225,7 +274,7 @@ func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decisio
 func (s *supervisor) refuse(r *request, v verdict, reason, by string) {
 	s.notices.denied(v, reason, by)
 	s.tellAgent(r, v, reason, by)
-	s.respondErr(r.n.ID, unix.EACCES)
+	s.respondErr(r.id, unix.EACCES)
 }
 
 // tellAgent appends one line naming the denial to the denied process's
@@ -277,7 +326,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 				req.Units = append(req.Units, u.Line)
 			}
 		}
-		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(displayArgv(r))}
+		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)}
 	} else if check.Surface.IsPath() {
 		acc := engine.AccessWrite
 		if check.Surface == engine.SurfaceRead {
@@ -290,7 +339,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 
 // tgidOf is the thread group of a thread (the thread itself when unknown).
 func (s *supervisor) tgidOf(tid int) int {
-	if g, err := notify.Tgid(tid); err == nil {
+	if g, err := pin.Tgid(tid); err == nil {
 		return g
 	}
 	return tid
@@ -300,16 +349,6 @@ func (s *supervisor) tgidOf(tid int) int {
 // Nested wrappers register their subtrees here (the nesting issue); this
 // is the one place that question is answered.
 func (s *supervisor) nodeOf(tid int) string { return "" }
-
-// cwdOf is the thread's working directory, for messages and for relative
-// paths in scripts; "" when it cannot be read.
-func (s *supervisor) cwdOf(tid int) string {
-	p, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/cwd")
-	if err != nil {
-		return ""
-	}
-	return p
-}
 
 // processInfo reads who made a request, for people and the log. It is
 // informational only: nothing here is used to decide. Allows (the hot

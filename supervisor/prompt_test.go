@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // tmuxSession drives a real terminal: permwrap runs inside tmux, keys are
@@ -19,9 +21,7 @@ type tmuxSession struct {
 
 func newTmux(t *testing.T, s *sandbox, argv ...string) *tmuxSession {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed (./scripts/test installs it)")
-	}
+	kerneltest.Tool(t, "tmux")
 	ts := &tmuxSession{t: t, socket: filepath.Join(s.dir, "tmux.sock"), name: "pw"}
 	env := []string{
 		"PERMWRAP_CONFIG_DIR=" + s.configDir, "HOME=" + s.home,

@@ -1,217 +1,201 @@
 package supervisor
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
 
-// op is what a watched syscall does, independent of its calling
-// convention (open vs openat vs openat2 are one op).
-type op uint8
-
-const (
-	opOpen op = iota + 1
-	opExec
-	opUnlink // unlink, unlinkat without AT_REMOVEDIR
-	opRmdir  // rmdir, unlinkat with AT_REMOVEDIR
-	opRename
-	opMkdir
-	opMknod
-	opLink
-	opSymlink
-	opTruncate
-	opChmod
-	opChown
-	opUtimes
-	opSetxattr
-	opRemovexattr
-	opBind        // bind(2): an AF_UNIX pathname creates a socket file
-	opIoctl       // the attribute-changing ioctls (notify.NotifiedIoctls)
-	opUnsupported // watched but not emulated: answered ENOSYS so callers fall back
+	"github.com/permwrap/permwrap/notify"
 )
 
-var opNames = [...]string{"", "open", "exec", "unlink", "rmdir", "rename", "mkdir", "mknod", "link", "symlink", "truncate", "chmod", "chown", "utimes", "setxattr", "removexattr", "bind", "setattr", "unsupported"}
+// The syscall table: one row per syscall permwrap watches, the single
+// source of truth for
+//   - the BPF filter: a row is notified (always, or when its `when`
+//     conditions hold), or refused in BPF with `enosys`; filterRules
+//     derives the filter's rules from the rows, and notify applies them
+//     without knowing why;
+//   - decoding: the row's decoder reads every argument once into a typed
+//     call (calls.go), whose judge is pure and whose perform uses only
+//     what was decoded.
+//
+// Adding a syscall is one row here, its decoder (decode.go) and call
+// (calls.go), and a test; docs/architecture.md walks through it.
 
-func (o op) String() string { return opNames[o] }
-
-// argNone marks an absent argument position.
+// argNone marks an absent argument position (AT_FDCWD for a dirfd).
 const argNone = -1
 
-// sysDesc says where a syscall keeps its arguments. Path pairs are
-// (dirfd argument, path argument); a dirfd of argNone means AT_FDCWD.
-// A path argument of argNone with a dirfd means the call names an fd only
-// (fchmod and friends).
-type sysDesc struct {
+// sysRow is one watched syscall.
+type sysRow struct {
+	nr   int32
 	name string
-	op   op
-
-	dirfd, path   int // the (first) path
-	dirfd2, path2 int // the second path (rename/link new name, symlink link path)
-	flags         int // flags argument index, argNone if none
-	mode          int // mode argument index
-	// follow: whether the last component's symlink is followed when the
-	// call has no flag saying otherwise.
-	follow bool
-	// fixedFlags are implied flags (creat is open with these).
-	fixedFlags uint64
-	// atFlags: the flags argument holds AT_* flags (AT_SYMLINK_NOFOLLOW,
-	// AT_EMPTY_PATH, AT_SYMLINK_FOLLOW, AT_REMOVEDIR).
-	atFlags bool
+	// when narrows the notification to calls whose arguments match (nil:
+	// every call). It is told whether plain read-only opens may be left to
+	// Landlock (the policy allows every read).
+	when func(skipReads bool) []notify.Match
+	// decode reads the call (nil for an enosys row).
+	decode decodeFunc
+	// enosys, when set, says why the call is refused in BPF with ENOSYS
+	// instead of being notified.
+	enosys string
 }
 
-func d(name string, o op) sysDesc {
-	return sysDesc{name: name, op: o, dirfd: argNone, path: argNone, dirfd2: argNone, path2: argNone, flags: argNone, mode: argNone}
-}
-
-// Syscall numbers libseccomp 2.5.4 / x/sys may not name.
+// The ioctls that change a file's attributes through any fd, even one
+// opened read-only (chattr's flags, the fsxattr). x/sys lacks the second.
 const (
-	sysFchmodat2     = 452
-	sysSetxattrat    = 463
-	sysRemovexattrat = 466
-	sysFileSetattr   = 469
+	fsIocFssetxattr = 0x401c5820 // _IOW('X', 32, struct fsxattr)
+	sizeofFsxattr   = 28
 )
 
-// watched describes every syscall the filter sends to the supervisor.
-var watched = func() map[int32]sysDesc {
-	m := map[int32]sysDesc{}
-	set := func(nr int, s sysDesc) { m[int32(nr)] = s }
+// setattrIoctls maps each notified ioctl to the size of the struct its
+// argument points to.
+var setattrIoctls = map[uint64]int{
+	unix.FS_IOC_SETFLAGS: 4, // the kernel reads an int, despite the _IOW(long) encoding
+	fsIocFssetxattr:      sizeofFsxattr,
+}
 
-	s := d("open", opOpen)
-	s.path, s.flags, s.mode, s.follow = 0, 1, 2, true
-	set(unix.SYS_OPEN, s)
-	s = d("openat", opOpen)
-	s.dirfd, s.path, s.flags, s.mode, s.follow = 0, 1, 2, 3, true
-	set(unix.SYS_OPENAT, s)
-	s = d("openat2", opOpen) // flags, mode and resolve come from struct open_how (arg 2, size arg 3)
-	s.dirfd, s.path, s.follow = 0, 1, true
-	set(unix.SYS_OPENAT2, s)
-	s = d("creat", opOpen)
-	s.path, s.mode, s.follow = 0, 1, true
-	s.fixedFlags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
-	set(unix.SYS_CREAT, s)
+// archSetFS is arch_prctl's ARCH_SET_FS.
+const archSetFS = 0x1002
 
-	s = d("execve", opExec)
-	s.path, s.follow = 0, true
-	set(unix.SYS_EXECVE, s)
-	s = d("execveat", opExec)
-	s.dirfd, s.path, s.flags, s.follow, s.atFlags = 0, 1, 4, true, true
-	set(unix.SYS_EXECVEAT, s)
+var syscalls = []sysRow{
+	// Opens: every open is a read and/or write intent.
+	{nr: unix.SYS_OPEN, name: "open", when: readOnlyOpensSkippable(1), decode: decodeOpen(argNone, 0, 1, 2)},
+	{nr: unix.SYS_OPENAT, name: "openat", when: readOnlyOpensSkippable(2), decode: decodeOpen(0, 1, 2, 3)},
+	{nr: unix.SYS_OPENAT2, name: "openat2", decode: decodeOpenat2},
+	{nr: unix.SYS_CREAT, name: "creat", decode: decodeCreat},
 
-	s = d("unlink", opUnlink)
-	s.path = 0
-	set(unix.SYS_UNLINK, s)
-	s = d("unlinkat", opUnlink) // AT_REMOVEDIR turns it into rmdir
-	s.dirfd, s.path, s.flags, s.atFlags = 0, 1, 2, true
-	set(unix.SYS_UNLINKAT, s)
-	s = d("rmdir", opRmdir)
-	s.path = 0
-	set(unix.SYS_RMDIR, s)
+	// Exec: judged, continued, verified (execverify.go).
+	{nr: unix.SYS_EXECVE, name: "execve", decode: decodeExec(argNone, 0, 1, argNone)},
+	{nr: unix.SYS_EXECVEAT, name: "execveat", decode: decodeExec(0, 1, 2, 4)},
+	// The stop right after an exec where verification happens: every libc
+	// and the Go runtime set the thread pointer before main (a register
+	// compare; nothing is read).
+	{nr: unix.SYS_ARCH_PRCTL, name: "arch_prctl", when: always(argEquals(0, archSetFS)), decode: decodeExecStop},
 
-	s = d("rename", opRename)
-	s.path, s.path2 = 0, 1
-	set(unix.SYS_RENAME, s)
-	s = d("renameat", opRename)
-	s.dirfd, s.path, s.dirfd2, s.path2 = 0, 1, 2, 3
-	set(unix.SYS_RENAMEAT, s)
-	s = d("renameat2", opRename)
-	s.dirfd, s.path, s.dirfd2, s.path2, s.flags = 0, 1, 2, 3, 4
-	set(unix.SYS_RENAMEAT2, s)
+	// Names: removal, renaming, creation, links.
+	{nr: unix.SYS_UNLINK, name: "unlink", decode: decodeUnlink(argNone, 0, argNone)},
+	{nr: unix.SYS_UNLINKAT, name: "unlinkat", decode: decodeUnlink(0, 1, 2)},
+	{nr: unix.SYS_RMDIR, name: "rmdir", decode: decodeRmdir},
+	{nr: unix.SYS_RENAME, name: "rename", decode: decodeRename(argNone, 0, argNone, 1, argNone)},
+	{nr: unix.SYS_RENAMEAT, name: "renameat", decode: decodeRename(0, 1, 2, 3, argNone)},
+	{nr: unix.SYS_RENAMEAT2, name: "renameat2", decode: decodeRename(0, 1, 2, 3, 4)},
+	{nr: unix.SYS_MKDIR, name: "mkdir", decode: decodeMkdir(argNone, 0, 1)},
+	{nr: unix.SYS_MKDIRAT, name: "mkdirat", decode: decodeMkdir(0, 1, 2)},
+	{nr: unix.SYS_MKNOD, name: "mknod", decode: decodeMknod(argNone, 0, 1, 2)},
+	{nr: unix.SYS_MKNODAT, name: "mknodat", decode: decodeMknod(0, 1, 2, 3)},
+	{nr: unix.SYS_LINK, name: "link", decode: decodeLink(argNone, 0, argNone, 1, argNone)},
+	{nr: unix.SYS_LINKAT, name: "linkat", decode: decodeLink(0, 1, 2, 3, 4)},
+	{nr: unix.SYS_SYMLINK, name: "symlink", decode: decodeSymlink(0, argNone, 1)},
+	{nr: unix.SYS_SYMLINKAT, name: "symlinkat", decode: decodeSymlink(0, 1, 2)},
+	// An AF_UNIX pathname creates a socket file; the sockaddr is in
+	// memory, so every bind is read once and performed by permwrap.
+	{nr: unix.SYS_BIND, name: "bind", decode: decodeBind},
 
-	s = d("mkdir", opMkdir)
-	s.path, s.mode = 0, 1
-	set(unix.SYS_MKDIR, s)
-	s = d("mkdirat", opMkdir)
-	s.dirfd, s.path, s.mode = 0, 1, 2
-	set(unix.SYS_MKDIRAT, s)
-	s = d("mknod", opMknod)
-	s.path, s.mode = 0, 1 // dev is arg 2
-	set(unix.SYS_MKNOD, s)
-	s = d("mknodat", opMknod)
-	s.dirfd, s.path, s.mode = 0, 1, 2 // dev is arg 3
-	set(unix.SYS_MKNODAT, s)
+	// Contents and metadata by path (Landlock never restricts metadata).
+	{nr: unix.SYS_TRUNCATE, name: "truncate", decode: decodeTruncate},
+	{nr: unix.SYS_CHMOD, name: "chmod", decode: decodeChmod(argNone, 0, 1, argNone)},
+	{nr: unix.SYS_FCHMODAT, name: "fchmodat", decode: decodeChmod(0, 1, 2, argNone)}, // no flags argument
+	{nr: unix.SYS_FCHMODAT2, name: "fchmodat2", decode: decodeChmod(0, 1, 2, 3)},
+	{nr: unix.SYS_CHOWN, name: "chown", decode: decodeChown(argNone, 0, 1, argNone, true)},
+	{nr: unix.SYS_LCHOWN, name: "lchown", decode: decodeChown(argNone, 0, 1, argNone, false)},
+	{nr: unix.SYS_FCHOWNAT, name: "fchownat", decode: decodeChown(0, 1, 2, 4, true)},
+	{nr: unix.SYS_UTIME, name: "utime", decode: decodeUtimes(argNone, 0, 1, argNone, timesUtimbuf)},
+	{nr: unix.SYS_UTIMES, name: "utimes", decode: decodeUtimes(argNone, 0, 1, argNone, timesTimeval)},
+	{nr: unix.SYS_FUTIMESAT, name: "futimesat", decode: decodeUtimes(0, 1, 2, argNone, timesTimeval)},
+	{nr: unix.SYS_UTIMENSAT, name: "utimensat", decode: decodeUtimes(0, 1, 2, 3, timesTimespec)}, // a NULL path means the dirfd itself
+	{nr: unix.SYS_SETXATTR, name: "setxattr", decode: decodeSetxattr(0, true)},
+	{nr: unix.SYS_LSETXATTR, name: "lsetxattr", decode: decodeSetxattr(0, false)},
+	{nr: unix.SYS_REMOVEXATTR, name: "removexattr", decode: decodeRemovexattr(0, true)},
+	{nr: unix.SYS_LREMOVEXATTR, name: "lremovexattr", decode: decodeRemovexattr(0, false)},
 
-	s = d("link", opLink)
-	s.path, s.path2 = 0, 1
-	set(unix.SYS_LINK, s)
-	s = d("linkat", opLink)
-	s.dirfd, s.path, s.dirfd2, s.path2, s.flags, s.atFlags = 0, 1, 2, 3, 4, true
-	set(unix.SYS_LINKAT, s)
-	s = d("symlink", opSymlink) // arg 0 is the link's content, not a path we resolve
-	s.path2 = 1
-	set(unix.SYS_SYMLINK, s)
-	s = d("symlinkat", opSymlink)
-	s.dirfd2, s.path2 = 1, 2
-	set(unix.SYS_SYMLINKAT, s)
+	// Metadata by fd: the target's own open file.
+	{nr: unix.SYS_FCHMOD, name: "fchmod", decode: decodeFchmod},
+	{nr: unix.SYS_FCHOWN, name: "fchown", decode: decodeFchown},
+	{nr: unix.SYS_FSETXATTR, name: "fsetxattr", decode: decodeSetxattr(argNone, false)},
+	{nr: unix.SYS_FREMOVEXATTR, name: "fremovexattr", decode: decodeRemovexattr(argNone, false)},
+	{nr: unix.SYS_IOCTL, name: "ioctl", when: always(ioctlCmds()...), decode: decodeIoctl},
 
-	s = d("truncate", opTruncate)
-	s.path, s.follow = 0, true
-	set(unix.SYS_TRUNCATE, s)
+	// Newer *at variants permwrap does not emulate yet. ENOSYS is what a
+	// kernel without them answers, and every caller of a syscall this new
+	// probes for it and falls back on ENOSYS to the calls above, which are
+	// judged. EACCES (or a notification answered "could not decide") would
+	// be a permission error the caller reports instead of falling back.
+	{nr: unix.SYS_SETXATTRAT, name: "setxattrat", enosys: "not emulated: callers fall back to setxattr/lsetxattr/fsetxattr"},
+	{nr: unix.SYS_REMOVEXATTRAT, name: "removexattrat", enosys: "not emulated: callers fall back to removexattr/lremovexattr/fremovexattr"},
+	{nr: unix.SYS_FILE_SETATTR, name: "file_setattr", enosys: "not emulated: callers fall back to the FS_IOC_FSSETXATTR ioctl"},
+}
 
-	s = d("chmod", opChmod)
-	s.path, s.mode, s.follow = 0, 1, true
-	set(unix.SYS_CHMOD, s)
-	s = d("fchmodat", opChmod) // the syscall has no flags argument
-	s.dirfd, s.path, s.mode, s.follow = 0, 1, 2, true
-	set(unix.SYS_FCHMODAT, s)
-	s = d("fchmodat2", opChmod)
-	s.dirfd, s.path, s.mode, s.flags, s.follow, s.atFlags = 0, 1, 2, 3, true, true
-	set(sysFchmodat2, s)
-	s = d("fchmod", opChmod) // fd only
-	s.dirfd, s.mode = 0, 1
-	set(unix.SYS_FCHMOD, s)
-
-	s = d("chown", opChown)
-	s.path, s.follow = 0, true
-	set(unix.SYS_CHOWN, s)
-	s = d("lchown", opChown)
-	s.path = 0
-	set(unix.SYS_LCHOWN, s)
-	s = d("fchownat", opChown)
-	s.dirfd, s.path, s.flags, s.follow, s.atFlags = 0, 1, 4, true, true
-	set(unix.SYS_FCHOWNAT, s)
-	s = d("fchown", opChown)
-	s.dirfd = 0
-	set(unix.SYS_FCHOWN, s)
-
-	s = d("utime", opUtimes)
-	s.path, s.follow = 0, true
-	set(unix.SYS_UTIME, s)
-	s = d("utimes", opUtimes)
-	s.path, s.follow = 0, true
-	set(unix.SYS_UTIMES, s)
-	s = d("futimesat", opUtimes)
-	s.dirfd, s.path, s.follow = 0, 1, true
-	set(unix.SYS_FUTIMESAT, s)
-	s = d("utimensat", opUtimes) // a NULL path means the dirfd itself
-	s.dirfd, s.path, s.flags, s.follow, s.atFlags = 0, 1, 3, true, true
-	set(unix.SYS_UTIMENSAT, s)
-
-	s = d("setxattr", opSetxattr)
-	s.path, s.follow = 0, true
-	set(unix.SYS_SETXATTR, s)
-	s = d("lsetxattr", opSetxattr)
-	s.path = 0
-	set(unix.SYS_LSETXATTR, s)
-	s = d("fsetxattr", opSetxattr)
-	s.dirfd = 0
-	set(unix.SYS_FSETXATTR, s)
-	s = d("removexattr", opRemovexattr)
-	s.path, s.follow = 0, true
-	set(unix.SYS_REMOVEXATTR, s)
-	s = d("lremovexattr", opRemovexattr)
-	s.path = 0
-	set(unix.SYS_LREMOVEXATTR, s)
-	s = d("fremovexattr", opRemovexattr)
-	s.dirfd = 0
-	set(unix.SYS_FREMOVEXATTR, s)
-
-	// The sockaddr (arg 1, length arg 2) is decoded by hand: only an
-	// AF_UNIX pathname names a path.
-	set(unix.SYS_BIND, d("bind", opBind))
-	s = d("ioctl", opIoctl) // fd only; the filter passes only notify.NotifiedIoctls
-	s.dirfd = 0
-	set(unix.SYS_IOCTL, s)
-
-	// Newer *at variants: callers fall back to the calls above on ENOSYS.
-	set(sysSetxattrat, d("setxattrat", opUnsupported))
-	set(sysRemovexattrat, d("removexattrat", opUnsupported))
-	set(sysFileSetattr, d("file_setattr", opUnsupported))
+// rows indexes the table by syscall number.
+var rows = func() map[int32]*sysRow {
+	m := make(map[int32]*sysRow, len(syscalls))
+	for i := range syscalls {
+		r := &syscalls[i]
+		if m[r.nr] != nil {
+			panic("supervisor: syscall " + r.name + " has two rows")
+		}
+		if (r.decode == nil) == (r.enosys == "") {
+			panic("supervisor: syscall " + r.name + " needs a decoder or an enosys reason, not both")
+		}
+		m[r.nr] = r
+	}
 	return m
 }()
+
+// filterRules derives the BPF filter's rules from the table. skipReads:
+// the policy allows every read, so plain read-only opens need no
+// notification (Landlock alone stands between the sandbox and reads).
+func filterRules(skipReads bool) []notify.Rule {
+	out := make([]notify.Rule, 0, len(syscalls))
+	for _, r := range syscalls {
+		rule := notify.Rule{Nr: r.nr}
+		if r.enosys != "" {
+			rule.Errno = unix.ENOSYS
+		}
+		if r.when != nil {
+			rule.When = r.when(skipReads)
+		}
+		out = append(out, rule)
+	}
+	return out
+}
+
+// always is a `when` that does not depend on the policy.
+func always(m ...notify.Match) func(bool) []notify.Match {
+	return func(bool) []notify.Match { return m }
+}
+
+// argEquals matches an int argument (the low 32 bits, all the kernel
+// reads of it) equal to v.
+func argEquals(arg uint, v uint64) notify.Match {
+	return notify.Match{{Arg: arg, Op: notify.CmpMaskedEqual, Mask: 0xffffffff, Value: v}}
+}
+
+func ioctlCmds() []notify.Match {
+	var ms []notify.Match
+	for _, cmd := range []uint64{unix.FS_IOC_SETFLAGS, fsIocFssetxattr} {
+		ms = append(ms, argEquals(1, cmd))
+	}
+	return ms
+}
+
+// oTmpfileBit is __O_TMPFILE (O_TMPFILE also sets O_DIRECTORY).
+const oTmpfileBit = 0x400000
+
+// readOnlyOpensSkippable notifies every open, or, when reads may be left
+// to Landlock, only those whose flags (argument flagsArg) make them more
+// than a read: a write access mode (including 3), O_CREAT, O_TRUNC,
+// __O_TMPFILE, or O_PATH (an O_PATH fd is a handle for execveat and *at
+// calls). libseccomp has no "masked not-equal", so each way is its own
+// alternative; what matches none is allowed.
+func readOnlyOpensSkippable(flagsArg uint) func(bool) []notify.Match {
+	return func(skipReads bool) []notify.Match {
+		if !skipReads {
+			return nil
+		}
+		var ms []notify.Match
+		for _, mode := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE} {
+			ms = append(ms, notify.Match{{Arg: flagsArg, Op: notify.CmpMaskedEqual, Mask: unix.O_ACCMODE, Value: mode}})
+		}
+		for _, bit := range []uint64{unix.O_CREAT, unix.O_TRUNC, oTmpfileBit, unix.O_PATH} {
+			ms = append(ms, notify.Match{{Arg: flagsArg, Op: notify.CmpMaskedEqual, Mask: bit, Value: bit}})
+		}
+		return ms
+	}
+}

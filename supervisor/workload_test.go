@@ -3,10 +3,11 @@ package supervisor_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // permissive allows everything: under it a workload must behave exactly
@@ -17,11 +18,7 @@ const permissive = `{ "extends": "none", "permission": { "*": "allow" } }`
 // permwrap, and requires identical stdout and exit status.
 func workload(t *testing.T, name, script string, setup func(dir string)) {
 	t.Helper()
-	for _, tool := range []string{"bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
-	}
+	kerneltest.Tool(t, "bash")
 	s := newSandbox(t, permissive)
 	bareDir := filepath.Join(s.workspace, "bare")
 	wrapDir := filepath.Join(s.workspace, "wrapped")
@@ -49,12 +46,11 @@ func workload(t *testing.T, name, script string, setup func(dir string)) {
 	}
 }
 
+// need skips (fails under PERMWRAP_REQUIRE_KERNEL=1) without the tools.
 func need(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+		kerneltest.Tool(t, tool)
 	}
 }
 

@@ -1,15 +1,15 @@
-/* exec_race_path_flip: the TOCTOU race on exec. For 4 s, fork children in
- * which one thread calls execve(buf) while a second thread flips buf
- * between "free/ok" (allowed, exits at once) and "forbidden/prog". exec
- * cannot be emulated, so permwrap continues an allowed exec and verifies
- * /proc/PID/exe afterwards; a child that loaded forbidden/prog must be
- * killed before its first watched syscall, so ./forbidden-ran (created by
- * forbidden/prog right after printing its marker) must never appear.
+/* exec_race_path_flip: the TOCTOU race on exec. Until it wins (at most
+ * PERMWRAP_RACE_SECONDS), fork children in which one thread calls
+ * execve(buf) while a second thread flips buf between "free/ok" (allowed,
+ * exits at once) and "forbidden/prog". exec cannot be emulated, so
+ * permwrap continues an allowed exec and verifies /proc/PID/exe
+ * afterwards; a child that loaded forbidden/prog must be killed before its
+ * first watched syscall, so ./forbidden-ran (created by forbidden/prog
+ * right after printing its marker) must never appear.
  * Judged by: ./forbidden-ran existing. */
 #include "common.h"
 #include <pthread.h>
 #include <sys/wait.h>
-#include <time.h>
 static char buf[32] = "free/ok";
 static volatile long flips;
 static void *flipper(void *arg)
@@ -26,8 +26,7 @@ static void *flipper(void *arg)
 int main(void)
 {
 	long tries = 0, killed = 0;
-	time_t end = time(NULL) + 4;
-	while (time(NULL) < end) {
+	while (race_on()) {
 		pid_t c = fork();
 		if (c < 0)
 			break;
@@ -47,7 +46,10 @@ int main(void)
 		tries++;
 		if (WIFSIGNALED(st))
 			killed++;
+		if (access("forbidden-ran", F_OK) == 0)
+			race_won();
 	}
+	race_done();
 	note("%ld children, %ld killed by a signal", tries, killed);
 	return 0;
 }

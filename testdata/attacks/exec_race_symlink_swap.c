@@ -1,13 +1,13 @@
-/* exec_race_symlink_swap: for 4 s, one thread keeps exchanging free/x
- * between a copy of the allowed free/ok and a symlink to
- * ../forbidden/prog, while forked children execve("free/x"). The name is
- * checked, then resolved again by the kernel's exec.
+/* exec_race_symlink_swap: until it wins (at most PERMWRAP_RACE_SECONDS),
+ * one thread keeps exchanging free/x between a copy of the allowed free/ok
+ * and a symlink to ../forbidden/prog, while forked children
+ * execve("free/x"). The name is checked, then resolved again by the
+ * kernel's exec.
  * Judged by: ./forbidden-ran existing (forbidden/prog creates it right
  * after printing its marker; exec verification must kill first). */
 #include "common.h"
 #include <pthread.h>
 #include <sys/wait.h>
-#include <time.h>
 static volatile int stop;
 static void *swapper(void *arg)
 {
@@ -32,9 +32,8 @@ int main(void)
 	close(out);
 	if (check(symlink("../forbidden/prog", "free/y"), "symlink free/y") < 0)
 		return 1;
-	time_t end = time(NULL) + 4;
 	pthread_create(&t, NULL, swapper, NULL);
-	while (time(NULL) < end) {
+	while (race_on()) {
 		pid_t c = fork();
 		if (c < 0)
 			break;
@@ -48,7 +47,10 @@ int main(void)
 		tries++;
 		if (WIFSIGNALED(st))
 			killed++;
+		if (access("forbidden-ran", F_OK) == 0)
+			race_won();
 	}
+	race_done();
 	stop = 1;
 	pthread_join(t, NULL);
 	note("%ld children, %ld killed by a signal", tries, killed);

@@ -1,11 +1,11 @@
 /* read_race_dirfd_flip: one thread calls openat(N, "key") in a loop while
  * a second thread keeps dup2()ing fd N between a directory fd of free/
  * (holding a harmless "key") and an O_PATH fd of secret/, so the dirfd the
- * supervisor resolved may not be the one the kernel uses. Runs 4 s.
+ * supervisor resolved may not be the one the kernel uses. Runs until it
+ * wins, at most PERMWRAP_RACE_SECONDS.
  * Judged by: the token on stdout. */
 #include "common.h"
 #include <pthread.h>
-#include <time.h>
 #define N 100
 static volatile int stop;
 static int dfree, dsecret;
@@ -31,9 +31,8 @@ int main(void)
 	if (dfree < 0 || dsecret < 0)
 		return 1;
 	dup2(dfree, N);
-	time_t end = time(NULL) + 4;
 	pthread_create(&t, NULL, flipper, NULL);
-	while (time(NULL) < end) {
+	while (race_on()) {
 		char got[256];
 		fd = openat(N, "key", O_RDONLY);
 		if (fd < 0)
@@ -42,6 +41,7 @@ int main(void)
 		ssize_t n = read(fd, got, sizeof got);
 		close(fd);
 		if (n > 0 && !(n == 8 && memcmp(got, "ALLOWED\n", 8) == 0)) {
+			race_won();
 			/* print the first few only: one is proof enough */
 			if (++odd <= 20 && write(1, got, n) != n)
 				break;
@@ -49,6 +49,7 @@ int main(void)
 	}
 	stop = 1;
 	pthread_join(t, NULL);
+	race_done();
 	note("%ld opens succeeded, %ld returned something other than free/key", opens, odd);
 	return 0;
 }

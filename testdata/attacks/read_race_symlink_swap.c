@@ -2,12 +2,11 @@
  * thread keeps exchanging free/x between a regular file and a symlink to
  * the secret (renameat2 RENAME_EXCHANGE, so the name never vanishes). A
  * supervisor that checks the name and lets the kernel resolve it again
- * loses. Runs 4 s. Anything read that is not the regular file's content is
- * printed. Judged by: the token on stdout at least once (bare), never
- * (permwrap). */
+ * loses. Runs until it wins, at most PERMWRAP_RACE_SECONDS. Anything read
+ * that is not the regular file's content is printed.
+ * Judged by: the token on stdout at least once (bare), never (permwrap). */
 #include "common.h"
 #include <pthread.h>
-#include <time.h>
 static volatile int stop;
 static void *swapper(void *arg)
 {
@@ -26,9 +25,8 @@ int main(void)
 	close(fd);
 	if (check(symlink("../secret/key", "free/y"), "symlink free/y") < 0)
 		return 1;
-	time_t end = time(NULL) + 4;
 	pthread_create(&t, NULL, swapper, NULL);
-	while (time(NULL) < end) {
+	while (race_on()) {
 		char got[256];
 		fd = open("free/x", O_RDONLY);
 		if (fd < 0)
@@ -37,6 +35,7 @@ int main(void)
 		ssize_t n = read(fd, got, sizeof got);
 		close(fd);
 		if (n > 0 && !(n == 8 && memcmp(got, "ALLOWED\n", 8) == 0)) {
+			race_won();
 			/* print the first few only: one is proof enough */
 			if (++odd <= 20 && write(1, got, n) != n)
 				break;
@@ -44,6 +43,7 @@ int main(void)
 	}
 	stop = 1;
 	pthread_join(t, NULL);
+	race_done();
 	note("%ld opens succeeded, %ld returned something other than the regular file", opens, odd);
 	return 0;
 }

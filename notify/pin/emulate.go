@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"fmt"
@@ -18,15 +18,15 @@ import (
 // are the kernel's own errnos, returned as bare unix.Errno where the kernel
 // produced them.
 
-// rsvOpenValid is the kernel's VALID_OPEN_FLAGS: open() ignores other bits,
+// openValidFlags is the kernel's VALID_OPEN_FLAGS: open() ignores other bits,
 // openat2 would reject them.
-const rsvOpenValid = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
+const openValidFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
 	unix.O_APPEND | unix.O_NONBLOCK | unix.O_DSYNC | unix.O_ASYNC | unix.O_DIRECT | 0x8000 /* O_LARGEFILE */ |
 	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_SYNC | unix.O_PATH | unix.O_TMPFILE
 
-const rsvResolveOne = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+const resolveOne = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
-func rsvSelfFd(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
+func selfFd(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
 
 func (r *Resolved) name() string {
 	if r.TrailingSlash {
@@ -35,37 +35,37 @@ func (r *Resolved) name() string {
 	return r.Name
 }
 
-func (r *Resolved) special() bool { return r.last != rsvLastNorm }
+func (r *Resolved) special() bool { return r.last != lastNorm }
 
-func rsvCheck(r *Resolved) error {
+func checkPinned(r *Resolved) error {
 	if r == nil {
-		return fmt.Errorf("notify: nil Resolved: %w", unix.EINVAL)
+		return fmt.Errorf("pin: nil Resolved: %w", unix.EINVAL)
 	}
 	if r.Dir == nil && r.Object == nil {
-		return fmt.Errorf("notify: %s was closed: %w", r.Path, unix.EBADF)
+		return fmt.Errorf("pin: %s was closed: %w", r.Path, unix.EBADF)
 	}
 	return nil
 }
 
-// rsvCheckW is rsvCheck for operations that change something.
-func rsvCheckW(r *Resolved) error {
-	if err := rsvCheck(r); err != nil {
+// checkWritable is checkPinned for operations that change something.
+func checkWritable(r *Resolved) error {
+	if err := checkPinned(r); err != nil {
 		return err
 	}
-	return rsvProcGuard(r, false)
+	return procGuard(r, false)
 }
 
-// rsvHasDefaultACL reports whether directory dir has a default ACL, in which
+// hasDefaultACL reports whether directory dir has a default ACL, in which
 // case the kernel ignores the umask for new entries.
-func rsvHasDefaultACL(dir *os.File) bool {
+func hasDefaultACL(dir *os.File) bool {
 	if dir == nil {
 		return false
 	}
-	n, err := unix.Getxattr(rsvSelfFd(dir), "system.posix_acl_default", nil)
+	n, err := unix.Getxattr(selfFd(dir), "system.posix_acl_default", nil)
 	return err == nil && n > 0
 }
 
-// OpenResolved opens what r names as the call with these open flags would,
+// Open opens what r names as the call with these open flags would,
 // and returns the file for the caller to install in the target with ADDFD.
 // It honours O_CREAT/O_EXCL/O_TRUNC/O_APPEND/O_DIRECTORY/O_NOFOLLOW/
 // O_TMPFILE/O_PATH/O_NONBLOCK…; the returned file is always O_CLOEXEC in the
@@ -78,35 +78,35 @@ func rsvHasDefaultACL(dir *os.File) bool {
 //
 // ELOOP when r's last component was not a symlink at resolution means it was
 // replaced by one since: the caller may resolve again.
-func OpenResolved(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
-	if err := rsvCheck(r); err != nil {
+func Open(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
+	if err := checkPinned(r); err != nil {
 		return nil, err
 	}
 	readOnly := flags&unix.O_PATH != 0 ||
 		(flags&unix.O_ACCMODE == unix.O_RDONLY && flags&(unix.O_CREAT|unix.O_TRUNC) == 0 && flags&unix.O_TMPFILE != unix.O_TMPFILE)
-	if err := rsvProcGuard(r, readOnly); err != nil {
+	if err := procGuard(r, readOnly); err != nil {
 		return nil, err
 	}
-	if r.Exists && flags&unix.O_PATH == 0 && rsvIsDevTty(&r.Stat) {
+	if r.Exists && flags&unix.O_PATH == 0 && isDevTty(&r.Stat) {
 		var f *os.File
-		err := rsvAs(r.Cred, func() error {
+		err := asCred(r.Cred, func() error {
 			var err error
-			f, err = rsvOpenCtty(r.tid, flags&rsvOpenValid&^unix.O_NOFOLLOW)
+			f, err = openCtty(r.tid, flags&openValidFlags&^unix.O_NOFOLLOW)
 			return err
 		})
 		return f, err
 	}
 	var f *os.File
-	err := rsvAs(r.Cred, func() error {
+	err := asCred(r.Cred, func() error {
 		var err error
-		f, err = rsvOpen(r, flags, mode, umask)
+		f, err = openPinned(r, flags, mode, umask)
 		return err
 	})
 	return f, err
 }
 
-func rsvOpen(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
-	flags &= rsvOpenValid
+func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
+	flags &= openValidFlags
 	if flags&unix.O_PATH != 0 {
 		// open() ignores every other flag with O_PATH; openat2 would
 		// reject them.
@@ -137,11 +137,11 @@ func rsvOpen(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error
 		// caller's O_NOFOLLOW was already applied by Resolve.
 		oflags := flags &^ unix.O_NOFOLLOW
 		if tmpfile {
-			return rsvCreateFile(func(m uint32) (int, error) {
-				return rsvOpenPath(rsvSelfFd(r.Object), oflags, m)
+			return createFile(func(m uint32) (int, error) {
+				return openPathRetry(selfFd(r.Object), oflags, m)
 			}, r.Object, mode, umask)
 		}
-		fd, err := rsvOpenPath(rsvSelfFd(r.Object), oflags, mode)
+		fd, err := openPathRetry(selfFd(r.Object), oflags, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func rsvOpen(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error
 
 	name := r.name()
 	open := func(fl int, m uint32) (int, error) {
-		how := unix.OpenHow{Flags: uint64(fl), Mode: uint64(m), Resolve: rsvResolveOne}
+		how := unix.OpenHow{Flags: uint64(fl), Mode: uint64(m), Resolve: resolveOne}
 		for {
 			fd, err := unix.Openat2(int(r.Dir.Fd()), name, &how)
 			if err != unix.EINTR {
@@ -161,7 +161,7 @@ func rsvOpen(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error
 	switch {
 	case tmpfile:
 		// The path names the directory to create the unnamed file in.
-		return rsvCreateFile(func(m uint32) (int, error) { return open(flags, m) }, r.Object, mode, umask)
+		return createFile(func(m uint32) (int, error) { return open(flags, m) }, r.Object, mode, umask)
 	case creat && r.TrailingSlash:
 		return nil, unix.EISDIR
 	case creat && flags&unix.O_DIRECTORY != 0:
@@ -188,13 +188,13 @@ func rsvOpen(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error
 					return os.NewFile(uintptr(fd), r.Path), nil
 				}
 			}
-			f, err := rsvCreateFile(func(m uint32) (int, error) { return open(flags|unix.O_EXCL, m) }, r.Dir, mode, umask)
+			f, err := createFile(func(m uint32) (int, error) { return open(flags|unix.O_EXCL, m) }, r.Dir, mode, umask)
 			if err == unix.EEXIST && !excl {
 				continue
 			}
 			return f, err
 		}
-		return nil, fmt.Errorf("notify: %s keeps appearing and disappearing: %w", r.Path, unix.EAGAIN)
+		return nil, fmt.Errorf("pin: %s keeps appearing and disappearing: %w", r.Path, unix.EAGAIN)
 	default:
 		fd, err := open(flags, 0)
 		if err != nil {
@@ -204,7 +204,7 @@ func rsvOpen(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error
 	}
 }
 
-func rsvOpenPath(p string, flags int, mode uint32) (int, error) {
+func openPathRetry(p string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := unix.Open(p, flags, mode)
 		if err != unix.EINTR {
@@ -213,13 +213,13 @@ func rsvOpenPath(p string, flags int, mode uint32) (int, error) {
 	}
 }
 
-// rsvCreateFile creates a file with create(mode) and gives it the mode the
+// createFile creates a file with create(mode) and gives it the mode the
 // kernel would have given it under the target's umask. The supervisor's own
 // umask is process-wide and cannot be the target's, so without a default
 // ACL the file is created with mode 0 (never more open than intended, even
 // for an instant) and then fchmod'ed.
-func rsvCreateFile(create func(mode uint32) (int, error), aclDir *os.File, mode, umask uint32) (*os.File, error) {
-	if rsvHasDefaultACL(aclDir) {
+func createFile(create func(mode uint32) (int, error), aclDir *os.File, mode, umask uint32) (*os.File, error) {
+	if hasDefaultACL(aclDir) {
 		fd, err := create(mode)
 		if err != nil {
 			return nil, err
@@ -241,57 +241,57 @@ func rsvCreateFile(create func(mode uint32) (int, error), aclDir *os.File, mode,
 
 // Unlink removes what r names: unlinkat, or with removeDir rmdir semantics.
 func Unlink(r *Resolved, removeDir bool) error {
-	if err := rsvCheckW(r); err != nil {
+	if err := checkWritable(r); err != nil {
 		return err
 	}
-	if err := rsvNameOp("unlink", r); err != nil {
+	if err := checkNameOp("unlink", r); err != nil {
 		return err
 	}
 	switch r.last {
-	case rsvLastNorm:
-	case rsvLastDot:
+	case lastNorm:
+	case lastDot:
 		if removeDir {
 			return unix.EINVAL
 		}
 		return unix.EISDIR
-	case rsvLastDotDot:
+	case lastDotDot:
 		if removeDir {
 			return unix.ENOTEMPTY
 		}
 		return unix.EISDIR
-	case rsvLastRoot:
+	case lastRoot:
 		if removeDir {
 			return unix.EBUSY
 		}
 		return unix.EISDIR
 	default:
-		return rsvNeedName("unlink", r)
+		return errNeedName("unlink", r)
 	}
 	fl := 0
 	if removeDir {
 		fl = unix.AT_REMOVEDIR
 	}
-	return rsvAs(r.Cred, func() error {
-		return rsvRetry(func() error { return unix.Unlinkat(int(r.Dir.Fd()), r.name(), fl) })
+	return asCred(r.Cred, func() error {
+		return retry(func() error { return unix.Unlinkat(int(r.Dir.Fd()), r.name(), fl) })
 	})
 }
 
-// rsvNameOp checks that r was resolved for a call that handles its last
+// checkNameOp checks that r was resolved for a call that handles its last
 // name itself. Only a trailing slash after a symlink makes ParentOnly matter,
 // and getting it wrong would act on the symlink's target instead of failing
 // as the kernel does (rmdir("link-to-dir/") is ENOTDIR), so say so loudly.
-func rsvNameOp(op string, r *Resolved) error {
+func checkNameOp(op string, r *Resolved) error {
 	if r.TrailingSlash && r.flags&ParentOnly == 0 && r.lastLink {
-		return fmt.Errorf("notify: %s of %q: Resolve was called without ParentOnly: %w", op, r.Path, unix.EINVAL)
+		return fmt.Errorf("pin: %s of %q: Resolve was called without ParentOnly: %w", op, r.Path, unix.EINVAL)
 	}
 	return nil
 }
 
-func rsvNeedName(op string, r *Resolved) error {
-	return fmt.Errorf("notify: %s of %s needs the name itself (resolve without FollowLast/AllowEmpty): %w", op, r.Path, unix.EINVAL)
+func errNeedName(op string, r *Resolved) error {
+	return fmt.Errorf("pin: %s of %s needs the name itself (resolve without FollowLast/AllowEmpty): %w", op, r.Path, unix.EINVAL)
 }
 
-func rsvRetry(fn func() error) error {
+func retry(fn func() error) error {
 	for {
 		if err := fn(); err != unix.EINTR {
 			return err
@@ -299,43 +299,43 @@ func rsvRetry(fn func() error) error {
 	}
 }
 
-// rsvParentMnt is the mount the kernel compares for EXDEV: that of the
+// parentMnt is the mount the kernel compares for EXDEV: that of the
 // directory the last name is looked up in.
-func rsvParentMnt(r *Resolved) (uint64, error) {
+func parentMnt(r *Resolved) (uint64, error) {
 	f := r.Dir
 	if f == nil {
 		f = r.Object
 	}
-	id, err := rsvStatID(int(f.Fd()))
+	id, err := statID(int(f.Fd()))
 	return id.mnt, err
 }
 
 // Rename is renameat2(from, to, flags) with RENAME_NOREPLACE, RENAME_EXCHANGE
 // and RENAME_WHITEOUT passed to the kernel.
 func Rename(from, to *Resolved, flags uint) error {
-	if err := rsvCheckW(from); err != nil {
+	if err := checkWritable(from); err != nil {
 		return err
 	}
-	if err := rsvCheckW(to); err != nil {
+	if err := checkWritable(to); err != nil {
 		return err
 	}
-	if err := rsvNameOp("rename", from); err != nil {
+	if err := checkNameOp("rename", from); err != nil {
 		return err
 	}
-	if err := rsvNameOp("rename", to); err != nil {
+	if err := checkNameOp("rename", to); err != nil {
 		return err
 	}
 	if from.special() || to.special() {
-		if from.last == rsvLastObject || to.last == rsvLastObject {
-			return rsvNeedName("rename", from)
+		if from.last == lastObject || to.last == lastObject {
+			return errNeedName("rename", from)
 		}
 		// The kernel's order: EXDEV, then EBUSY (EEXIST for a
 		// RENAME_NOREPLACE onto a special name).
-		m1, err := rsvParentMnt(from)
+		m1, err := parentMnt(from)
 		if err != nil {
 			return err
 		}
-		m2, err := rsvParentMnt(to)
+		m2, err := parentMnt(to)
 		if err != nil {
 			return err
 		}
@@ -347,36 +347,36 @@ func Rename(from, to *Resolved, flags uint) error {
 		}
 		return unix.EBUSY
 	}
-	return rsvAs(from.Cred, func() error {
-		return rsvRetry(func() error {
+	return asCred(from.Cred, func() error {
+		return retry(func() error {
 			return unix.Renameat2(int(from.Dir.Fd()), from.name(), int(to.Dir.Fd()), to.name(), flags)
 		})
 	})
 }
 
-// rsvCreateCheck applies the kernel's filename_create rules for a last
+// checkCreate applies the kernel's filename_create rules for a last
 // component that is not an ordinary name.
-func rsvCreateCheck(op string, r *Resolved) error {
-	if err := rsvCheckW(r); err != nil {
+func checkCreate(op string, r *Resolved) error {
+	if err := checkWritable(r); err != nil {
 		return err
 	}
-	if err := rsvNameOp(op, r); err != nil {
+	if err := checkNameOp(op, r); err != nil {
 		return err
 	}
 	switch r.last {
-	case rsvLastNorm:
+	case lastNorm:
 		return nil
-	case rsvLastObject:
-		return rsvNeedName(op, r)
+	case lastObject:
+		return errNeedName(op, r)
 	}
 	return unix.EEXIST
 }
 
-// rsvFixMode sets the mode of the entry just created at r (not following
+// fixMode sets the mode of the entry just created at r (not following
 // symlinks; keeping a set-group-id bit the kernel inherited from a setgid
 // parent directory).
-func rsvFixMode(r *Resolved, want uint32, keepSgid bool, typ uint32) error {
-	fd, err := rsvOpenat(int(r.Dir.Fd()), r.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+func fixMode(r *Resolved, want uint32, keepSgid bool, typ uint32) error {
+	fd, err := openatRetry(int(r.Dir.Fd()), r.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC)
 	if err != nil {
 		// Already gone or replaced by the target itself: its mkdir did
 		// happen, so report success as the kernel would have.
@@ -394,38 +394,38 @@ func rsvFixMode(r *Resolved, want uint32, keepSgid bool, typ uint32) error {
 		return nil
 	}
 	if err := unix.Fchmodat(fd, "", want, unix.AT_EMPTY_PATH); err != nil {
-		return fmt.Errorf("notify: set mode of new %s: %w", r.Path, err)
+		return fmt.Errorf("pin: set mode of new %s: %w", r.Path, err)
 	}
 	return nil
 }
 
 // Mkdir is mkdirat with the target's umask (or the parent's default ACL).
 func Mkdir(r *Resolved, mode, umask uint32) error {
-	if err := rsvCreateCheck("mkdir", r); err != nil {
+	if err := checkCreate("mkdir", r); err != nil {
 		return err
 	}
 	mode &= 0o777 | unix.S_ISVTX
-	return rsvAs(r.Cred, func() error {
-		if rsvHasDefaultACL(r.Dir) {
-			return rsvRetry(func() error { return unix.Mkdirat(int(r.Dir.Fd()), r.name(), mode) })
+	return asCred(r.Cred, func() error {
+		if hasDefaultACL(r.Dir) {
+			return retry(func() error { return unix.Mkdirat(int(r.Dir.Fd()), r.name(), mode) })
 		}
-		if err := rsvRetry(func() error { return unix.Mkdirat(int(r.Dir.Fd()), r.name(), 0) }); err != nil {
+		if err := retry(func() error { return unix.Mkdirat(int(r.Dir.Fd()), r.name(), 0) }); err != nil {
 			return err
 		}
-		return rsvFixMode(r, mode&^umask, true, unix.S_IFDIR)
+		return fixMode(r, mode&^umask, true, unix.S_IFDIR)
 	})
 }
 
 // Mknod is mknodat with the target's umask (or the parent's default ACL).
 func Mknod(r *Resolved, mode uint32, dev uint64, umask uint32) error {
-	if err := rsvCreateCheck("mknod", r); err != nil {
+	if err := checkCreate("mknod", r); err != nil {
 		return err
 	}
-	return rsvAs(r.Cred, func() error {
+	return asCred(r.Cred, func() error {
 		mk := func(m uint32) error {
-			return rsvRetry(func() error { return unix.Mknodat(int(r.Dir.Fd()), r.name(), m, int(dev)) })
+			return retry(func() error { return unix.Mknodat(int(r.Dir.Fd()), r.name(), m, int(dev)) })
 		}
-		if rsvHasDefaultACL(r.Dir) {
+		if hasDefaultACL(r.Dir) {
 			return mk(mode)
 		}
 		typ := mode & unix.S_IFMT
@@ -435,17 +435,17 @@ func Mknod(r *Resolved, mode uint32, dev uint64, umask uint32) error {
 		if typ == 0 {
 			typ = unix.S_IFREG
 		}
-		return rsvFixMode(r, mode&0o7777&^umask, false, typ)
+		return fixMode(r, mode&0o7777&^umask, false, typ)
 	})
 }
 
 // Symlink is symlinkat(target, r).
 func Symlink(target string, r *Resolved) error {
-	if err := rsvCreateCheck("symlink", r); err != nil {
+	if err := checkCreate("symlink", r); err != nil {
 		return err
 	}
-	return rsvAs(r.Cred, func() error {
-		return rsvRetry(func() error { return unix.Symlinkat(target, int(r.Dir.Fd()), r.name()) })
+	return asCred(r.Cred, func() error {
+		return retry(func() error { return unix.Symlinkat(target, int(r.Dir.Fd()), r.name()) })
 	})
 }
 
@@ -458,23 +458,23 @@ const capDacReadSearch = 1 << 2
 // kernel's rule that AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH is applied to the
 // target's capabilities.
 func Link(from, to *Resolved, flags int) error {
-	if err := rsvCheckW(from); err != nil {
+	if err := checkWritable(from); err != nil {
 		return err
 	}
-	if err := rsvCreateCheck("link", to); err != nil {
+	if err := checkCreate("link", to); err != nil {
 		return err
 	}
 	if flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return unix.EINVAL
 	}
-	return rsvAs(from.Cred, func() error {
+	return asCred(from.Cred, func() error {
 		if from.Dir != nil {
-			return rsvRetry(func() error {
+			return retry(func() error {
 				return unix.Linkat(int(from.Dir.Fd()), from.name(), int(to.Dir.Fd()), to.name(), 0)
 			})
 		}
 		if flags&unix.AT_EMPTY_PATH != 0 {
-			st, err := rsvReadStatus(from.tid)
+			st, err := readStatus(from.tid)
 			if err != nil {
 				return err
 			}
@@ -482,15 +482,15 @@ func Link(from, to *Resolved, flags int) error {
 				return unix.ENOENT
 			}
 		}
-		return rsvRetry(func() error {
-			return unix.Linkat(unix.AT_FDCWD, rsvSelfFd(from.Object), int(to.Dir.Fd()), to.name(), unix.AT_SYMLINK_FOLLOW)
+		return retry(func() error {
+			return unix.Linkat(unix.AT_FDCWD, selfFd(from.Object), int(to.Dir.Fd()), to.name(), unix.AT_SYMLINK_FOLLOW)
 		})
 	})
 }
 
-// rsvObject returns the pinned inode a metadata operation acts on.
-func rsvObject(r *Resolved) (*os.File, error) {
-	if err := rsvCheckW(r); err != nil {
+// pinnedObject returns the pinned inode a metadata operation acts on.
+func pinnedObject(r *Resolved) (*os.File, error) {
+	if err := checkWritable(r); err != nil {
 		return nil, err
 	}
 	if !r.Exists || r.Object == nil {
@@ -504,14 +504,14 @@ func Truncate(r *Resolved, length int64) error {
 	if length < 0 {
 		return unix.EINVAL
 	}
-	obj, err := rsvObject(r)
+	obj, err := pinnedObject(r)
 	if err != nil {
 		return err
 	}
-	return rsvAs(r.Cred, func() error {
+	return asCred(r.Cred, func() error {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(obj.Fd()), &st); err != nil {
-			return fmt.Errorf("notify: fstat %s: %w", r.Path, err)
+			return fmt.Errorf("pin: fstat %s: %w", r.Path, err)
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
@@ -522,14 +522,14 @@ func Truncate(r *Resolved, length int64) error {
 		}
 		// truncate() through our own magic link: the kernel's permission,
 		// append-only, immutable and ETXTBSY checks on exactly this inode.
-		return rsvRetry(func() error { return unix.Truncate(rsvSelfFd(obj), length) })
+		return retry(func() error { return unix.Truncate(selfFd(obj), length) })
 	})
 }
 
 // Chmod is fchmodat on the pinned inode; on a symlink the kernel's answer
 // for fchmodat(…, AT_SYMLINK_NOFOLLOW) applies.
 func Chmod(r *Resolved, mode uint32) error {
-	obj, err := rsvObject(r)
+	obj, err := pinnedObject(r)
 	if err != nil {
 		return err
 	}
@@ -537,30 +537,32 @@ func Chmod(r *Resolved, mode uint32) error {
 	if r.Stat.Mode&unix.S_IFMT == unix.S_IFLNK {
 		fl |= unix.AT_SYMLINK_NOFOLLOW
 	}
-	return rsvAs(r.Cred, func() error {
-		return rsvRetry(func() error { return unix.Fchmodat(int(obj.Fd()), "", mode&0o7777, fl) })
+	return asCred(r.Cred, func() error {
+		return retry(func() error { return unix.Fchmodat(int(obj.Fd()), "", mode&0o7777, fl) })
 	})
 }
 
-// Chown is fchownat on the pinned inode. Resolve already applied follow (via
-// FollowLast); a symlink reached by a magic link is changed itself, as the
-// kernel does. uid or gid -1 leaves that id alone.
-func Chown(r *Resolved, uid, gid int, follow bool) error {
-	_ = follow
-	obj, err := rsvObject(r)
+// Chown is fchownat on the pinned inode. Whether a symlink in the last
+// component was followed (chown) or not (lchown, AT_SYMLINK_NOFOLLOW) was
+// decided by Resolve (FollowLast): the pinned inode is the link itself or
+// its target, so the call acts on the right one without a flag of its own.
+// A symlink reached by a magic link is changed itself, as the kernel does.
+// uid or gid -1 leaves that id alone.
+func Chown(r *Resolved, uid, gid int) error {
+	obj, err := pinnedObject(r)
 	if err != nil {
 		return err
 	}
-	return rsvAs(r.Cred, func() error {
-		return rsvRetry(func() error { return unix.Fchownat(int(obj.Fd()), "", uid, gid, unix.AT_EMPTY_PATH) })
+	return asCred(r.Cred, func() error {
+		return retry(func() error { return unix.Fchownat(int(obj.Fd()), "", uid, gid, unix.AT_EMPTY_PATH) })
 	})
 }
 
-// Utimens is utimensat on the pinned inode; nil ts sets both times to now
-// (with the same permission rule as the kernel's NULL).
-func Utimens(r *Resolved, ts *[2]unix.Timespec, follow bool) error {
-	_ = follow
-	obj, err := rsvObject(r)
+// Utimens is utimensat on the pinned inode (the link itself when Resolve
+// did not follow it, as for AT_SYMLINK_NOFOLLOW); nil ts sets both times
+// to now (with the same permission rule as the kernel's NULL).
+func Utimens(r *Resolved, ts *[2]unix.Timespec) error {
+	obj, err := pinnedObject(r)
 	if err != nil {
 		return err
 	}
@@ -568,34 +570,34 @@ func Utimens(r *Resolved, ts *[2]unix.Timespec, follow bool) error {
 	if ts != nil {
 		t = *ts
 	}
-	return rsvAs(r.Cred, func() error {
-		return rsvRetry(func() error { return unix.UtimesNanoAt(int(obj.Fd()), "", t[:], unix.AT_EMPTY_PATH) })
+	return asCred(r.Cred, func() error {
+		return retry(func() error { return unix.UtimesNanoAt(int(obj.Fd()), "", t[:], unix.AT_EMPTY_PATH) })
 	})
 }
 
-// Setxattr is setxattr on the pinned inode (for a symlink: the symlink, as
-// lsetxattr).
-func Setxattr(r *Resolved, name string, value []byte, flags int, follow bool) error {
-	_ = follow
-	obj, err := rsvObject(r)
+// Setxattr is setxattr on the pinned inode: the target of a followed
+// symlink (setxattr), or the link itself when Resolve did not follow it
+// (lsetxattr).
+func Setxattr(r *Resolved, name string, value []byte, flags int) error {
+	obj, err := pinnedObject(r)
 	if err != nil {
 		return err
 	}
-	return rsvAs(r.Cred, func() error {
+	return asCred(r.Cred, func() error {
 		// Following our own magic link lands on the object and stops
 		// there, even when the object is a symlink.
-		return rsvRetry(func() error { return unix.Setxattr(rsvSelfFd(obj), name, value, flags) })
+		return retry(func() error { return unix.Setxattr(selfFd(obj), name, value, flags) })
 	})
 }
 
-// Removexattr is removexattr on the pinned inode.
-func Removexattr(r *Resolved, name string, follow bool) error {
-	_ = follow
-	obj, err := rsvObject(r)
+// Removexattr is removexattr on the pinned inode (see Setxattr for
+// symlinks).
+func Removexattr(r *Resolved, name string) error {
+	obj, err := pinnedObject(r)
 	if err != nil {
 		return err
 	}
-	return rsvAs(r.Cred, func() error {
-		return rsvRetry(func() error { return unix.Removexattr(rsvSelfFd(obj), name) })
+	return asCred(r.Cred, func() error {
+		return retry(func() error { return unix.Removexattr(selfFd(obj), name) })
 	})
 }

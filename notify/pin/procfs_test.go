@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"errors"
@@ -10,14 +10,16 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // TestProcGuard: a target may read its own /proc entries and the public ones
 // of others, but an emulated open must never hand it another process's
 // ptrace-protected files (here: the supervisor's environ and mem).
 func TestProcGuard(t *testing.T) {
-	rsvProbe(t)
-	child := rsvChild(t, t.TempDir(), nil)
+	requireResolveKernel(t)
+	child := startSleeper(t, t.TempDir(), nil)
 	tid := child.Process.Pid
 	self := strconv.Itoa(os.Getpid())
 	cases := []struct {
@@ -43,7 +45,7 @@ func TestProcGuard(t *testing.T) {
 			t.Errorf("%s: resolve: %v", c.path, err)
 			continue
 		}
-		f, err := OpenResolved(r, c.flags, 0, 0)
+		f, err := Open(r, c.flags, 0, 0)
 		r.Close()
 		if err == nil {
 			f.Close()
@@ -58,7 +60,7 @@ func TestProcGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	f, err := OpenResolved(r, unix.O_RDONLY, 0, 0)
+	f, err := Open(r, unix.O_RDONLY, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +76,14 @@ func TestProcGuard(t *testing.T) {
 // terminal, so the emulated open must give the target's, not the
 // supervisor's.
 func TestDevTtyIsTargetsTerminal(t *testing.T) {
-	rsvProbe(t)
+	requireResolveKernel(t)
 	var st unix.Stat_t
-	if err := unix.Stat("/dev/tty", &st); err != nil || !rsvIsDevTty(&st) {
-		t.Skipf("no /dev/tty device node: %v", err)
+	if err := unix.Stat("/dev/tty", &st); err != nil || !isDevTty(&st) {
+		kerneltest.Skipf(t, "no /dev/tty device node: %v", err)
 	}
 	ptmx, tty, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pty: %v", err)
+		kerneltest.Skipf(t, "no pty: %v", err)
 	}
 	defer ptmx.Close()
 	defer tty.Close()
@@ -103,7 +105,7 @@ func TestDevTtyIsTargetsTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err = OpenResolved(r, unix.O_RDWR, 0, 0)
+		f, err = Open(r, unix.O_RDWR, 0, 0)
 		r.Close()
 		if err == nil {
 			break
@@ -143,7 +145,7 @@ func TestDevTtyIsTargetsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if f, err := OpenResolved(r, unix.O_RDWR, 0, 0); !errors.Is(err, unix.ENXIO) {
+	if f, err := Open(r, unix.O_RDWR, 0, 0); !errors.Is(err, unix.ENXIO) {
 		if f != nil {
 			f.Close()
 		}

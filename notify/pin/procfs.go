@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 // Objects whose meaning depends on who opens them. The supervisor opening
 // them would act as itself, not as the target, so they get special care.
 
-// rsvProcMounts lists where procfs is mounted, read once: a sandboxed
+// procMounts lists where procfs is mounted, read once: a sandboxed
 // process cannot mount (Landlock forbids mount changes, the filter denies
 // the mount calls), so the list only grows by the supervisor's own doing.
-var rsvProcMounts = sync.OnceValue(func() []string {
+var procMounts = sync.OnceValue(func() []string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return []string{"/proc"}
@@ -35,7 +35,7 @@ var rsvProcMounts = sync.OnceValue(func() []string {
 		if len(f) < 5 {
 			continue
 		}
-		out = append(out, rsvUnescapeMount(string(f[4])))
+		out = append(out, unescapeMount(string(f[4])))
 	}
 	if len(out) == 0 {
 		out = []string{"/proc"}
@@ -43,8 +43,8 @@ var rsvProcMounts = sync.OnceValue(func() []string {
 	return out
 })
 
-// rsvUnescapeMount decodes mountinfo's octal escapes (\040 for a space).
-func rsvUnescapeMount(s string) string {
+// unescapeMount decodes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -62,10 +62,10 @@ func rsvUnescapeMount(s string) string {
 	return b.String()
 }
 
-// rsvProcEntry splits a path inside a procfs /proc/<pid> directory into the
+// procEntry splits a path inside a procfs /proc/<pid> directory into the
 // pid and the rest ("" for the directory itself).
-func rsvProcEntry(p string) (pid int, rest string, ok bool) {
-	for _, m := range rsvProcMounts() {
+func procEntry(p string) (pid int, rest string, ok bool) {
+	for _, m := range procMounts() {
 		var after string
 		if m == "/" {
 			after = strings.TrimPrefix(p, "/")
@@ -84,25 +84,25 @@ func rsvProcEntry(p string) (pid int, rest string, ok bool) {
 	return 0, "", false
 }
 
-// rsvProcSafe are /proc/<pid> files any process may read, whose open does no
+// procSafe are /proc/<pid> files any process may read, whose open does no
 // ptrace_may_access check on the opener. Everything else (mem, environ,
 // auxv, maps, fd/, …) is checked against whoever opens it, which for an
 // emulated open is the supervisor.
-var rsvProcSafe = map[string]bool{
+var procSafe = map[string]bool{
 	"stat": true, "statm": true, "status": true, "cmdline": true, "comm": true,
 	"cgroup": true, "limits": true, "loginuid": true, "sessionid": true,
 	"oom_score": true, "oom_score_adj": true, "wchan": true, "schedstat": true,
 	"cpuset": true, "task": true,
 }
 
-// rsvProcGuard refuses to act, as the supervisor, on another process's
+// procGuard refuses to act, as the supervisor, on another process's
 // /proc entries beyond what any process may read: otherwise a target allowed
 // to read /proc could be handed the supervisor's /proc/PID/mem.
-func rsvProcGuard(r *Resolved, readOnly bool) error {
+func procGuard(r *Resolved, readOnly bool) error {
 	if r.Kind != KindPath {
 		return nil
 	}
-	pid, rest, ok := rsvProcEntry(r.Path)
+	pid, rest, ok := procEntry(r.Path)
 	if !ok || pid == r.Tgid {
 		return nil
 	}
@@ -121,39 +121,39 @@ func rsvProcGuard(r *Resolved, readOnly bool) error {
 		switch {
 		case len(parts) == 0, len(parts) == 1 && parts[0] == "":
 			return nil
-		case len(parts) == 1 && rsvProcSafe[parts[0]]:
+		case len(parts) == 1 && procSafe[parts[0]]:
 			return nil
 		}
 	}
-	return fmt.Errorf("notify: refusing to open %s of another process on the target's behalf: %w", r.Path, unix.EACCES)
+	return fmt.Errorf("pin: refusing to open %s of another process on the target's behalf: %w", r.Path, unix.EACCES)
 }
 
-// rsvIsDevTty reports the /dev/tty device (5:0), which names the opener's
+// isDevTty reports the /dev/tty device (5:0), which names the opener's
 // controlling terminal.
-func rsvIsDevTty(st *unix.Stat_t) bool {
+func isDevTty(st *unix.Stat_t) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 5 && unix.Minor(st.Rdev) == 0
 }
 
-// rsvOpenCtty opens thread tid's controlling terminal, which is what the
+// openCtty opens thread tid's controlling terminal, which is what the
 // target's open of /dev/tty would give it (the supervisor's own open would
 // give the supervisor's terminal, or ENXIO).
-func rsvOpenCtty(tid int, flags int) (*os.File, error) {
+func openCtty(tid int, flags int) (*os.File, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
 	if err != nil {
-		return nil, fmt.Errorf("notify: read stat of %d: %w", tid, rsvErrno(err))
+		return nil, fmt.Errorf("pin: read stat of %d: %w", tid, errnoOf(err))
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return nil, fmt.Errorf("notify: malformed /proc/%d/stat: %w", tid, unix.EIO)
+		return nil, fmt.Errorf("pin: malformed /proc/%d/stat: %w", tid, unix.EIO)
 	}
 	// After "pid (comm)": state ppid pgrp session tty_nr.
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 5 {
-		return nil, fmt.Errorf("notify: malformed /proc/%d/stat: %w", tid, unix.EIO)
+		return nil, fmt.Errorf("pin: malformed /proc/%d/stat: %w", tid, unix.EIO)
 	}
 	nr, err := strconv.ParseUint(string(f[4]), 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("notify: malformed tty_nr in /proc/%d/stat: %w", tid, unix.EIO)
+		return nil, fmt.Errorf("pin: malformed tty_nr in /proc/%d/stat: %w", tid, unix.EIO)
 	}
 	if nr == 0 {
 		return nil, unix.ENXIO // no controlling terminal
@@ -166,7 +166,7 @@ func rsvOpenCtty(tid int, flags int) (*os.File, error) {
 		candidates = append(candidates, "/dev/pts/"+strconv.Itoa(int(minor+(major-136)*256)))
 	}
 	for _, p := range candidates {
-		fd, err := rsvOpenPath(p, flags|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		fd, err := openPathRetry(p, flags|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			if err == unix.ENOENT {
 				continue
@@ -179,5 +179,5 @@ func rsvOpenCtty(tid int, flags int) (*os.File, error) {
 		}
 		unix.Close(fd)
 	}
-	return nil, fmt.Errorf("notify: controlling terminal %d:%d of %d has no device node here: %w", major, minor, tid, unix.ENXIO)
+	return nil, fmt.Errorf("pin: controlling terminal %d:%d of %d has no device node here: %w", major, minor, tid, unix.ENXIO)
 }

@@ -1,10 +1,10 @@
-package notify_test
+package pin_test
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,9 +15,9 @@ func ExampleResolve() {
 	tid := os.Getpid() // in the supervisor: the notification's pid
 	flags := unix.O_RDONLY
 
-	r, err := notify.Resolve(tid, unix.AT_FDCWD, "/etc/../etc/./hostname", notify.OpenResolveFlags(flags))
+	r, err := pin.Resolve(tid, unix.AT_FDCWD, "/etc/../etc/./hostname", pin.OpenResolveFlags(flags))
 	if err != nil {
-		fmt.Println("answer with errno", notify.Errno(err))
+		fmt.Println("answer with errno", pin.Errno(err))
 		return
 	}
 	defer r.Close()
@@ -26,11 +26,11 @@ func ExampleResolve() {
 	// ... the policy judges r.Path; if allowed:
 	umask := uint32(0)
 	if flags&unix.O_CREAT != 0 {
-		umask, _ = notify.Umask(tid) // only creation needs it
+		umask, _ = pin.Umask(tid) // only creation needs it
 	}
-	f, err := notify.OpenResolved(r, flags, 0, umask)
+	f, err := pin.Open(r, flags, 0, umask)
 	if err != nil {
-		fmt.Println("answer with errno", notify.Errno(err))
+		fmt.Println("answer with errno", pin.Errno(err))
 		return
 	}
 	defer f.Close()

@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"errors"
@@ -16,44 +16,33 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
-// rsvNeedKernel skips when the kernel lacks what the test needs, unless
-// PERMWRAP_REQUIRE_KERNEL=1 (CI), where a missing feature is a failure.
-func rsvNeedKernel(t testing.TB, feature string, err error) {
+func requireResolveKernel(t testing.TB) {
 	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("PERMWRAP_REQUIRE_KERNEL") == "1" {
-		t.Fatalf("kernel feature %s unavailable: %v", feature, err)
-	}
-	t.Skipf("kernel feature %s unavailable: %v", feature, err)
-}
-
-func rsvProbe(t testing.TB) {
-	t.Helper()
-	fd, err := unix.Openat2(unix.AT_FDCWD, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: rsvResolveOne})
+	fd, err := unix.Openat2(unix.AT_FDCWD, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolveOne})
 	if err == nil {
 		unix.Close(fd)
 	}
-	rsvNeedKernel(t, "openat2", err)
+	kerneltest.Need(t, "openat2", err)
 	_, err = os.Stat("/proc/self/status")
-	rsvNeedKernel(t, "procfs", err)
+	kerneltest.Need(t, "procfs", err)
 }
 
-// rsvTree builds a directory tree with every kind of link the table needs.
-func rsvTree(t testing.TB) string {
+// makeTree builds a directory tree with every kind of link the table needs.
+func makeTree(t testing.TB) string {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rsvTreeAt(t, base)
+	makeTreeAt(t, base)
 	return base
 }
 
-func rsvTreeAt(t testing.TB, base string) {
+func makeTreeAt(t testing.TB, base string) {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()
@@ -85,7 +74,7 @@ func rsvTreeAt(t testing.TB, base string) {
 	}
 }
 
-var rsvCases = []string{
+var resolveCases = []string{
 	"d/f", "d//f", "./d/./f", "d/sub/../f", "d/sub/g", "link_d/f", "link_f",
 	"abs_link/sub/g", "loop1", "loop1/x", "dangling", "d/f/", "d/", "link_d/",
 	"link_f/", "d/f/x", "nonexist/x", "d/nonexist", "../../../../../../../..",
@@ -95,9 +84,9 @@ var rsvCases = []string{
 	strings.Repeat("a", 300), "d/" + strings.Repeat("b", 256), "d/f/.", "d/f/..",
 }
 
-// rsvCompare checks Resolve against the kernel's own openat(O_PATH) of the
+// compareWithKernel checks Resolve against the kernel's own openat(O_PATH) of the
 // same path from the same process.
-func rsvCompare(t *testing.T, tid, dirfd int, p string, follow bool) {
+func compareWithKernel(t *testing.T, tid, dirfd int, p string, follow bool) {
 	t.Helper()
 	kflags := unix.O_PATH | unix.O_CLOEXEC
 	var flags ResolveFlags
@@ -139,7 +128,7 @@ func rsvCompare(t *testing.T, tid, dirfd int, p string, follow bool) {
 	if st.Dev != r.Stat.Dev || st.Ino != r.Stat.Ino {
 		t.Errorf("%s: kernel reached ino %d, Resolve ino %d (%v)", label, st.Ino, r.Stat.Ino, r)
 	}
-	kp, err := rsvFdPath(kfd)
+	kp, err := fdPath(kfd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,42 +138,42 @@ func rsvCompare(t *testing.T, tid, dirfd int, p string, follow bool) {
 }
 
 func TestResolveMatchesKernelDirfd(t *testing.T) {
-	rsvProbe(t)
-	base := rsvTree(t)
+	requireResolveKernel(t)
+	base := makeTree(t)
 	dfd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(dfd)
 	pid := os.Getpid()
-	for _, p := range rsvCases {
+	for _, p := range resolveCases {
 		for _, follow := range []bool{true, false} {
-			rsvCompare(t, pid, dfd, p, follow)
-			rsvCompare(t, pid, unix.AT_FDCWD, base+"/"+p, follow)
+			compareWithKernel(t, pid, dfd, p, follow)
+			compareWithKernel(t, pid, unix.AT_FDCWD, base+"/"+p, follow)
 		}
 	}
 	// A path as long as the kernel accepts, and one byte more.
 	long := strings.Repeat("./", unix.PathMax/2-2) + "d/f"
-	rsvCompare(t, pid, dfd, long, true)
-	rsvCompare(t, pid, dfd, long+"/", true)
-	rsvCompare(t, pid, dfd, "./"+long, true)
-	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd)+"/d/f", true)
-	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd)+"/d/../link_f", true)
-	rsvCompare(t, pid, dfd, "/proc/thread-self/../../self/cwd", true)
-	rsvCompare(t, pid, dfd, "/proc/self/root/"+base+"/d/f", true)
-	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd), false)
-	rsvCompare(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd), true)
+	compareWithKernel(t, pid, dfd, long, true)
+	compareWithKernel(t, pid, dfd, long+"/", true)
+	compareWithKernel(t, pid, dfd, "./"+long, true)
+	compareWithKernel(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd)+"/d/f", true)
+	compareWithKernel(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd)+"/d/../link_f", true)
+	compareWithKernel(t, pid, dfd, "/proc/thread-self/../../self/cwd", true)
+	compareWithKernel(t, pid, dfd, "/proc/self/root/"+base+"/d/f", true)
+	compareWithKernel(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd), false)
+	compareWithKernel(t, pid, dfd, "/proc/self/fd/"+strconv.Itoa(dfd), true)
 }
 
-// rsvChild starts `sleep` in dir with extra files as fds 3, 4, ...
-func rsvChild(t *testing.T, dir string, stdin io.Reader, extra ...*os.File) *exec.Cmd {
+// startSleeper starts `sleep` in dir with extra files as fds 3, 4, ...
+func startSleeper(t *testing.T, dir string, stdin io.Reader, extra ...*os.File) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
 	cmd.Dir = dir
 	cmd.Stdin = stdin
 	cmd.ExtraFiles = extra
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start sleep: %v", err)
+		kerneltest.Skipf(t, "cannot start sleep: %v", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait until the child is sleep, not the forked test binary, so its
@@ -199,8 +188,8 @@ func rsvChild(t *testing.T, dir string, stdin io.Reader, extra ...*os.File) *exe
 }
 
 func TestResolveChildCwdAndFds(t *testing.T) {
-	rsvProbe(t)
-	base := rsvTree(t)
+	requireResolveKernel(t)
+	base := makeTree(t)
 	dir, err := os.Open(base + "/d/sub")
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +205,7 @@ func TestResolveChildCwdAndFds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pw.Close()
-	child := rsvChild(t, base, pr, dir, file)
+	child := startSleeper(t, base, pr, dir, file)
 	pr.Close()
 	pid := child.Process.Pid
 
@@ -227,7 +216,7 @@ func TestResolveChildCwdAndFds(t *testing.T) {
 	defer unix.Close(bfd)
 	// The child's cwd is base: cwd-relative resolution for it must equal
 	// base-relative resolution by the kernel here.
-	for _, p := range rsvCases {
+	for _, p := range resolveCases {
 		kfd, kerr := unix.Openat(bfd, p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		r, err := Resolve(pid, unix.AT_FDCWD, p, FollowLast)
 		switch {
@@ -240,7 +229,7 @@ func TestResolveChildCwdAndFds(t *testing.T) {
 		case err != nil:
 			t.Errorf("%q: kernel ok, Resolve %v", p, err)
 		default:
-			want, _ := rsvFdPath(kfd)
+			want, _ := fdPath(kfd)
 			if r.Path != want {
 				t.Errorf("%q: Path %q, want %q", p, r.Path, want)
 			}
@@ -310,7 +299,7 @@ func TestResolveChildCwdAndFds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenResolved(r, unix.O_RDONLY, 0, 0)
+	f, err := Open(r, unix.O_RDONLY, 0, 0)
 	r.Close()
 	if err != nil {
 		t.Fatalf("reopen pipe: %v", err)
@@ -326,13 +315,13 @@ func TestResolveChildCwdAndFds(t *testing.T) {
 }
 
 func TestResolveDeletedCwd(t *testing.T) {
-	rsvProbe(t)
-	base := rsvTree(t)
+	requireResolveKernel(t)
+	base := makeTree(t)
 	gone := base + "/gone"
 	if err := os.Mkdir(gone, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	child := rsvChild(t, gone, nil)
+	child := startSleeper(t, gone, nil)
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
@@ -357,8 +346,8 @@ func TestResolveDeletedCwd(t *testing.T) {
 // to a secret directory while resolving and opening through it: every file
 // opened must be the one whose path was checked.
 func TestResolveRaceSwapDirForSymlink(t *testing.T) {
-	rsvProbe(t)
-	base := rsvTree(t)
+	requireResolveKernel(t)
+	base := makeTree(t)
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)
@@ -393,7 +382,7 @@ func TestResolveRaceSwapDirForSymlink(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		f, err := OpenResolved(r, unix.O_RDONLY, 0, 0)
+		f, err := Open(r, unix.O_RDONLY, 0, 0)
 		if err != nil {
 			r.Close()
 			continue
@@ -425,8 +414,8 @@ func TestResolveRaceSwapDirForSymlink(t *testing.T) {
 
 // TestResolveFdLeak guards against pinned descriptors leaking on any path.
 func TestResolveFdLeak(t *testing.T) {
-	rsvProbe(t)
-	base := rsvTree(t)
+	requireResolveKernel(t)
+	base := makeTree(t)
 	count := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
@@ -437,7 +426,7 @@ func TestResolveFdLeak(t *testing.T) {
 	pid := os.Getpid()
 	before := count()
 	for range 3 {
-		for _, p := range rsvCases {
+		for _, p := range resolveCases {
 			for _, fl := range []ResolveFlags{0, FollowLast, FollowLast | Beneath, ParentOnly, FollowLast | NoXdev} {
 				r, err := Resolve(pid, unix.AT_FDCWD, base+"/"+p, fl)
 				if err == nil {
@@ -453,11 +442,11 @@ func TestResolveFdLeak(t *testing.T) {
 
 func TestParseStatusRejectsGarbage(t *testing.T) {
 	for _, in := range []string{"", "Tgid: x\n", "Tgid:\t12\nUmask:\t0022\nUid:\t1 2 3\nGid:\t1 2 3 4\nGroups:\t\nCapEff:\t0\n"} {
-		if _, err := rsvParseStatus(1, []byte(in)); err == nil {
+		if _, err := parseStatus(1, []byte(in)); err == nil {
 			t.Errorf("parsed %q without error", in)
 		}
 	}
-	st, err := rsvParseStatus(1, []byte("Name:\tx\nUmask:\t0027\nTgid:\t7\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t10 11\nCapEff:\t0000000000000004\n"))
+	st, err := parseStatus(1, []byte("Name:\tx\nUmask:\t0027\nTgid:\t7\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t10 11\nCapEff:\t0000000000000004\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,24 +458,24 @@ func TestParseStatusRejectsGarbage(t *testing.T) {
 func FuzzParseStatus(f *testing.F) {
 	f.Add([]byte("Tgid:\t7\nUmask:\t0022\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t\nCapEff:\t0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		st, err := rsvParseStatus(1, b)
+		st, err := parseStatus(1, b)
 		if err == nil && (st.tgid <= 0 || st.umask > 0o777) {
 			t.Fatalf("accepted %+v", st)
 		}
 	})
 }
 
-// rsvCPU is the process's user+system CPU time in ns: on a loaded machine
+// cpuTime is the process's user+system CPU time in ns: on a loaded machine
 // it tracks the work done better than wall time does.
-func rsvCPU() int64 {
+func cpuTime() int64 {
 	var ru unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 func BenchmarkResolve5(b *testing.B) {
-	rsvProbe(b)
-	base := rsvTree(b)
+	requireResolveKernel(b)
+	base := makeTree(b)
 	if err := os.MkdirAll(base+"/p1/p2/p3/p4", 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -511,7 +500,7 @@ func BenchmarkResolve5(b *testing.B) {
 				defer f.Close()
 				dirfd = int(f.Fd())
 			}
-			cpu := rsvCPU()
+			cpu := cpuTime()
 			for b.Loop() {
 				r, err := Resolve(pid, dirfd, tc.path, FollowLast)
 				if err != nil {
@@ -519,21 +508,21 @@ func BenchmarkResolve5(b *testing.B) {
 				}
 				r.Close()
 			}
-			b.ReportMetric(float64(rsvCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
 
-// rsvOpenat2Flags are the openat2 scopes compared against the kernel.
-var rsvOpenat2Flags = []uint64{
+// openat2Scopes are the openat2 scopes compared against the kernel.
+var openat2Scopes = []uint64{
 	unix.RESOLVE_BENEATH, unix.RESOLVE_IN_ROOT, unix.RESOLVE_NO_XDEV,
 	unix.RESOLVE_NO_SYMLINKS, unix.RESOLVE_NO_MAGICLINKS,
 	unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
 }
 
-// rsvCompare2 checks Resolve with openat2 scopes against the kernel's
+// compareOpenat2 checks Resolve with openat2 scopes against the kernel's
 // openat2(O_PATH) of the same path.
-func rsvCompare2(t *testing.T, dirfd int, p string, res uint64, oflags int) {
+func compareOpenat2(t *testing.T, dirfd int, p string, res uint64, oflags int) {
 	t.Helper()
 	kfd, kerr := unix.Openat2(dirfd, p, &unix.OpenHow{Flags: uint64(oflags | unix.O_PATH | unix.O_CLOEXEC), Resolve: res})
 	r, err := Resolve(os.Getpid(), dirfd, p, OpenHowResolveFlags(oflags|unix.O_PATH, res))
@@ -562,8 +551,8 @@ func rsvCompare2(t *testing.T, dirfd int, p string, res uint64, oflags int) {
 }
 
 func TestResolveMatchesKernelOpenat2Scopes(t *testing.T) {
-	rsvProbe(t)
-	base := rsvTree(t)
+	requireResolveKernel(t)
+	base := makeTree(t)
 	dfd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -571,10 +560,10 @@ func TestResolveMatchesKernelOpenat2Scopes(t *testing.T) {
 	defer unix.Close(dfd)
 	extra := []string{"/d/f", "/link_f", "abs_link/f", "d/sub/up/link_f", "link_root/proc", "/proc/self/fd/0",
 		"d/../..", "d/sub/../../d/f", "link_dot/d/../d/f"}
-	for _, p := range append(slices.Clone(rsvCases), extra...) {
-		for _, res := range rsvOpenat2Flags {
-			rsvCompare2(t, dfd, p, res, 0)
-			rsvCompare2(t, dfd, p, res, unix.O_NOFOLLOW)
+	for _, p := range append(slices.Clone(resolveCases), extra...) {
+		for _, res := range openat2Scopes {
+			compareOpenat2(t, dfd, p, res, 0)
+			compareOpenat2(t, dfd, p, res, unix.O_NOFOLLOW)
 		}
 	}
 	// NO_XDEV across the procfs mount.
@@ -584,21 +573,21 @@ func TestResolveMatchesKernelOpenat2Scopes(t *testing.T) {
 	}
 	defer unix.Close(rfd)
 	for _, p := range []string{"proc/self", "proc", "proc/1", "etc/hostname"} {
-		rsvCompare2(t, rfd, p, unix.RESOLVE_NO_XDEV, 0)
+		compareOpenat2(t, rfd, p, unix.RESOLVE_NO_XDEV, 0)
 	}
 }
 
 // FuzzResolve compares Resolve with the kernel's own lookup for arbitrary
 // paths in the test tree.
 func FuzzResolve(f *testing.F) {
-	for _, p := range rsvCases {
+	for _, p := range resolveCases {
 		f.Add(p, true)
 	}
 	f.Add("link_dot/../d/./sub//up/trail/f", false)
-	rsvProbe(f)
+	requireResolveKernel(f)
 	// One tree for the whole run (t.TempDir would vanish after the first
 	// input).
-	base, err := os.MkdirTemp("", "rsvfuzz")
+	base, err := os.MkdirTemp("", "pinfuzz")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -606,7 +595,7 @@ func FuzzResolve(f *testing.F) {
 	if base, err = filepath.EvalSymlinks(base); err != nil {
 		f.Fatal(err)
 	}
-	rsvTreeAt(f, base)
+	makeTreeAt(f, base)
 	dfd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		f.Fatal(err)
@@ -616,7 +605,7 @@ func FuzzResolve(f *testing.F) {
 		if strings.IndexByte(p, 0) >= 0 || strings.HasPrefix(p, "/") {
 			return // NUL cannot come from target memory; absolute paths leave the tree
 		}
-		rsvCompare(t, os.Getpid(), dfd, p, follow)
+		compareWithKernel(t, os.Getpid(), dfd, p, follow)
 	})
 }
 
@@ -625,8 +614,8 @@ func FuzzResolve(f *testing.F) {
 // a file checked as a/file is never the secret, and the secret is never
 // written unless its own path was checked.
 func TestResolveRaceSwapLastForSymlink(t *testing.T) {
-	rsvProbe(t)
-	base := rsvTree(t)
+	requireResolveKernel(t)
+	base := makeTree(t)
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)
@@ -669,7 +658,7 @@ func TestResolveRaceSwapLastForSymlink(t *testing.T) {
 		if write {
 			fl = unix.O_WRONLY | unix.O_APPEND
 		}
-		f, err := OpenResolved(r, fl, 0, 0)
+		f, err := Open(r, fl, 0, 0)
 		r.Close()
 		if errors.Is(err, unix.ELOOP) {
 			loops++ // swapped to a symlink after the check: refused
@@ -699,4 +688,30 @@ func TestResolveRaceSwapLastForSymlink(t *testing.T) {
 	if opened == 0 {
 		t.Fatal("no open succeeded")
 	}
+}
+
+// String methods for test messages (production code names what it needs).
+
+func (k Kind) String() string {
+	switch k {
+	case KindPath:
+		return "path"
+	case KindAnon:
+		return "anon"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+func (r *Resolved) String() string {
+	if r == nil {
+		return "<nil>"
+	}
+	s := r.Path
+	if r.Kind != KindPath {
+		s = r.Kind.String() + ":" + s
+	}
+	if !r.Exists {
+		s += " (absent)"
+	}
+	return s
 }

@@ -1,14 +1,13 @@
-package notify
+package pin
 
 import (
-	"os"
 	"runtime"
 
 	"golang.org/x/sys/unix"
 )
 
-// Bind performs a target's bind(2) on its socket sock (from GetFd: the
-// same open socket), with addr the raw sockaddr it passed. A bind is
+// Bind performs a target's bind(2) on its socket h (the same open socket,
+// from OpenHandle with no want), with addr the raw sockaddr it passed. A bind is
 // emulated rather than continued because the kernel would read the
 // sockaddr again: a second thread could turn an address that was checked
 // into a pathname in a denied directory.
@@ -18,9 +17,9 @@ import (
 // directory at.Dir, under the name at.Name), with the target's umask and
 // filesystem identity, as the kernel would have created it. Every other
 // address is bound as given.
-func Bind(sock *os.File, addr []byte, at *Resolved, umask uint32) error {
+func (h *Handle) Bind(addr []byte, at *Resolved, umask uint32) error {
 	if at == nil {
-		return rawBind(int(sock.Fd()), addr)
+		return asCred(h.cred, func() error { return rawBind(h.fd(), addr) })
 	}
 	if at.Dir == nil || at.Name == "" {
 		return unix.EINVAL
@@ -47,7 +46,7 @@ func Bind(sock *os.File, addr []byte, at *Resolved, umask uint32) error {
 			rel := make([]byte, 2+len(at.Name)+1)
 			rel[0], rel[1] = byte(unix.AF_UNIX&0xff), byte(unix.AF_UNIX>>8)
 			copy(rel[2:], at.Name)
-			return rsvAs(at.Cred, func() error { return rawBind(int(sock.Fd()), rel[:len(rel)-1]) })
+			return asCred(at.Cred, func() error { return rawBind(h.fd(), rel[:len(rel)-1]) })
 		}()
 	}()
 	return <-done

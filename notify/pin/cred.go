@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"fmt"
@@ -18,13 +18,13 @@ import (
 // when changed with raw syscalls. A supervisor that cannot switch (not root)
 // refuses with EPERM.
 
-type rsvSelf struct {
+type selfIDs struct {
 	uid, gid uint32
 	groups   []uint32
 }
 
-var rsvSelfCred = sync.OnceValue(func() rsvSelf {
-	s := rsvSelf{uid: uint32(unix.Geteuid()), gid: uint32(unix.Getegid())}
+var selfCred = sync.OnceValue(func() selfIDs {
+	s := selfIDs{uid: uint32(unix.Geteuid()), gid: uint32(unix.Getegid())}
 	gs, _ := unix.Getgroups()
 	for _, g := range gs {
 		s.groups = append(s.groups, uint32(g))
@@ -33,7 +33,7 @@ var rsvSelfCred = sync.OnceValue(func() rsvSelf {
 	return s
 })
 
-func rsvSameGroups(a, b []uint32) bool {
+func sameGroups(a, b []uint32) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -45,39 +45,31 @@ func rsvSameGroups(a, b []uint32) bool {
 	return slices.Equal(c, b)
 }
 
-// WithCred runs fn with the filesystem identity c (a Resolved's Cred; nil:
-// the supervisor's own), for operations on a target's open file that have no
-// primitive here: fchmod, fchown, fsetxattr, ftruncate, futimens on the file
-// GetFd returned. Those act on the open file description, so they keep the
-// kernel's own answers (EBADF on an O_PATH fd, EINVAL for ftruncate on a
-// read-only one) without any path being involved.
-func WithCred(c *Cred, fn func() error) error { return rsvAs(c, fn) }
-
-// rsvAs runs fn with the filesystem identity c (nil: the supervisor's own).
-func rsvAs(c *Cred, fn func() error) error {
-	self := rsvSelfCred()
-	if c == nil || (c.UID == self.uid && c.GID == self.gid && rsvSameGroups(c.Groups, self.groups)) {
+// asCred runs fn with the filesystem identity c (nil: the supervisor's own).
+func asCred(c *Cred, fn func() error) error {
+	self := selfCred()
+	if c == nil || (c.UID == self.uid && c.GID == self.gid && sameGroups(c.Groups, self.groups)) {
 		return fn()
 	}
 	runtime.LockOSThread()
-	if err := rsvSwitch(c.UID, c.GID, c.Groups); err != nil {
-		if rerr := rsvSwitch(self.uid, self.gid, self.groups); rerr != nil {
+	if err := switchCred(c.UID, c.GID, c.Groups); err != nil {
+		if rerr := switchCred(self.uid, self.gid, self.groups); rerr != nil {
 			// The thread's identity is unknown: keep it locked so the
 			// runtime retires it when this goroutine ends.
-			return fmt.Errorf("notify: cannot act as uid %d gid %d (%v), and restoring failed (%v): %w", c.UID, c.GID, err, rerr, unix.EPERM)
+			return fmt.Errorf("pin: cannot act as uid %d gid %d (%v), and restoring failed (%v): %w", c.UID, c.GID, err, rerr, unix.EPERM)
 		}
 		runtime.UnlockOSThread()
-		return fmt.Errorf("notify: cannot act as uid %d gid %d: %v: %w", c.UID, c.GID, err, unix.EPERM)
+		return fmt.Errorf("pin: cannot act as uid %d gid %d: %v: %w", c.UID, c.GID, err, unix.EPERM)
 	}
 	ferr := fn()
-	if rerr := rsvSwitch(self.uid, self.gid, self.groups); rerr != nil {
-		return fmt.Errorf("notify: restoring supervisor credentials failed (%v): %w", rerr, unix.EPERM)
+	if rerr := switchCred(self.uid, self.gid, self.groups); rerr != nil {
+		return fmt.Errorf("pin: restoring supervisor credentials failed (%v): %w", rerr, unix.EPERM)
 	}
 	runtime.UnlockOSThread()
 	return ferr
 }
 
-// rsvSwitch makes this thread act as uid/gid/groups. It sets the thread's
+// switchCred makes this thread act as uid/gid/groups. It sets the thread's
 // effective ids (fs ids follow them), not only the fs ids: moving the
 // effective uid away from 0 clears the effective capabilities, so the
 // kernel's permission checks and the credentials recorded in files opened
@@ -85,12 +77,12 @@ func rsvAs(c *Cred, fn func() error) error {
 // root's. The saved uid stays the supervisor's, which is what lets it switch
 // back. Raw syscalls act on this thread only (Go's syscall.Setresuid would
 // change every thread).
-func rsvSwitch(uid, gid uint32, groups []uint32) error {
-	self := rsvSelfCred()
+func switchCred(uid, gid uint32, groups []uint32) error {
+	self := selfCred()
 	// Back to the supervisor's effective uid first, regaining the
 	// capabilities the calls below need.
 	if uint32(unix.Geteuid()) != self.uid {
-		if err := rsvSetresuid(self.uid); err != nil {
+		if err := setresuid(self.uid); err != nil {
 			return fmt.Errorf("setresuid(-1, %d, -1): %w", self.uid, err)
 		}
 	}
@@ -107,7 +99,7 @@ func rsvSwitch(uid, gid uint32, groups []uint32) error {
 	if uint32(unix.Getegid()) != gid {
 		return fmt.Errorf("setresgid(-1, %d, -1) did not take", gid)
 	}
-	if err := rsvSetresuid(uid); err != nil {
+	if err := setresuid(uid); err != nil {
 		return fmt.Errorf("setresuid(-1, %d, -1): %w", uid, err)
 	}
 	if uint32(unix.Geteuid()) != uid {
@@ -116,7 +108,7 @@ func rsvSwitch(uid, gid uint32, groups []uint32) error {
 	return nil
 }
 
-func rsvSetresuid(euid uint32) error {
+func setresuid(euid uint32) error {
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(euid), ^uintptr(0)); e != 0 {
 		return e
 	}

@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestProcHelpers(t *testing.T) {
-	rsvProbe(t)
+	requireResolveKernel(t)
 	dir := t.TempDir()
 	file, err := os.Create(dir + "/held")
 	if err != nil {
@@ -18,7 +18,7 @@ func TestProcHelpers(t *testing.T) {
 	}
 	defer file.Close()
 	old := unix.Umask(0o037)
-	child := rsvChild(t, dir, nil, file)
+	child := startSleeper(t, dir, nil, file)
 	unix.Umask(old)
 	pid := child.Process.Pid
 
@@ -54,25 +54,25 @@ func TestProcHelpers(t *testing.T) {
 	if m, err := Umask(pid); err != nil || m != 0o037 {
 		t.Errorf("Umask(child) = %o, %v; want 037", m, err)
 	}
-	if uid, gid, _, err := FsCreds(pid); err != nil || uid != uint32(os.Geteuid()) || gid != uint32(os.Getegid()) {
-		t.Errorf("FsCreds(child) = %d %d %v", uid, gid, err)
+	if st, err := readStatus(pid); err != nil || st.cred.UID != uint32(os.Geteuid()) || st.cred.GID != uint32(os.Getegid()) {
+		t.Errorf("readStatus(child) = %+v, %v", st, err)
 	}
-	cwd, err := OpenCwd(pid)
+	cwd, err := openProcLink(pid, "cwd", unix.O_DIRECTORY)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := rsvFdPath(int(cwd.Fd())); p != dir {
-		t.Errorf("OpenCwd path %q, want %q", p, dir)
+	if p, _ := fdPath(cwd); p != dir {
+		t.Errorf("cwd path %q, want %q", p, dir)
 	}
-	cwd.Close()
-	fp, err := OpenFdPath(pid, 3)
+	unix.Close(cwd)
+	fp, err := openProcLink(pid, "fd/3", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := rsvFdPath(int(fp.Fd())); p != dir+"/held" {
-		t.Errorf("OpenFdPath path %q", p)
+	if p, _ := fdPath(fp); p != dir+"/held" {
+		t.Errorf("fd 3 path %q", p)
 	}
-	fp.Close()
+	unix.Close(fp)
 	g, err := GetFd(pid, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -88,13 +88,17 @@ func TestProcHelpers(t *testing.T) {
 		t.Errorf("write through GetFd file: %v", err)
 	}
 	g.Close()
-	for _, fn := range []func(int, int) (*os.File, error){OpenFdPath, GetFd} {
-		if f, err := fn(pid, 77); !errors.Is(err, unix.EBADF) {
-			if f != nil {
-				f.Close()
-			}
-			t.Errorf("closed fd: %v, want EBADF", err)
+	if fd, err := openProcLink(pid, "fd/77", 0); !errors.Is(err, unix.EBADF) {
+		if err == nil {
+			unix.Close(fd)
 		}
+		t.Errorf("closed fd through /proc: %v, want EBADF", err)
+	}
+	if f, err := GetFd(pid, 77); !errors.Is(err, unix.EBADF) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("closed fd through GetFd: %v, want EBADF", err)
 	}
 	child.Process.Kill()
 	child.Wait()

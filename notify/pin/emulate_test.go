@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"errors"
@@ -12,13 +12,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
-const rsvTestUmask = 0o027
+const testUmask = 0o027
 
-// rsvScene is the starting tree for every emulation case, built twice: once
+// makeScene is the starting tree for every emulation case, built twice: once
 // for the kernel to act on, once for the emulation.
-func rsvScene(t *testing.T, dir string) {
+func makeScene(t *testing.T, dir string) {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()
@@ -38,10 +40,10 @@ func rsvScene(t *testing.T, dir string) {
 	must(os.Chmod(dir+"/fifo", 0o644))
 }
 
-// rsvState describes a tree: names, types, modes, sizes, link targets,
+// sceneState describes a tree: names, types, modes, sizes, link targets,
 // user xattrs and explicitly set (old) mtimes. Inode numbers and ordinary
 // times differ between the twins and are left out.
-func rsvState(t *testing.T, dir string) string {
+func sceneState(t *testing.T, dir string) string {
 	t.Helper()
 	var lines []string
 	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
@@ -74,19 +76,19 @@ func rsvState(t *testing.T, dir string) string {
 	return strings.Join(lines, "\n")
 }
 
-type rsvEmuCase struct {
+type emuCase struct {
 	name   string
 	kernel func(dirfd int) error
 	emu    func(tid, dirfd int) error
 }
 
-func rsvRes(tid, dirfd int, p string, fl ResolveFlags) (*Resolved, error) {
+func resolveFor(tid, dirfd int, p string, fl ResolveFlags) (*Resolved, error) {
 	return Resolve(tid, dirfd, p, fl)
 }
 
-// rsvOne resolves p and runs op on it.
-func rsvOne(tid, dirfd int, p string, fl ResolveFlags, op func(r *Resolved) error) error {
-	r, err := rsvRes(tid, dirfd, p, fl)
+// onOne resolves p and runs op on it.
+func onOne(tid, dirfd int, p string, fl ResolveFlags, op func(r *Resolved) error) error {
+	r, err := resolveFor(tid, dirfd, p, fl)
 	if err != nil {
 		return err
 	}
@@ -94,14 +96,14 @@ func rsvOne(tid, dirfd int, p string, fl ResolveFlags, op func(r *Resolved) erro
 	return op(r)
 }
 
-// rsvTwo resolves two paths and runs op on them.
-func rsvTwo(tid, dirfd int, a string, fa ResolveFlags, b string, fb ResolveFlags, op func(a, b *Resolved) error) error {
-	ra, err := rsvRes(tid, dirfd, a, fa)
+// onTwo resolves two paths and runs op on them.
+func onTwo(tid, dirfd int, a string, fa ResolveFlags, b string, fb ResolveFlags, op func(a, b *Resolved) error) error {
+	ra, err := resolveFor(tid, dirfd, a, fa)
 	if err != nil {
 		return err
 	}
 	defer ra.Close()
-	rb, err := rsvRes(tid, dirfd, b, fb)
+	rb, err := resolveFor(tid, dirfd, b, fb)
 	if err != nil {
 		return err
 	}
@@ -109,8 +111,8 @@ func rsvTwo(tid, dirfd int, a string, fa ResolveFlags, b string, fb ResolveFlags
 	return op(ra, rb)
 }
 
-func rsvOpenCase(p string, flags int, mode uint32) rsvEmuCase {
-	return rsvEmuCase{
+func openCase(p string, flags int, mode uint32) emuCase {
+	return emuCase{
 		name: fmt.Sprintf("open %q %#o", p, flags),
 		kernel: func(dirfd int) error {
 			fd, err := unix.Openat(dirfd, p, flags|unix.O_CLOEXEC, mode)
@@ -120,8 +122,8 @@ func rsvOpenCase(p string, flags int, mode uint32) rsvEmuCase {
 			return err
 		},
 		emu: func(tid, dirfd int) error {
-			return rsvOne(tid, dirfd, p, OpenResolveFlags(flags), func(r *Resolved) error {
-				f, err := OpenResolved(r, flags, mode, rsvTestUmask)
+			return onOne(tid, dirfd, p, OpenResolveFlags(flags), func(r *Resolved) error {
+				f, err := Open(r, flags, mode, testUmask)
 				if err == nil {
 					f.Close()
 				}
@@ -131,66 +133,66 @@ func rsvOpenCase(p string, flags int, mode uint32) rsvEmuCase {
 	}
 }
 
-func rsvUnlinkCase(p string, rmdir bool) rsvEmuCase {
+func unlinkCase(p string, rmdir bool) emuCase {
 	fl := 0
 	if rmdir {
 		fl = unix.AT_REMOVEDIR
 	}
-	return rsvEmuCase{
+	return emuCase{
 		name:   fmt.Sprintf("unlink %q rmdir=%v", p, rmdir),
 		kernel: func(dirfd int) error { return unix.Unlinkat(dirfd, p, fl) },
 		emu: func(tid, dirfd int) error {
-			return rsvOne(tid, dirfd, p, ParentOnly, func(r *Resolved) error { return Unlink(r, rmdir) })
+			return onOne(tid, dirfd, p, ParentOnly, func(r *Resolved) error { return Unlink(r, rmdir) })
 		},
 	}
 }
 
-func rsvRenameCase(a, b string, flags uint) rsvEmuCase {
-	return rsvEmuCase{
+func renameCase(a, b string, flags uint) emuCase {
+	return emuCase{
 		name:   fmt.Sprintf("rename %q %q %d", a, b, flags),
 		kernel: func(dirfd int) error { return unix.Renameat2(dirfd, a, dirfd, b, flags) },
 		emu: func(tid, dirfd int) error {
-			return rsvTwo(tid, dirfd, a, ParentOnly, b, ParentOnly, func(x, y *Resolved) error { return Rename(x, y, flags) })
+			return onTwo(tid, dirfd, a, ParentOnly, b, ParentOnly, func(x, y *Resolved) error { return Rename(x, y, flags) })
 		},
 	}
 }
 
-func rsvMkdirCase(p string) rsvEmuCase {
-	return rsvEmuCase{
+func mkdirCase(p string) emuCase {
+	return emuCase{
 		name:   fmt.Sprintf("mkdir %q", p),
 		kernel: func(dirfd int) error { return unix.Mkdirat(dirfd, p, 0o1777) },
 		emu: func(tid, dirfd int) error {
-			return rsvOne(tid, dirfd, p, ParentOnly, func(r *Resolved) error { return Mkdir(r, 0o1777, rsvTestUmask) })
+			return onOne(tid, dirfd, p, ParentOnly, func(r *Resolved) error { return Mkdir(r, 0o1777, testUmask) })
 		},
 	}
 }
 
-func rsvLinkCase(a, b string, flags int) rsvEmuCase {
-	return rsvEmuCase{
+func linkCase(a, b string, flags int) emuCase {
+	return emuCase{
 		name:   fmt.Sprintf("link %q %q %#x", a, b, flags),
 		kernel: func(dirfd int) error { return unix.Linkat(dirfd, a, dirfd, b, flags) },
 		emu: func(tid, dirfd int) error {
-			return rsvTwo(tid, dirfd, a, AtResolveFlags(flags, false), b, ParentOnly, func(x, y *Resolved) error { return Link(x, y, flags) })
+			return onTwo(tid, dirfd, a, AtResolveFlags(flags, false), b, ParentOnly, func(x, y *Resolved) error { return Link(x, y, flags) })
 		},
 	}
 }
 
-func rsvMetaCase(name, p string, follow bool, kernel func(dirfd int, p string, atFlags int) error, op func(r *Resolved) error) rsvEmuCase {
+func metaCase(name, p string, follow bool, kernel func(dirfd int, p string, atFlags int) error, op func(r *Resolved) error) emuCase {
 	at := 0
 	if !follow {
 		at = unix.AT_SYMLINK_NOFOLLOW
 	}
-	return rsvEmuCase{
+	return emuCase{
 		name:   fmt.Sprintf("%s %q follow=%v", name, p, follow),
 		kernel: func(dirfd int) error { return kernel(dirfd, p, at) },
 		emu: func(tid, dirfd int) error {
-			return rsvOne(tid, dirfd, p, AtResolveFlags(at, true), op)
+			return onOne(tid, dirfd, p, AtResolveFlags(at, true), op)
 		},
 	}
 }
 
-func rsvEmuCases() []rsvEmuCase {
-	var cs []rsvEmuCase
+func emuCases() []emuCase {
+	var cs []emuCase
 	for _, c := range []struct {
 		p     string
 		flags int
@@ -222,11 +224,11 @@ func rsvEmuCases() []rsvEmuCase {
 		{"fifo", unix.O_RDONLY | unix.O_NONBLOCK},
 		{"fifo", unix.O_WRONLY | unix.O_NONBLOCK},
 	} {
-		cs = append(cs, rsvOpenCase(c.p, c.flags, 0o666))
+		cs = append(cs, openCase(c.p, c.flags, 0o666))
 	}
-	cs = append(cs, rsvOpenCase("new", unix.O_CREAT|unix.O_WRONLY, 0o4777))
+	cs = append(cs, openCase("new", unix.O_CREAT|unix.O_WRONLY, 0o4777))
 	for _, p := range []string{"f", "d", "e", "f/", "nope", "d/.", "d/..", "link_e/", "link_e", "e/", "dangling"} {
-		cs = append(cs, rsvUnlinkCase(p, false), rsvUnlinkCase(p, true))
+		cs = append(cs, unlinkCase(p, false), unlinkCase(p, true))
 	}
 	for _, c := range []struct {
 		a, b  string
@@ -239,10 +241,10 @@ func rsvEmuCases() []rsvEmuCase {
 		{"link_e", "g", 0}, {"nope", "g", 0}, {"f", "g", unix.RENAME_WHITEOUT},
 		{"f", "f", 0}, {"f", "link_f", 0},
 	} {
-		cs = append(cs, rsvRenameCase(c.a, c.b, c.flags))
+		cs = append(cs, renameCase(c.a, c.b, c.flags))
 	}
 	for _, p := range []string{"n", "n/", "d", "f/", "d/.", "nope/x", "dangling", "dangling/", "d/sub/n"} {
-		cs = append(cs, rsvMkdirCase(p))
+		cs = append(cs, mkdirCase(p))
 	}
 	for _, c := range []struct {
 		a, b  string
@@ -252,14 +254,14 @@ func rsvEmuCases() []rsvEmuCase {
 		{"link_f", "h", unix.AT_SYMLINK_FOLLOW}, {"dangling", "h", unix.AT_SYMLINK_FOLLOW},
 		{"f", "h/", 0}, {"f/", "h", 0}, {"nope", "h", 0}, {"f", "d/.", 0},
 	} {
-		cs = append(cs, rsvLinkCase(c.a, c.b, c.flags))
+		cs = append(cs, linkCase(c.a, c.b, c.flags))
 	}
 	for _, c := range []struct{ target, p string }{{"f", "s"}, {"x", "f"}, {"x", "s/"}, {"", "s"}, {"x", "d/."}} {
-		cs = append(cs, rsvEmuCase{
+		cs = append(cs, emuCase{
 			name:   fmt.Sprintf("symlink %q %q", c.target, c.p),
 			kernel: func(dirfd int) error { return unix.Symlinkat(c.target, dirfd, c.p) },
 			emu: func(tid, dirfd int) error {
-				return rsvOne(tid, dirfd, c.p, ParentOnly, func(r *Resolved) error { return Symlink(c.target, r) })
+				return onOne(tid, dirfd, c.p, ParentOnly, func(r *Resolved) error { return Symlink(c.target, r) })
 			},
 		})
 	}
@@ -267,11 +269,11 @@ func rsvEmuCases() []rsvEmuCase {
 		p    string
 		mode uint32
 	}{{"p", unix.S_IFIFO | 0o666}, {"p", 0o644}, {"f", unix.S_IFIFO | 0o666}, {"p", unix.S_IFDIR | 0o755}, {"p", unix.S_IFSOCK | 0o777}} {
-		cs = append(cs, rsvEmuCase{
+		cs = append(cs, emuCase{
 			name:   fmt.Sprintf("mknod %q %o", c.p, c.mode),
 			kernel: func(dirfd int) error { return unix.Mknodat(dirfd, c.p, c.mode, 0) },
 			emu: func(tid, dirfd int) error {
-				return rsvOne(tid, dirfd, c.p, ParentOnly, func(r *Resolved) error { return Mknod(r, c.mode, 0, rsvTestUmask) })
+				return onOne(tid, dirfd, c.p, ParentOnly, func(r *Resolved) error { return Mknod(r, c.mode, 0, testUmask) })
 			},
 		})
 	}
@@ -279,50 +281,50 @@ func rsvEmuCases() []rsvEmuCase {
 		p   string
 		len int64
 	}{{"f", 2}, {"d", 0}, {"link_f", 1}, {"fifo", 0}, {"nope", 0}, {"f/", 0}, {"f", -1}} {
-		cs = append(cs, rsvEmuCase{
+		cs = append(cs, emuCase{
 			name:   fmt.Sprintf("truncate %q %d", c.p, c.len),
-			kernel: func(dirfd int) error { return unix.Truncate(rsvAt(dirfd, c.p), c.len) },
+			kernel: func(dirfd int) error { return unix.Truncate(atPath(dirfd, c.p), c.len) },
 			emu: func(tid, dirfd int) error {
 				if c.len < 0 { // the kernel checks the length before the path
 					return Truncate(nil, c.len)
 				}
-				return rsvOne(tid, dirfd, c.p, FollowLast, func(r *Resolved) error { return Truncate(r, c.len) })
+				return onOne(tid, dirfd, c.p, FollowLast, func(r *Resolved) error { return Truncate(r, c.len) })
 			},
 		})
 	}
 	for _, p := range []string{"f", "link_f", "d", "nope", "dangling"} {
 		for _, follow := range []bool{true, false} {
 			cs = append(cs,
-				rsvMetaCase("chmod", p, follow,
+				metaCase("chmod", p, follow,
 					func(dirfd int, p string, at int) error { return unix.Fchmodat(dirfd, p, 0o4710, at) },
 					func(r *Resolved) error { return Chmod(r, 0o4710) }),
-				rsvMetaCase("chown", p, follow,
+				metaCase("chown", p, follow,
 					func(dirfd int, p string, at int) error { return unix.Fchownat(dirfd, p, 1234, 5678, at) },
-					func(r *Resolved) error { return Chown(r, 1234, 5678, follow) }),
-				rsvMetaCase("utimens", p, follow,
+					func(r *Resolved) error { return Chown(r, 1234, 5678) }),
+				metaCase("utimens", p, follow,
 					func(dirfd int, p string, at int) error {
 						ts := []unix.Timespec{{Sec: 1000}, {Sec: 2000}}
 						return unix.UtimesNanoAt(dirfd, p, ts, at)
 					},
 					func(r *Resolved) error {
-						return Utimens(r, &[2]unix.Timespec{{Sec: 1000}, {Sec: 2000}}, follow)
+						return Utimens(r, &[2]unix.Timespec{{Sec: 1000}, {Sec: 2000}})
 					}),
-				rsvMetaCase("setxattr", p, follow,
+				metaCase("setxattr", p, follow,
 					func(dirfd int, p string, at int) error {
 						if at != 0 {
-							return unix.Lsetxattr(rsvAt(dirfd, p), "user.t", []byte("v"), 0)
+							return unix.Lsetxattr(atPath(dirfd, p), "user.t", []byte("v"), 0)
 						}
-						return unix.Setxattr(rsvAt(dirfd, p), "user.t", []byte("v"), 0)
+						return unix.Setxattr(atPath(dirfd, p), "user.t", []byte("v"), 0)
 					},
-					func(r *Resolved) error { return Setxattr(r, "user.t", []byte("v"), 0, follow) }),
-				rsvMetaCase("removexattr", p, follow,
+					func(r *Resolved) error { return Setxattr(r, "user.t", []byte("v"), 0) }),
+				metaCase("removexattr", p, follow,
 					func(dirfd int, p string, at int) error {
 						if at != 0 {
-							return unix.Lremovexattr(rsvAt(dirfd, p), "user.t")
+							return unix.Lremovexattr(atPath(dirfd, p), "user.t")
 						}
-						return unix.Removexattr(rsvAt(dirfd, p), "user.t")
+						return unix.Removexattr(atPath(dirfd, p), "user.t")
 					},
-					func(r *Resolved) error { return Removexattr(r, "user.t", follow) }),
+					func(r *Resolved) error { return Removexattr(r, "user.t") }),
 			)
 		}
 	}
@@ -344,7 +346,7 @@ func rsvEmuCases() []rsvEmuCase {
 		{"", unix.O_CREAT | unix.O_EXCL | unix.O_RDWR},
 		{"/d/.", unix.O_TMPFILE | unix.O_RDWR},
 	} {
-		cs = append(cs, rsvEmuCase{
+		cs = append(cs, emuCase{
 			name: fmt.Sprintf("open magic%q %#o", c.rest, c.flags),
 			kernel: func(dirfd int) error {
 				fd, err := unix.Open(magic(dirfd, c.rest), c.flags|unix.O_CLOEXEC, 0o666)
@@ -354,8 +356,8 @@ func rsvEmuCases() []rsvEmuCase {
 				return err
 			},
 			emu: func(tid, dirfd int) error {
-				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, c.rest), OpenResolveFlags(c.flags), func(r *Resolved) error {
-					f, err := OpenResolved(r, c.flags, 0o666, rsvTestUmask)
+				return onOne(tid, unix.AT_FDCWD, magic(dirfd, c.rest), OpenResolveFlags(c.flags), func(r *Resolved) error {
+					f, err := Open(r, c.flags, 0o666, testUmask)
 					if err == nil {
 						f.Close()
 					}
@@ -365,32 +367,32 @@ func rsvEmuCases() []rsvEmuCase {
 		})
 	}
 	cs = append(cs,
-		rsvEmuCase{
+		emuCase{
 			name:   "chmod magic dir",
 			kernel: func(dirfd int) error { return unix.Chmod(magic(dirfd, ""), 0o700) },
 			emu: func(tid, dirfd int) error {
-				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, ""), FollowLast, func(r *Resolved) error { return Chmod(r, 0o700) })
+				return onOne(tid, unix.AT_FDCWD, magic(dirfd, ""), FollowLast, func(r *Resolved) error { return Chmod(r, 0o700) })
 			},
 		},
-		rsvEmuCase{
+		emuCase{
 			name:   "unlink magic/f",
 			kernel: func(dirfd int) error { return unix.Unlink(magic(dirfd, "/f")) },
 			emu: func(tid, dirfd int) error {
-				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, "/f"), ParentOnly, func(r *Resolved) error { return Unlink(r, false) })
+				return onOne(tid, unix.AT_FDCWD, magic(dirfd, "/f"), ParentOnly, func(r *Resolved) error { return Unlink(r, false) })
 			},
 		},
-		rsvEmuCase{
+		emuCase{
 			name:   "truncate magic/link_f",
 			kernel: func(dirfd int) error { return unix.Truncate(magic(dirfd, "/link_f"), 1) },
 			emu: func(tid, dirfd int) error {
-				return rsvOne(tid, unix.AT_FDCWD, magic(dirfd, "/link_f"), FollowLast, func(r *Resolved) error { return Truncate(r, 1) })
+				return onOne(tid, unix.AT_FDCWD, magic(dirfd, "/link_f"), FollowLast, func(r *Resolved) error { return Truncate(r, 1) })
 			},
 		},
-		rsvEmuCase{
+		emuCase{
 			name:   "rename magic/f magic/d/g",
 			kernel: func(dirfd int) error { return unix.Rename(magic(dirfd, "/f"), magic(dirfd, "/d/g")) },
 			emu: func(tid, dirfd int) error {
-				return rsvTwo(tid, unix.AT_FDCWD, magic(dirfd, "/f"), ParentOnly, magic(dirfd, "/d/g"), ParentOnly,
+				return onTwo(tid, unix.AT_FDCWD, magic(dirfd, "/f"), ParentOnly, magic(dirfd, "/d/g"), ParentOnly,
 					func(a, b *Resolved) error { return Rename(a, b, 0) })
 			},
 		},
@@ -398,9 +400,9 @@ func rsvEmuCases() []rsvEmuCase {
 	return cs
 }
 
-// rsvAt names dirfd/p for the path-only syscalls (truncate, setxattr) the
+// atPath names dirfd/p for the path-only syscalls (truncate, setxattr) the
 // kernel side of a case uses.
-func rsvAt(dirfd int, p string) string {
+func atPath(dirfd int, p string) string {
 	return fmt.Sprintf("/proc/self/fd/%d/%s", dirfd, p)
 }
 
@@ -408,18 +410,18 @@ func rsvAt(dirfd int, p string) string {
 // emulated, on identical trees, and requires the same errno and the same
 // resulting tree.
 func TestEmulationMatchesKernel(t *testing.T) {
-	rsvProbe(t)
-	old := unix.Umask(rsvTestUmask)
+	requireResolveKernel(t)
+	old := unix.Umask(testUmask)
 	defer unix.Umask(old)
 	tid := os.Getpid()
-	for _, c := range rsvEmuCases() {
+	for _, c := range emuCases() {
 		root := t.TempDir()
 		kdir, edir := root+"/k", root+"/e"
 		for _, d := range []string{kdir, edir} {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			rsvScene(t, d)
+			makeScene(t, d)
 		}
 		kfd, err := unix.Open(kdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -437,7 +439,7 @@ func TestEmulationMatchesKernel(t *testing.T) {
 			t.Errorf("%s: kernel %v, emulation %v", c.name, kerr, eerr)
 			continue
 		}
-		if ks, es := rsvState(t, kdir), rsvState(t, edir); ks != es {
+		if ks, es := sceneState(t, kdir), sceneState(t, edir); ks != es {
 			t.Errorf("%s (%v): trees differ\nkernel:\n%s\nemulation:\n%s", c.name, kerr, ks, es)
 		}
 	}
@@ -445,11 +447,11 @@ func TestEmulationMatchesKernel(t *testing.T) {
 
 // TestEmulationExdev renames across two mounts when the machine has them.
 func TestEmulationExdev(t *testing.T) {
-	rsvProbe(t)
+	requireResolveKernel(t)
 	a := t.TempDir()
-	b, err := os.MkdirTemp("/dev/shm", "rsv")
+	b, err := os.MkdirTemp("/dev/shm", "pin")
 	if err != nil {
-		t.Skipf("no /dev/shm: %v", err)
+		kerneltest.Skipf(t, "a second mount (/dev/shm): %v", err)
 	}
 	defer os.RemoveAll(b)
 	if err := os.WriteFile(a+"/f", []byte("x"), 0o644); err != nil {
@@ -457,14 +459,14 @@ func TestEmulationExdev(t *testing.T) {
 	}
 	kerr := unix.Rename(a+"/f", b+"/f")
 	if kerr == nil {
-		t.Skip("TempDir and /dev/shm share a mount")
+		kerneltest.Skip(t, "a second mount: TempDir and /dev/shm share one")
 	}
 	tid := os.Getpid()
-	eerr := rsvTwo(tid, unix.AT_FDCWD, a+"/f", ParentOnly, b+"/f", ParentOnly, func(x, y *Resolved) error { return Rename(x, y, 0) })
+	eerr := onTwo(tid, unix.AT_FDCWD, a+"/f", ParentOnly, b+"/f", ParentOnly, func(x, y *Resolved) error { return Rename(x, y, 0) })
 	if !errors.Is(kerr, unix.EXDEV) || Errno(eerr) != unix.EXDEV {
 		t.Errorf("kernel %v, emulation %v, want EXDEV", kerr, eerr)
 	}
-	eerr = rsvTwo(tid, unix.AT_FDCWD, a+"/f", 0, b+"/f", ParentOnly, func(x, y *Resolved) error { return Link(x, y, 0) })
+	eerr = onTwo(tid, unix.AT_FDCWD, a+"/f", 0, b+"/f", ParentOnly, func(x, y *Resolved) error { return Link(x, y, 0) })
 	if Errno(eerr) != unix.EXDEV {
 		t.Errorf("link across mounts: %v, want EXDEV", eerr)
 	}
@@ -473,7 +475,7 @@ func TestEmulationExdev(t *testing.T) {
 // TestEmulationTmpfileLink gives an O_TMPFILE file a name through the
 // /proc/self/fd magic link, the way programs do it without privileges.
 func TestEmulationTmpfileLink(t *testing.T) {
-	rsvProbe(t)
+	requireResolveKernel(t)
 	dir := t.TempDir()
 	tid := os.Getpid()
 	f, err := func() (*os.File, error) {
@@ -482,7 +484,7 @@ func TestEmulationTmpfileLink(t *testing.T) {
 			return nil, err
 		}
 		defer r.Close()
-		return OpenResolved(r, unix.O_TMPFILE|unix.O_RDWR, 0o640, 0o022)
+		return Open(r, unix.O_TMPFILE|unix.O_RDWR, 0o640, 0o022)
 	}()
 	if err != nil {
 		t.Fatalf("O_TMPFILE: %v", err)
@@ -519,13 +521,13 @@ func TestEmulationTmpfileLink(t *testing.T) {
 // TestEmulationAsOtherUser acts for a target that dropped to another uid:
 // permissions are the target's and new files are the target's.
 func TestEmulationAsOtherUser(t *testing.T) {
-	rsvProbe(t)
+	requireResolveKernel(t)
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to start a target under another uid")
+		kerneltest.Skip(t, "root, to start a target under another uid")
 	}
 	const uid, gid = 65534, 65534
 	// t.TempDir's parent is 0700; the target must be able to reach base.
-	base, err := os.MkdirTemp("", "rsv-cred")
+	base, err := os.MkdirTemp("", "pin-cred")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +561,7 @@ func TestEmulationAsOtherUser(t *testing.T) {
 	tid := cmd.Process.Pid
 	// Wait until the child has dropped its ids.
 	for range 200 {
-		if u, _, _, err := FsCreds(tid); err == nil && u == uid {
+		if st, err := readStatus(tid); err == nil && st.cred.UID == uid {
 			break
 		}
 		unix.Nanosleep(&unix.Timespec{Nsec: 5e6}, nil)
@@ -572,7 +574,7 @@ func TestEmulationAsOtherUser(t *testing.T) {
 	if r.Cred == nil || r.Cred.UID != uid {
 		t.Fatalf("Cred %+v, want uid %d", r.Cred, uid)
 	}
-	f, err := OpenResolved(r, unix.O_CREAT|unix.O_WRONLY, 0o666, 0o022)
+	f, err := Open(r, unix.O_CREAT|unix.O_WRONLY, 0o666, 0o022)
 	r.Close()
 	if err != nil {
 		t.Fatalf("create as %d: %v", uid, err)
@@ -589,7 +591,7 @@ func TestEmulationAsOtherUser(t *testing.T) {
 	if _, err := Resolve(tid, unix.AT_FDCWD, "shut/secret", FollowLast); !errors.Is(err, unix.EACCES) {
 		t.Errorf("resolve through 0700 dir as %d: %v, want EACCES", uid, err)
 	}
-	if err := rsvOne(tid, unix.AT_FDCWD, "shut/x", ParentOnly, func(r *Resolved) error { return Mkdir(r, 0o777, 0) }); !errors.Is(err, unix.EACCES) {
+	if err := onOne(tid, unix.AT_FDCWD, "shut/x", ParentOnly, func(r *Resolved) error { return Mkdir(r, 0o777, 0) }); !errors.Is(err, unix.EACCES) {
 		t.Errorf("mkdir in 0700 dir as %d: %v, want EACCES", uid, err)
 	}
 	// And the supervisor is itself again afterwards.
@@ -609,39 +611,39 @@ func TestEmulationAsOtherUser(t *testing.T) {
 // result resolved with lookup semantics (which followed the symlink), rather
 // than remove the symlink's target.
 func TestEmulationNeedsParentOnly(t *testing.T) {
-	rsvProbe(t)
+	requireResolveKernel(t)
 	dir := t.TempDir()
-	rsvScene(t, dir)
+	makeScene(t, dir)
 	tid := os.Getpid()
-	err := rsvOne(tid, unix.AT_FDCWD, dir+"/link_e/", FollowLast, func(r *Resolved) error { return Unlink(r, true) })
+	err := onOne(tid, unix.AT_FDCWD, dir+"/link_e/", FollowLast, func(r *Resolved) error { return Unlink(r, true) })
 	if !errors.Is(err, unix.EINVAL) {
 		t.Errorf("rmdir link_e/ resolved without ParentOnly: %v, want EINVAL", err)
 	}
 	if _, err := os.Stat(dir + "/e"); err != nil {
 		t.Errorf("symlink target removed: %v", err)
 	}
-	err = rsvOne(tid, unix.AT_FDCWD, dir+"/link_e/", ParentOnly, func(r *Resolved) error { return Unlink(r, true) })
+	err = onOne(tid, unix.AT_FDCWD, dir+"/link_e/", ParentOnly, func(r *Resolved) error { return Unlink(r, true) })
 	if kerr := unix.Rmdir(dir + "/link_e/"); Errno(err) != Errno(kerr) {
 		t.Errorf("rmdir link_e/: emulation %v, kernel %v", err, kerr)
 	}
 	// Without a symlink in the last position ParentOnly changes nothing a
 	// name operation relies on: mkdir("n/") works either way.
-	if err := rsvOne(tid, unix.AT_FDCWD, dir+"/n/", MustBeDir, func(r *Resolved) error { return Mkdir(r, 0o755, 0) }); err != nil {
+	if err := onOne(tid, unix.AT_FDCWD, dir+"/n/", MustBeDir, func(r *Resolved) error { return Mkdir(r, 0o755, 0) }); err != nil {
 		t.Errorf("mkdir n/ without ParentOnly: %v", err)
 	}
 	// mkdir on an existing file is EEXIST even when the caller also asked
 	// for directory semantics.
-	err = rsvOne(tid, unix.AT_FDCWD, dir+"/f", ParentOnly|MustBeDir, func(r *Resolved) error { return Mkdir(r, 0o755, 0) })
+	err = onOne(tid, unix.AT_FDCWD, dir+"/f", ParentOnly|MustBeDir, func(r *Resolved) error { return Mkdir(r, 0o755, 0) })
 	if !errors.Is(err, unix.EEXIST) {
 		t.Errorf("mkdir f: %v, want EEXIST", err)
 	}
 }
 
 // BenchmarkResolveOpen is the work of an emulated read-only open: Resolve,
-// OpenResolved, and closing both.
+// Open, and closing both.
 func BenchmarkResolveOpen(b *testing.B) {
-	rsvProbe(b)
-	base := rsvTree(b)
+	requireResolveKernel(b)
+	base := makeTree(b)
 	if err := os.MkdirAll(base+"/p1/p2/p3/p4", 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -649,14 +651,14 @@ func BenchmarkResolveOpen(b *testing.B) {
 		b.Fatal(err)
 	}
 	pid := os.Getpid()
-	cpu := rsvCPU()
-	defer func() { b.ReportMetric(float64(rsvCPU()-cpu)/float64(b.N), "cpu-ns/op") }()
+	cpu := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 	for b.Loop() {
 		r, err := Resolve(pid, unix.AT_FDCWD, base+"/p1/p2/p3/p4/file.go", FollowLast)
 		if err != nil {
 			b.Fatal(err)
 		}
-		f, err := OpenResolved(r, unix.O_RDONLY, 0, 0)
+		f, err := Open(r, unix.O_RDONLY, 0, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package notify
+package pin
 
 import (
 	"errors"
@@ -113,26 +113,16 @@ const (
 	KindAnon
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindPath:
-		return "path"
-	case KindAnon:
-		return "anon"
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// rsvLast is the kernel's last_type, which decides several errnos
+// lastType is the kernel's last_type, which decides several errnos
 // (rmdir("x/.") is EINVAL, rename("x/..", …) EBUSY, mkdir("/") EEXIST).
-type rsvLast uint8
+type lastType uint8
 
 const (
-	rsvLastNorm   rsvLast = iota // an ordinary name in Dir
-	rsvLastDot                   // "."
-	rsvLastDotDot                // ".."
-	rsvLastRoot                  // "/" (or a followed symlink to it)
-	rsvLastObject                // reached through a magic link or AT_EMPTY_PATH
+	lastNorm   lastType = iota // an ordinary name in Dir
+	lastDot                    // "."
+	lastDotDot                 // ".."
+	lastRoot                   // "/" (or a followed symlink to it)
+	lastObject                 // reached through a magic link or AT_EMPTY_PATH
 )
 
 // Resolved is a path resolved for one thread, pinned by file descriptors so
@@ -171,7 +161,7 @@ type Resolved struct {
 	// Tgid is the thread's process id.
 	Tgid int
 
-	last  rsvLast
+	last  lastType
 	tid   int
 	flags ResolveFlags
 	// lastLink: a symlink in the last position was followed, which for a
@@ -198,23 +188,9 @@ func (r *Resolved) Close() error {
 	return err
 }
 
-func (r *Resolved) String() string {
-	if r == nil {
-		return "<nil>"
-	}
-	s := r.Path
-	if r.Kind != KindPath {
-		s = r.Kind.String() + ":" + s
-	}
-	if !r.Exists {
-		s += " (absent)"
-	}
-	return s
-}
-
-// rsvMaxLinks is the kernel's MAXSYMLINKS: symlinks followed in one lookup,
+// maxLinks is the kernel's MAXSYMLINKS: symlinks followed in one lookup,
 // nested or not.
-const rsvMaxLinks = 40
+const maxLinks = 40
 
 // Errno returns the errno to give the target for an error from this package:
 // the unix.Errno inside err, or EACCES when there is none (a failure that is
@@ -246,19 +222,19 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 		return nil, unix.ENAMETOOLONG
 	}
 	if strings.IndexByte(path, 0) >= 0 {
-		return nil, fmt.Errorf("notify: path %q contains NUL: %w", path, unix.EINVAL)
+		return nil, fmt.Errorf("pin: path %q contains NUL: %w", path, unix.EINVAL)
 	}
 	if path == "" && flags&AllowEmpty == 0 {
 		return nil, unix.ENOENT
 	}
-	st, pidfd, err := rsvQuickStatusPidfd(tid)
+	st, pidfd, err := quickStatus(tid)
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
 	if err != nil {
 		return nil, err
 	}
-	w := &rsvWalker{tid: tid, st: st, flags: flags, root: -1, cur: -1, pidfd: pidfd}
+	w := &walker{tid: tid, st: st, flags: flags, root: -1, cur: -1, pidfd: pidfd}
 	defer w.release()
 	// The target's own handles (cwd, fds, root) are opened as the
 	// supervisor: the target needs no permission to use them, and a
@@ -267,7 +243,7 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 		return nil, err
 	}
 	var r *Resolved
-	err = rsvAs(st.credp(), func() error {
+	err = asCred(st.credp(), func() error {
 		var err error
 		r, err = w.walk(path)
 		return err
@@ -283,16 +259,16 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 	return r, nil
 }
 
-type rsvWalker struct {
+type walker struct {
 	tid   int
 	pidfd int // the thread's pidfd, or -1
-	st    *rsvStatus
+	st    *procStatus
 	flags ResolveFlags
 	links int
 
 	root     int // -1 until needed
 	rootPath string
-	rootID   rsvID
+	rootID   mntIno
 	haveRoot bool
 
 	startMnt uint64 // NoXdev
@@ -310,9 +286,9 @@ type rsvWalker struct {
 	lastLink bool
 }
 
-type rsvID struct{ mnt, ino uint64 }
+type mntIno struct{ mnt, ino uint64 }
 
-func (w *rsvWalker) release() {
+func (w *walker) release() {
 	if w.cur >= 0 && !w.curBorrowed {
 		unix.Close(w.cur)
 		w.cur = -1
@@ -323,11 +299,11 @@ func (w *rsvWalker) release() {
 	}
 }
 
-func (w *rsvWalker) scoped() bool { return w.flags&(Beneath|InRoot) != 0 }
+func (w *walker) scoped() bool { return w.flags&(Beneath|InRoot) != 0 }
 
 // start pins the directory the walk begins in (or, for an empty path, the
 // object itself) and, for scoped lookups, the root.
-func (w *rsvWalker) start(dirfd int, path string) error {
+func (w *walker) start(dirfd int, path string) error {
 	abs := strings.HasPrefix(path, "/")
 	w.rootSet = abs || w.scoped()
 	if abs && !w.scoped() {
@@ -337,7 +313,7 @@ func (w *rsvWalker) start(dirfd int, path string) error {
 	var err error
 	switch {
 	case dirfd == unix.AT_FDCWD:
-		fd, err = rsvOpenProcLink(w.tid, "cwd", 0)
+		fd, err = openProcLink(w.tid, "cwd", 0)
 	case dirfd < 0:
 		return unix.EBADF
 	case path != "" && w.pidfd >= 0:
@@ -350,16 +326,16 @@ func (w *rsvWalker) start(dirfd int, path string) error {
 			return unix.EBADF
 		}
 		if err != nil {
-			fd, err = rsvOpenProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
+			fd, err = openProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
 		}
 	default:
-		fd, err = rsvOpenProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
+		fd, err = openProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
 	}
 	if err != nil {
 		return err
 	}
 	w.cur = fd
-	p, err := rsvFdPath(fd)
+	p, err := fdPath(fd)
 	if err != nil {
 		return err
 	}
@@ -369,7 +345,7 @@ func (w *rsvWalker) start(dirfd int, path string) error {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("notify: fstat start dir: %w", err)
+		return fmt.Errorf("pin: fstat start dir: %w", err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return unix.ENOTDIR
@@ -379,7 +355,7 @@ func (w *rsvWalker) start(dirfd int, path string) error {
 		if abs && w.flags&InRoot == 0 {
 			return unix.EXDEV
 		}
-		rfd, err := rsvDup(fd)
+		rfd, err := dupCloexec(fd)
 		if err != nil {
 			return err
 		}
@@ -389,7 +365,7 @@ func (w *rsvWalker) start(dirfd int, path string) error {
 		}
 	}
 	if w.flags&NoXdev != 0 {
-		id, err := rsvStatID(fd)
+		id, err := statID(fd)
 		if err != nil {
 			return err
 		}
@@ -400,14 +376,14 @@ func (w *rsvWalker) start(dirfd int, path string) error {
 
 // ensureRoot pins the thread's root directory (/proc/TID/root) and, for an
 // absolute start, makes it the current directory.
-func (w *rsvWalker) ensureRoot() error {
+func (w *walker) ensureRoot() error {
 	if w.root < 0 {
-		fd, err := rsvOpenProcLink(w.tid, "root", unix.O_DIRECTORY)
+		fd, err := openProcLink(w.tid, "root", unix.O_DIRECTORY)
 		if err != nil {
 			return err
 		}
 		w.root = fd
-		p, err := rsvRootPath(fd)
+		p, err := rootPathOf(fd)
 		if err != nil {
 			return err
 		}
@@ -416,7 +392,7 @@ func (w *rsvWalker) ensureRoot() error {
 	if w.cur < 0 {
 		w.cur, w.curPath, w.curIsRt, w.curBorrowed = w.root, w.rootPath, true, true
 		if w.flags&NoXdev != 0 {
-			id, err := rsvStatID(w.root)
+			id, err := statID(w.root)
 			if err != nil {
 				return err
 			}
@@ -426,23 +402,23 @@ func (w *rsvWalker) ensureRoot() error {
 	return nil
 }
 
-func (w *rsvWalker) rootIdent() (rsvID, error) {
+func (w *walker) rootIdent() (mntIno, error) {
 	if !w.haveRoot {
 		if w.root < 0 {
-			fd, err := rsvOpenProcLink(w.tid, "root", unix.O_DIRECTORY)
+			fd, err := openProcLink(w.tid, "root", unix.O_DIRECTORY)
 			if err != nil {
-				return rsvID{}, err
+				return mntIno{}, err
 			}
 			w.root = fd
-			p, err := rsvRootPath(fd)
+			p, err := rootPathOf(fd)
 			if err != nil {
-				return rsvID{}, err
+				return mntIno{}, err
 			}
 			w.rootPath = p
 		}
-		id, err := rsvStatID(w.root)
+		id, err := statID(w.root)
 		if err != nil {
-			return rsvID{}, err
+			return mntIno{}, err
 		}
 		w.rootID, w.haveRoot = id, true
 	}
@@ -451,9 +427,9 @@ func (w *rsvWalker) rootIdent() (rsvID, error) {
 
 // setCur replaces the current directory. A borrowed fd (the root) stays
 // owned by w.root.
-func (w *rsvWalker) setCur(fd int, p string, isRoot, borrowed bool) error {
+func (w *walker) setCur(fd int, p string, isRoot, borrowed bool) error {
 	if w.flags&NoXdev != 0 {
-		id, err := rsvStatID(fd)
+		id, err := statID(fd)
 		if err == nil && id.mnt != w.startMnt {
 			err = unix.EXDEV
 		}
@@ -471,14 +447,14 @@ func (w *rsvWalker) setCur(fd int, p string, isRoot, borrowed bool) error {
 	return nil
 }
 
-func rsvJoin(dir, name string) string {
+func joinPath(dir, name string) string {
 	if dir == "/" {
 		return "/" + name
 	}
 	return dir + "/" + name
 }
 
-func rsvParent(p string) string {
+func parentPath(p string) string {
 	i := strings.LastIndexByte(p, '/')
 	if i <= 0 {
 		return "/"
@@ -486,7 +462,7 @@ func rsvParent(p string) string {
 	return p[:i]
 }
 
-func (w *rsvWalker) walk(path string) (*Resolved, error) {
+func (w *walker) walk(path string) (*Resolved, error) {
 	if path == "" {
 		return w.finishObject(w.takeCur(), w.curPath, false)
 	}
@@ -501,7 +477,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			// The path (or a followed trailing symlink) ended at a
 			// directory with no last name: "/", "a/b/" after "a/b" was a
 			// link to "/".
-			return w.finishSpecial(rsvLastRoot, "", false)
+			return w.finishSpecial(lastRoot, "", false)
 		}
 		if !w.noFast {
 			if err := w.fastPrefix(&rest); err != nil {
@@ -519,7 +495,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 		switch name {
 		case ".":
 			if last {
-				return w.finishSpecial(rsvLastDot, ".", slash)
+				return w.finishSpecial(lastDot, ".", slash)
 			}
 			continue
 		case "..":
@@ -527,7 +503,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 				return nil, err
 			}
 			if last {
-				return w.finishSpecial(rsvLastDotDot, "..", slash)
+				return w.finishSpecial(lastDotDot, "..", slash)
 			}
 			continue
 		}
@@ -542,9 +518,9 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			// Fast path: one syscall for an intermediate directory. A
 			// symlink or non-directory fails with ENOTDIR and is sorted
 			// out below.
-			fd, err := rsvOpenat(w.cur, name, oflags|unix.O_DIRECTORY)
+			fd, err := openatRetry(w.cur, name, oflags|unix.O_DIRECTORY)
 			if err == nil {
-				if err := w.setCur(fd, rsvJoin(w.curPath, name), false, false); err != nil {
+				if err := w.setCur(fd, joinPath(w.curPath, name), false, false); err != nil {
 					return nil, err
 				}
 				continue
@@ -553,7 +529,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 				return nil, err
 			}
 		}
-		fd, err := rsvOpenat(w.cur, name, oflags)
+		fd, err := openatRetry(w.cur, name, oflags)
 		if err != nil {
 			if err == unix.ENOENT && last {
 				return w.finishAbsent(name, slash)
@@ -563,7 +539,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
-			return nil, fmt.Errorf("notify: fstat %s: %w", rsvJoin(w.curPath, name), err)
+			return nil, fmt.Errorf("pin: fstat %s: %w", joinPath(w.curPath, name), err)
 		}
 		isLink := st.Mode&unix.S_IFMT == unix.S_IFLNK
 		if isLink && follow {
@@ -584,7 +560,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			return nil, unix.ENOTDIR
 		}
 		if w.flags&NoXdev != 0 {
-			if id, err := rsvStatID(fd); err != nil || id.mnt != w.startMnt {
+			if id, err := statID(fd); err != nil || id.mnt != w.startMnt {
 				unix.Close(fd)
 				if err != nil {
 					return nil, err
@@ -593,7 +569,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			}
 		}
 		r := &Resolved{
-			Path:          rsvJoin(w.curPath, name),
+			Path:          joinPath(w.curPath, name),
 			Kind:          KindPath,
 			Dir:           os.NewFile(uintptr(w.takeCur()), "dir"),
 			Name:          name,
@@ -601,7 +577,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 			Stat:          st,
 			Object:        os.NewFile(uintptr(fd), name),
 			TrailingSlash: slash,
-			last:          rsvLastNorm,
+			last:          lastNorm,
 		}
 		return r, nil
 	}
@@ -613,7 +589,7 @@ func (w *rsvWalker) walk(path string) (*Resolved, error) {
 // the canonical path is lexical. Anything else (a symlink, a missing or
 // forbidden component) falls back to the component walk, which gives the
 // precise result and errno.
-func (w *rsvWalker) fastPrefix(rest *string) error {
+func (w *walker) fastPrefix(rest *string) error {
 	trimmed := strings.TrimRight(*rest, "/")
 	i := strings.LastIndexByte(trimmed, '/')
 	if i <= 0 {
@@ -627,7 +603,7 @@ func (w *rsvWalker) fastPrefix(rest *string) error {
 		case "..":
 			return nil
 		default:
-			p = rsvJoin(p, c)
+			p = joinPath(p, c)
 		}
 	}
 	res := uint64(unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS)
@@ -649,7 +625,7 @@ func (w *rsvWalker) fastPrefix(rest *string) error {
 
 // takeCur hands the current directory to the result; a borrowed root
 // moves with it.
-func (w *rsvWalker) takeCur() int {
+func (w *walker) takeCur() int {
 	fd := w.cur
 	if w.curBorrowed {
 		w.root, w.haveRoot, w.curBorrowed = -1, false, false
@@ -660,7 +636,7 @@ func (w *rsvWalker) takeCur() int {
 
 // dotdot moves to the parent, staying put at the thread's root (the kernel's
 // follow_dotdot) or failing with EXDEV for RESOLVE_BENEATH.
-func (w *rsvWalker) dotdot() error {
+func (w *walker) dotdot() error {
 	w.rootSet = true
 	atRoot := w.curIsRt
 	if !atRoot {
@@ -668,7 +644,7 @@ func (w *rsvWalker) dotdot() error {
 		if err != nil {
 			return err
 		}
-		id, err := rsvStatID(w.cur)
+		id, err := statID(w.cur)
 		if err != nil {
 			return err
 		}
@@ -680,16 +656,16 @@ func (w *rsvWalker) dotdot() error {
 		}
 		return nil
 	}
-	fd, err := rsvOpenat(w.cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	fd, err := openatRetry(w.cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return err
 	}
-	return w.setCur(fd, rsvParent(w.curPath), false, false)
+	return w.setCur(fd, parentPath(w.curPath), false, false)
 }
 
 // followLink handles a symlink at cur/name (fd is its O_PATH fd, consumed).
 // It returns either a final result, or the rest of the path to walk next.
-func (w *rsvWalker) followLink(fd int, name, after string, last, slash bool) (*Resolved, string, error) {
+func (w *walker) followLink(fd int, name, after string, last, slash bool) (*Resolved, string, error) {
 	defer func() {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -702,16 +678,16 @@ func (w *rsvWalker) followLink(fd int, name, after string, last, slash bool) (*R
 		w.lastLink = true
 	}
 	w.links++
-	if w.links > rsvMaxLinks {
+	if w.links > maxLinks {
 		return nil, "", unix.ELOOP
 	}
-	text, err := rsvReadlinkFd(fd)
+	text, err := readlinkFd(fd)
 	if err != nil {
-		return nil, "", fmt.Errorf("notify: readlink %s: %w", rsvJoin(w.curPath, name), err)
+		return nil, "", fmt.Errorf("pin: readlink %s: %w", joinPath(w.curPath, name), err)
 	}
 	var sfs unix.Statfs_t
 	if err := unix.Fstatfs(w.cur, &sfs); err != nil {
-		return nil, "", fmt.Errorf("notify: statfs %s: %w", w.curPath, err)
+		return nil, "", fmt.Errorf("pin: statfs %s: %w", w.curPath, err)
 	}
 	if sfs.Type == unix.PROC_SUPER_MAGIC {
 		var dst unix.Stat_t
@@ -745,9 +721,9 @@ func (w *rsvWalker) followLink(fd int, name, after string, last, slash bool) (*R
 	return nil, text + after, nil
 }
 
-// rsvMagicOwner extracts the process a /proc magic link belongs to from its
+// magicOwner extracts the process a /proc magic link belongs to from its
 // path: …/PID/{fd/N,cwd,root,exe,ns/X} or …/PID/task/TID/….
-func rsvMagicOwner(linkPath string) (pid int, ok bool) {
+func magicOwner(linkPath string) (pid int, ok bool) {
 	parts := strings.Split(strings.TrimPrefix(linkPath, "/"), "/")
 	n := len(parts)
 	var k int // index of the component right after the pid
@@ -771,40 +747,40 @@ func rsvMagicOwner(linkPath string) (pid int, ok bool) {
 
 // followMagic opens the magic link cur/name from the supervisor, which yields
 // the real object, after checking that the target could have followed it.
-func (w *rsvWalker) followMagic(name, after string, last, slash bool) (*Resolved, string, error) {
+func (w *walker) followMagic(name, after string, last, slash bool) (*Resolved, string, error) {
 	if w.flags&(NoMagicLinks|NoSymlinks) != 0 {
 		return nil, "", unix.ELOOP
 	}
 	if w.scoped() {
 		return nil, "", unix.EXDEV
 	}
-	linkPath := rsvJoin(w.curPath, name)
+	linkPath := joinPath(w.curPath, name)
 	// The supervisor may open any process's links; the target only its
 	// own and those ptrace_may_access allows. Following only the target's
 	// own process keeps the supervisor's fds (and everyone else's) out of
 	// reach, at the price of refusing a sibling's links the kernel would
 	// have allowed.
-	pid, ok := rsvMagicOwner(linkPath)
+	pid, ok := magicOwner(linkPath)
 	if !ok {
-		return nil, "", fmt.Errorf("notify: refusing unrecognised /proc magic link %s: %w", linkPath, unix.EACCES)
+		return nil, "", fmt.Errorf("pin: refusing unrecognised /proc magic link %s: %w", linkPath, unix.EACCES)
 	}
 	if pid != w.st.tgid && pid != w.tid {
 		tg, err := Tgid(pid)
 		if err != nil || tg != w.st.tgid {
-			return nil, "", fmt.Errorf("notify: refusing magic link %s of another process: %w", linkPath, unix.EACCES)
+			return nil, "", fmt.Errorf("pin: refusing magic link %s of another process: %w", linkPath, unix.EACCES)
 		}
 	}
-	ofd, err := rsvOpenat(w.cur, name, unix.O_PATH|unix.O_CLOEXEC)
+	ofd, err := openatRetry(w.cur, name, unix.O_PATH|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, "", err
 	}
-	text, err := rsvFdPath(ofd)
+	text, err := fdPath(ofd)
 	if err != nil {
 		unix.Close(ofd)
 		return nil, "", err
 	}
 	if w.flags&NoXdev != 0 {
-		id, err := rsvStatID(ofd)
+		id, err := statID(ofd)
 		if err != nil || id.mnt != w.startMnt {
 			unix.Close(ofd)
 			if err != nil {
@@ -827,7 +803,7 @@ func (w *rsvWalker) followMagic(name, after string, last, slash bool) (*Resolved
 	var st unix.Stat_t
 	if err := unix.Fstat(ofd, &st); err != nil {
 		unix.Close(ofd)
-		return nil, "", fmt.Errorf("notify: fstat %s: %w", linkPath, err)
+		return nil, "", fmt.Errorf("pin: fstat %s: %w", linkPath, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		unix.Close(ofd)
@@ -841,20 +817,20 @@ func (w *rsvWalker) followMagic(name, after string, last, slash bool) (*Resolved
 
 // finishObject builds a result for an object only reachable by its fd (a
 // magic-link target or the AT_EMPTY_PATH dirfd). fd is consumed.
-func (w *rsvWalker) finishObject(fd int, text string, slash bool) (*Resolved, error) {
+func (w *walker) finishObject(fd int, text string, slash bool) (*Resolved, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("notify: fstat %s: %w", text, err)
+		return nil, fmt.Errorf("pin: fstat %s: %w", text, err)
 	}
 	r := &Resolved{
 		Path:          text,
-		Kind:          rsvKindOf(text, &st),
+		Kind:          kindOf(text, &st),
 		Exists:        true,
 		Stat:          st,
 		Object:        os.NewFile(uintptr(fd), text),
 		TrailingSlash: slash,
-		last:          rsvLastObject,
+		last:          lastObject,
 	}
 	if r.Kind == KindPath {
 		r.Name = text[strings.LastIndexByte(text, '/')+1:]
@@ -864,15 +840,15 @@ func (w *rsvWalker) finishObject(fd int, text string, slash bool) (*Resolved, er
 
 // finishSpecial builds the result for a path ending in ".", ".." or at the
 // root: the object is the current directory.
-func (w *rsvWalker) finishSpecial(last rsvLast, name string, slash bool) (*Resolved, error) {
+func (w *walker) finishSpecial(last lastType, name string, slash bool) (*Resolved, error) {
 	fd := w.takeCur()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("notify: fstat %s: %w", w.curPath, err)
+		return nil, fmt.Errorf("pin: fstat %s: %w", w.curPath, err)
 	}
 	if w.flags&NoXdev != 0 {
-		if id, err := rsvStatID(fd); err != nil || id.mnt != w.startMnt {
+		if id, err := statID(fd); err != nil || id.mnt != w.startMnt {
 			unix.Close(fd)
 			if err != nil {
 				return nil, err
@@ -882,7 +858,7 @@ func (w *rsvWalker) finishSpecial(last rsvLast, name string, slash bool) (*Resol
 	}
 	return &Resolved{
 		Path:          w.curPath,
-		Kind:          rsvKindOf(w.curPath, &st),
+		Kind:          kindOf(w.curPath, &st),
 		Exists:        true,
 		Stat:          st,
 		Object:        os.NewFile(uintptr(fd), w.curPath),
@@ -893,28 +869,28 @@ func (w *rsvWalker) finishSpecial(last rsvLast, name string, slash bool) (*Resol
 }
 
 // finishAbsent builds the result for a last component that does not exist.
-func (w *rsvWalker) finishAbsent(name string, slash bool) (*Resolved, error) {
+func (w *walker) finishAbsent(name string, slash bool) (*Resolved, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(w.cur, &st); err != nil {
-		return nil, fmt.Errorf("notify: fstat %s: %w", w.curPath, err)
+		return nil, fmt.Errorf("pin: fstat %s: %w", w.curPath, err)
 	}
 	if st.Nlink == 0 {
 		// Nothing can be created or found in a removed directory.
 		return nil, unix.ENOENT
 	}
 	return &Resolved{
-		Path:          rsvJoin(w.curPath, name),
+		Path:          joinPath(w.curPath, name),
 		Kind:          KindPath,
 		Dir:           os.NewFile(uintptr(w.takeCur()), "dir"),
 		Name:          name,
 		TrailingSlash: slash,
-		last:          rsvLastNorm,
+		last:          lastNorm,
 	}, nil
 }
 
-// rsvKindOf classifies a readlink text: anything not an absolute path, or a
+// kindOf classifies a readlink text: anything not an absolute path, or a
 // removed object, has no path the policy could name.
-func rsvKindOf(text string, st *unix.Stat_t) Kind {
+func kindOf(text string, st *unix.Stat_t) Kind {
 	if !strings.HasPrefix(text, "/") {
 		return KindAnon
 	}
@@ -924,7 +900,7 @@ func rsvKindOf(text string, st *unix.Stat_t) Kind {
 	return KindPath
 }
 
-func rsvOpenat(dirfd int, name string, flags int) (int, error) {
+func openatRetry(dirfd int, name string, flags int) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags, 0)
 		if err != unix.EINTR {
@@ -933,17 +909,17 @@ func rsvOpenat(dirfd int, name string, flags int) (int, error) {
 	}
 }
 
-func rsvDup(fd int) (int, error) {
+func dupCloexec(fd int) (int, error) {
 	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("notify: dup: %w", err)
+		return -1, fmt.Errorf("pin: dup: %w", err)
 	}
 	return nfd, nil
 }
 
-// rsvSelfFdDir is the supervisor's /proc/self/fd, opened once: reading a
+// selfFdDir is the supervisor's /proc/self/fd, opened once: reading a
 // link relative to it skips two procfs lookups ("self", "fd") per call.
-var rsvSelfFdDir = sync.OnceValue(func() int {
+var selfFdDir = sync.OnceValue(func() int {
 	fd, err := unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1
@@ -951,45 +927,45 @@ var rsvSelfFdDir = sync.OnceValue(func() int {
 	return fd
 })
 
-// rsvFdPath is the kernel's d_path of one of the supervisor's own fds.
-func rsvFdPath(fd int) (string, error) {
+// fdPath is the kernel's d_path of one of the supervisor's own fds.
+func fdPath(fd int) (string, error) {
 	buf := make([]byte, unix.PathMax)
 	var n int
 	var err error
-	if dir := rsvSelfFdDir(); dir >= 0 {
+	if dir := selfFdDir(); dir >= 0 {
 		n, err = unix.Readlinkat(dir, strconv.Itoa(fd), buf)
 	} else {
 		n, err = unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
 	}
 	if err != nil {
-		return "", fmt.Errorf("notify: readlink /proc/self/fd/%d: %w", fd, err)
+		return "", fmt.Errorf("pin: readlink /proc/self/fd/%d: %w", fd, err)
 	}
 	return string(buf[:n]), nil
 }
 
-var rsvOwnRoot = sync.OnceValues(func() (rsvID, error) {
+var ownRoot = sync.OnceValues(func() (mntIno, error) {
 	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return rsvID{}, err
+		return mntIno{}, err
 	}
 	defer unix.Close(fd)
-	return rsvStatID(fd)
+	return statID(fd)
 })
 
-// rsvRootPath names a thread's root directory. It is almost always the
+// rootPathOf names a thread's root directory. It is almost always the
 // supervisor's own "/", which one statx confirms more cheaply than a
 // readlink.
-func rsvRootPath(fd int) (string, error) {
-	if own, err := rsvOwnRoot(); err == nil {
-		if id, err := rsvStatID(fd); err == nil && id == own {
+func rootPathOf(fd int) (string, error) {
+	if own, err := ownRoot(); err == nil {
+		if id, err := statID(fd); err == nil && id == own {
 			return "/", nil
 		}
 	}
-	return rsvFdPath(fd)
+	return fdPath(fd)
 }
 
-// rsvReadlinkFd reads the symlink an O_PATH|O_NOFOLLOW fd refers to.
-func rsvReadlinkFd(fd int) (string, error) {
+// readlinkFd reads the symlink an O_PATH|O_NOFOLLOW fd refers to.
+func readlinkFd(fd int) (string, error) {
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlinkat(fd, "", buf)
 	if err != nil {
@@ -998,12 +974,12 @@ func rsvReadlinkFd(fd int) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// rsvStatID identifies a directory by mount and inode, as the kernel's
+// statID identifies a directory by mount and inode, as the kernel's
 // path_equal does (a bind mount of / elsewhere has the same inode).
-func rsvStatID(fd int) (rsvID, error) {
+func statID(fd int) (mntIno, error) {
 	var sx unix.Statx_t
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_MNT_ID, &sx); err != nil {
-		return rsvID{}, fmt.Errorf("notify: statx: %w", err)
+		return mntIno{}, fmt.Errorf("pin: statx: %w", err)
 	}
-	return rsvID{mnt: sx.Mnt_id, ino: sx.Ino}, nil
+	return mntIno{mnt: sx.Mnt_id, ino: sx.Ino}, nil
 }

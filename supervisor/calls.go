@@ -1,0 +1,327 @@
+package supervisor
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify/pin"
+)
+
+// A call is one decoded syscall: every argument read once, every path
+// resolved and pinned. judge is pure (no I/O, no target memory, no /proc):
+// it asks the policy about what was decoded. perform carries an allowed
+// call out using only what was decoded, and answers the notification.
+type call interface {
+	judge(p *engine.Policy) verdict
+	perform(s *supervisor, id uint64)
+	close()
+}
+
+// continued is a watched call let through without reading anything from
+// memory (answer.go lists every continued call and why). It is continued
+// before anything is judged or logged.
+type continued struct{}
+
+func (c continued) judge(*engine.Policy) verdict     { return verdict{result: allowUnchecked("")} }
+func (c continued) perform(s *supervisor, id uint64) { _ = s.l.Continue(id) }
+func (c continued) close()                           {}
+
+// object is what a metadata call changes: a pinned path, or, for the
+// calls that name an fd (fchmod, fsetxattr, the attribute ioctls,
+// utimensat with a NULL path), the target's own open file, resolved for
+// judging and acted on as the open file it is.
+type object struct {
+	res *pin.Resolved
+	tid int
+	fd  int // -1: act on res
+}
+
+func (o object) byFd() bool { return o.fd >= 0 }
+
+func (o object) handle() (*pin.Handle, error) { return pin.OpenHandle(o.tid, o.fd, o.res) }
+
+// onObject performs a metadata call on the object: through its open file
+// when the call named an fd, else on the pinned inode.
+func onObject(o object, byFd func(h *pin.Handle) error, byPath func(r *pin.Resolved) error) error {
+	if !o.byFd() {
+		return byPath(o.res)
+	}
+	h, err := o.handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return byFd(h)
+}
+
+func closeAll(rs ...*pin.Resolved) {
+	for _, r := range rs {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// writeVerdict judges a call that changes what path names.
+func writeVerdict(p *engine.Policy, access string, path *pin.Resolved) verdict {
+	return verdict{result: p.DecidePath(engine.AccessWrite, path.Path), access: access, value: path.Path}
+}
+
+// Opens.
+
+type openCall struct {
+	path   *pin.Resolved
+	flags  int
+	mode   uint32
+	umask  uint32 // when the open can create
+	access engine.Access
+}
+
+func (c *openCall) judge(p *engine.Policy) verdict {
+	if c.path.Kind == pin.KindAnon {
+		// Re-opening a pipe, socket or anonymous file the process already
+		// holds (/dev/stdin, /dev/fd/63 from <(...)) gives it nothing it
+		// does not have.
+		return verdict{result: allowUnchecked(c.path.Path), access: accessWord(c.access), value: c.path.Path}
+	}
+	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path}
+}
+
+func (c *openCall) perform(s *supervisor, id uint64) {
+	flags := c.flags
+	if c.access&engine.AccessWrite == 0 && flags&unix.O_CREAT != 0 {
+		// The write check was skipped because the file existed: make sure
+		// the open cannot create it if it vanished since.
+		flags &^= unix.O_CREAT | unix.O_EXCL
+	}
+	f, err := pin.Open(c.path, flags, c.mode, c.umask)
+	if err != nil {
+		s.respondErr(id, errnoOf(err))
+		return
+	}
+	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0)
+}
+
+func (c *openCall) close() { c.path.Close() }
+
+// Names.
+
+type unlinkCall struct {
+	path *pin.Resolved
+	dir  bool // rmdir, unlinkat(AT_REMOVEDIR)
+}
+
+func (c *unlinkCall) judge(p *engine.Policy) verdict {
+	if c.dir {
+		return writeVerdict(p, "rmdir", c.path)
+	}
+	return writeVerdict(p, "unlink", c.path)
+}
+
+func (c *unlinkCall) perform(s *supervisor, id uint64) { s.answer(id, pin.Unlink(c.path, c.dir)) }
+func (c *unlinkCall) close()                           { c.path.Close() }
+
+type renameCall struct {
+	from, to *pin.Resolved
+	flags    uint
+}
+
+// judge: both names are written, and the move must not widen access
+// (aliasing.go).
+func (c *renameCall) judge(p *engine.Policy) verdict {
+	return moveVerdict(p, "rename", c.from, c.to)
+}
+
+func (c *renameCall) perform(s *supervisor, id uint64) {
+	s.answer(id, pin.Rename(c.from, c.to, c.flags))
+}
+func (c *renameCall) close() { closeAll(c.from, c.to) }
+
+type linkCall struct {
+	from, to *pin.Resolved
+	flags    int
+}
+
+func (c *linkCall) judge(p *engine.Policy) verdict { return moveVerdict(p, "link", c.from, c.to) }
+func (c *linkCall) perform(s *supervisor, id uint64) {
+	s.answer(id, pin.Link(c.from, c.to, c.flags))
+}
+func (c *linkCall) close() { closeAll(c.from, c.to) }
+
+func moveVerdict(p *engine.Policy, access string, from, to *pin.Resolved) verdict {
+	a := p.DecidePath(engine.AccessWrite, from.Path)
+	b := p.DecidePath(engine.AccessWrite, to.Path)
+	v := verdict{access: access, value: from.Path + " -> " + to.Path, result: moreRestrictive(a, b)}
+	if v.result.Action == engine.Allow {
+		isDir := from.Exists && from.Stat.Mode&unix.S_IFMT == unix.S_IFDIR
+		if w := aliasing(p, from.Path, to.Path, isDir); w.Action != engine.Allow {
+			v.result = w
+		}
+	}
+	return v
+}
+
+type mkdirCall struct {
+	path        *pin.Resolved
+	mode, umask uint32
+}
+
+func (c *mkdirCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "mkdir", c.path) }
+func (c *mkdirCall) perform(s *supervisor, id uint64) {
+	s.answer(id, pin.Mkdir(c.path, c.mode, c.umask))
+}
+func (c *mkdirCall) close() { c.path.Close() }
+
+type mknodCall struct {
+	path        *pin.Resolved
+	mode, umask uint32
+	dev         uint64
+}
+
+func (c *mknodCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "mknod", c.path) }
+func (c *mknodCall) perform(s *supervisor, id uint64) {
+	s.answer(id, pin.Mknod(c.path, c.mode, c.dev, c.umask))
+}
+func (c *mknodCall) close() { c.path.Close() }
+
+type symlinkCall struct {
+	target string // the link's content, not a path permwrap resolves
+	at     *pin.Resolved
+}
+
+func (c *symlinkCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "symlink", c.at) }
+func (c *symlinkCall) perform(s *supervisor, id uint64) {
+	s.answer(id, pin.Symlink(c.target, c.at))
+}
+func (c *symlinkCall) close() { c.at.Close() }
+
+// bindCall binds the target's own socket (performed, not continued: the
+// kernel would read the sockaddr again). Only an AF_UNIX pathname creates
+// a file (at); network and abstract addresses name no path.
+type bindCall struct {
+	tid, sock int
+	addr      []byte
+	at        *pin.Resolved // nil: no path
+	umask     uint32
+}
+
+func (c *bindCall) judge(p *engine.Policy) verdict {
+	if c.at == nil {
+		// Network rules are not part of the policy yet.
+		return verdict{result: allowUnchecked(""), access: "bind"}
+	}
+	return writeVerdict(p, "bind", c.at)
+}
+
+func (c *bindCall) perform(s *supervisor, id uint64) {
+	h, err := pin.OpenHandle(c.tid, c.sock, nil)
+	if err == nil {
+		err = h.Bind(c.addr, c.at, c.umask)
+		h.Close()
+	}
+	s.answer(id, err)
+}
+
+func (c *bindCall) close() { closeAll(c.at) }
+
+// Contents and metadata.
+
+type truncateCall struct {
+	path   *pin.Resolved
+	length int64
+}
+
+func (c *truncateCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "truncate", c.path) }
+func (c *truncateCall) perform(s *supervisor, id uint64) {
+	s.answer(id, pin.Truncate(c.path, c.length))
+}
+func (c *truncateCall) close() { c.path.Close() }
+
+type chmodCall struct {
+	obj  object
+	mode uint32
+}
+
+func (c *chmodCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "chmod", c.obj.res) }
+func (c *chmodCall) perform(s *supervisor, id uint64) {
+	s.answer(id, onObject(c.obj,
+		func(h *pin.Handle) error { return h.Fchmod(c.mode) },
+		func(r *pin.Resolved) error { return pin.Chmod(r, c.mode) }))
+}
+func (c *chmodCall) close() { c.obj.res.Close() }
+
+type chownCall struct {
+	obj      object
+	uid, gid int
+}
+
+func (c *chownCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "chown", c.obj.res) }
+func (c *chownCall) perform(s *supervisor, id uint64) {
+	s.answer(id, onObject(c.obj,
+		func(h *pin.Handle) error { return h.Fchown(c.uid, c.gid) },
+		func(r *pin.Resolved) error { return pin.Chown(r, c.uid, c.gid) }))
+}
+func (c *chownCall) close() { c.obj.res.Close() }
+
+type utimesCall struct {
+	obj   object
+	times *[2]unix.Timespec // nil: now
+}
+
+func (c *utimesCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "utimes", c.obj.res) }
+func (c *utimesCall) perform(s *supervisor, id uint64) {
+	s.answer(id, onObject(c.obj,
+		func(h *pin.Handle) error { return h.Futimens(c.times) },
+		func(r *pin.Resolved) error { return pin.Utimens(r, c.times) }))
+}
+func (c *utimesCall) close() { c.obj.res.Close() }
+
+type setxattrCall struct {
+	obj   object
+	name  string
+	value []byte
+	flags int
+}
+
+func (c *setxattrCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "setxattr", c.obj.res) }
+func (c *setxattrCall) perform(s *supervisor, id uint64) {
+	s.answer(id, onObject(c.obj,
+		func(h *pin.Handle) error { return h.Fsetxattr(c.name, c.value, c.flags) },
+		func(r *pin.Resolved) error { return pin.Setxattr(r, c.name, c.value, c.flags) }))
+}
+func (c *setxattrCall) close() { c.obj.res.Close() }
+
+type removexattrCall struct {
+	obj  object
+	name string
+}
+
+func (c *removexattrCall) judge(p *engine.Policy) verdict {
+	return writeVerdict(p, "removexattr", c.obj.res)
+}
+func (c *removexattrCall) perform(s *supervisor, id uint64) {
+	s.answer(id, onObject(c.obj,
+		func(h *pin.Handle) error { return h.Fremovexattr(c.name) },
+		func(r *pin.Resolved) error { return pin.Removexattr(r, c.name) }))
+}
+func (c *removexattrCall) close() { c.obj.res.Close() }
+
+// ioctlCall is an attribute-changing ioctl (chattr's flags, the fsxattr):
+// a write of the fd's file, performed on the target's open file with the
+// argument read once.
+type ioctlCall struct {
+	obj object
+	cmd uint64
+	arg []byte
+}
+
+func (c *ioctlCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "setattr", c.obj.res) }
+func (c *ioctlCall) perform(s *supervisor, id uint64) {
+	h, err := c.obj.handle()
+	if err == nil {
+		err = h.Ioctl(c.cmd, c.arg)
+		h.Close()
+	}
+	s.answer(id, err)
+}
+func (c *ioctlCall) close() { c.obj.res.Close() }

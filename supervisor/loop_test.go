@@ -1,0 +1,125 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/notify"
+)
+
+// scriptedListener answers Receive from a script: a notification (by its
+// id) or an error, then io.EOF or ErrClosed at the end.
+type scriptedListener struct {
+	steps []any // uint64 id, or error
+	end   error
+}
+
+func (l *scriptedListener) Receive(n *notify.Notif) error {
+	if len(l.steps) == 0 {
+		return l.end
+	}
+	step := l.steps[0]
+	l.steps = l.steps[1:]
+	switch v := step.(type) {
+	case uint64:
+		*n = notify.Notif{ID: v}
+		return nil
+	case error:
+		return v
+	}
+	panic(fmt.Sprintf("bad step %v", step))
+}
+
+// TestReceiveLoopSurvivesTransientErrors: EINVAL, ENOMEM and EMFILE from
+// poll or RECV (a tree that starves the supervisor of a resource) must not
+// end a worker: it backs off, reports, and goes on serving. Only the end
+// of the listener (POLLHUP: io.EOF; Close: ErrClosed) ends it.
+func TestReceiveLoopSurvivesTransientErrors(t *testing.T) {
+	for _, end := range []error{io.EOF, notify.ErrClosed} {
+		l := &scriptedListener{
+			steps: []any{
+				uint64(1),
+				fmt.Errorf("notify: poll on listener: %w", unix.EINVAL),
+				fmt.Errorf("notify: poll on listener: %w", unix.ENOMEM),
+				fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_RECV: %w", unix.EMFILE),
+				notify.ErrGone,
+				uint64(2),
+				errors.New("notify: listener fd not pollable (revents 0x20)"),
+				uint64(3),
+			},
+			end: end,
+		}
+		var handled []uint64
+		var troubles []error
+		var sleeps []time.Duration
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			receiveLoop(l,
+				func(n *notify.Notif) { handled = append(handled, n.ID) },
+				func(err error) { troubles = append(troubles, err) },
+				func(d time.Duration) { sleeps = append(sleeps, d) })
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("receiveLoop did not end at %v", end)
+		}
+		if fmt.Sprint(handled) != "[1 2 3]" {
+			t.Errorf("end %v: handled %v, want [1 2 3]", end, handled)
+		}
+		if len(troubles) != 4 {
+			t.Errorf("end %v: %d troubles reported, want 4 (ErrGone is no trouble): %v", end, len(troubles), troubles)
+		}
+		// Backoff doubles while errors repeat and starts over after a
+		// notification.
+		want := []time.Duration{receiveBackoffMin, 2 * receiveBackoffMin, 4 * receiveBackoffMin, receiveBackoffMin}
+		if fmt.Sprint(sleeps) != fmt.Sprint(want) {
+			t.Errorf("end %v: slept %v, want %v", end, sleeps, want)
+		}
+	}
+}
+
+// TestReceiveLoopBackoffIsBounded: a persistent error is retried forever,
+// at most once a receiveBackoffMax.
+func TestReceiveLoopBackoffIsBounded(t *testing.T) {
+	steps := make([]any, 40)
+	for i := range steps {
+		steps[i] = unix.EINVAL
+	}
+	l := &scriptedListener{steps: steps, end: io.EOF}
+	var last time.Duration
+	receiveLoop(l, func(*notify.Notif) { t.Error("nothing to handle") }, func(error) {}, func(d time.Duration) { last = d })
+	if last != receiveBackoffMax {
+		t.Errorf("backoff after 40 errors: %v, want the cap %v", last, receiveBackoffMax)
+	}
+}
+
+// TestReceiveTroubleSaidOnce: the person hears of a failing receive once
+// per run, not once per retry.
+func TestReceiveTroubleSaidOnce(t *testing.T) {
+	var out fakeWriter
+	s := &supervisor{notices: newNoticer(&out)}
+	for range 5 {
+		s.receiveTrouble(unix.EMFILE)
+	}
+	if out.lines != 1 {
+		t.Errorf("%d lines written, want 1", out.lines)
+	}
+}
+
+type fakeWriter struct{ lines int }
+
+func (w *fakeWriter) Write(p []byte) (int, error) {
+	for _, c := range p {
+		if c == '\n' {
+			w.lines++
+		}
+	}
+	return len(p), nil
+}

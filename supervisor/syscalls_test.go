@@ -1,0 +1,122 @@
+package supervisor
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/bpftest"
+	"github.com/permwrap/permwrap/notify"
+)
+
+// maxSyscallNr is past the highest x86_64 syscall number (469 on 6.18).
+const maxSyscallNr = 600
+
+// sideDoors are refused by notify in BPF on its own, whatever the table
+// says (docs/kernel.md), so they are neither allowed nor notified.
+func sideDoor(nr int32) bool {
+	switch nr {
+	case unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+		unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
+		unix.SYS_REQUEST_KEY, unix.SYS_USERFAULTFD, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD,
+		unix.SYS_CHROOT, unix.SYS_PIVOT_ROOT, unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_OPEN_TREE,
+		unix.SYS_OPEN_TREE_ATTR, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT,
+		unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR, unix.SYS_CLONE3, unix.SYS_SETNS, unix.SYS_KEXEC_LOAD,
+		unix.SYS_KEXEC_FILE_LOAD, unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
+		unix.SYS_BPF, unix.SYS_PTRACE:
+		return true
+	}
+	return false
+}
+
+// TestFilterIsTheTable runs the filter built from the table in x/net/bpf's
+// VM for every syscall number: a row without conditions is notified on any
+// arguments, an enosys row fails with ENOSYS, a conditional row is
+// notified exactly when its condition holds, and every number without a
+// row is allowed (or refused as a side door, which the table cannot
+// change). So the filter and the table cannot drift apart.
+func TestFilterIsTheTable(t *testing.T) {
+	for _, skipReads := range []bool{false, true} {
+		prog, err := notify.BuildFilter(notify.FilterOptions{Rules: filterRules(skipReads), DenyPtrace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm, err := bpftest.New(prog.Insns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(nr int32, args [6]uint64) uint32 {
+			t.Helper()
+			ret, err := vm.Run(nr, unix.AUDIT_ARCH_X86_64, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ret
+		}
+		want := func(what string, nr int32, args [6]uint64, action uint32) {
+			t.Helper()
+			if got := run(nr, args); got != action {
+				t.Errorf("skipReads=%v: %s (%d) args %#x: filter says %s, the table %s",
+					skipReads, what, nr, args, bpftest.Action(got), bpftest.Action(action))
+			}
+		}
+		const notif, allow = unix.SECCOMP_RET_USER_NOTIF, unix.SECCOMP_RET_ALLOW
+		for nr := int32(0); nr < maxSyscallNr; nr++ {
+			row := rows[nr]
+			switch {
+			case row == nil && sideDoor(nr):
+				if got := run(nr, [6]uint64{}); got == notif || got == allow {
+					t.Errorf("side door %d: %s", nr, bpftest.Action(got))
+				}
+			case row == nil:
+				want("no row", nr, [6]uint64{}, allow)
+			case row.enosys != "":
+				want(row.name, nr, [6]uint64{}, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
+			case row.when == nil || row.when(skipReads) == nil:
+				want(row.name, nr, [6]uint64{}, notif)
+				want(row.name+" (any arguments)", nr, [6]uint64{^uint64(0), 1, 2, 3, 4, 5}, notif)
+			}
+		}
+		// The conditional rows.
+		for cmd := range setattrIoctls {
+			want("ioctl setattr", unix.SYS_IOCTL, [6]uint64{3, cmd}, notif)
+			want("ioctl setattr, garbage above the int", unix.SYS_IOCTL, [6]uint64{3, 0xdead_0000_0000_0000 | cmd}, notif)
+		}
+		want("ioctl TCGETS", unix.SYS_IOCTL, [6]uint64{0, unix.TCGETS}, allow)
+		want("ioctl FS_IOC_GETFLAGS", unix.SYS_IOCTL, [6]uint64{3, unix.FS_IOC_GETFLAGS}, allow)
+		want("arch_prctl SET_FS", unix.SYS_ARCH_PRCTL, [6]uint64{archSetFS}, notif)
+		want("arch_prctl GET_FS", unix.SYS_ARCH_PRCTL, [6]uint64{0x1003}, allow)
+		for _, c := range []struct {
+			nr   int32
+			arg  int
+			name string
+		}{{unix.SYS_OPEN, 1, "open"}, {unix.SYS_OPENAT, 2, "openat"}} {
+			args := func(flags uint64) (a [6]uint64) { a[c.arg] = flags; return a }
+			readOnly := uint32(notif)
+			if skipReads {
+				readOnly = allow
+			}
+			want(c.name+" O_RDONLY", c.nr, args(unix.O_RDONLY), readOnly)
+			want(c.name+" O_RDONLY|O_CLOEXEC|O_DIRECTORY|O_NOFOLLOW", c.nr, args(unix.O_CLOEXEC|unix.O_DIRECTORY|unix.O_NOFOLLOW), readOnly)
+			for _, f := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE, unix.O_CREAT, unix.O_TRUNC,
+				unix.O_TMPFILE | unix.O_RDWR, oTmpfileBit, unix.O_PATH, unix.O_WRONLY | 0xffff_ffff_0000_0000} {
+				want(c.name+" writing/creating/O_PATH", c.nr, args(f), notif)
+			}
+		}
+		want("openat2 O_RDONLY (flags in memory)", unix.SYS_OPENAT2, [6]uint64{}, notif)
+		want("creat", unix.SYS_CREAT, [6]uint64{}, notif)
+	}
+}
+
+// TestTableRowsAreComplete: every row names its syscall as the kernel
+// does and has a decoder or says why it is refused.
+func TestTableRowsAreComplete(t *testing.T) {
+	for _, r := range syscalls {
+		if got := notify.SyscallName(r.nr); got != r.name {
+			t.Errorf("row %q is syscall %d, which is %q", r.name, r.nr, got)
+		}
+	}
+	if len(rows) != len(syscalls) {
+		t.Errorf("%d rows indexed, %d in the table", len(rows), len(syscalls))
+	}
+}
