@@ -116,6 +116,7 @@ found, seen = scan(os.environ["LEAKS_SECRET"], os.environ["LEAKS_CONTROL"])
 print(json.dumps({"found": found, "control": seen}))
 `), 0o644)
 	policy := fmt.Sprintf(`{
+  "extends": "none",
   "permission": {"*": "allow", "bash": {"*": "allow", "* leakprobe": "ask"}},
   "authorizerChain": ["probe"],
   "authorizers": {"probe": {"command": [%q, %q, %q], "timeoutMs": 20000}},
@@ -701,6 +702,7 @@ func TestQueryChannelAttack(t *testing.T) {
 		attacker := write(s.workspace, "attacker.py", queryAttacker)
 		report := filepath.Join(s.dir, "judge.json")
 		policy := fmt.Sprintf(`{
+  "extends": "none",
   "permission": {"*": "allow", "bash": {"*": "allow", "true push *": "ask"}},
   "authorizerChain": ["trusting"],
   "authorizers": {"trusting": {"command": [%q, %q, %q, %q], "timeoutMs": 60000}},
