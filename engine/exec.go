@@ -210,7 +210,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 	for _, c := range a.Compounds {
 		// A compound counts only when a rule names it; otherwise the
 		// catch-all would decide every pipeline.
-		e := p.evaluate(Check{Surface: SurfaceBash, Value: c.Line})
+		e := p.evaluate(Check{Surface: SurfaceBash, Value: c.Line}, assumeSecret)
 		if !e.matched || e.Layer == LayerFallback || e.cr != nil && e.cr.Pattern == "*" {
 			continue
 		}

@@ -217,10 +217,14 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	p.sources = append(p.sources, global.Name)
 
 	order := 0
-	var perSurface [numSurfaces][]*compiledRule
+	var perSurface, content [numSurfaces][]*compiledRule
 	addRules := func(fc *fileConfig, o Origin) {
 		for _, rr := range fc.rules {
-			perSurface[rr.rule.Surface] = append(perSurface[rr.rule.Surface], newCompiled(rr, o, order))
+			list := &perSurface
+			if rr.rule.Content != ContentAny {
+				list = &content
+			}
+			list[rr.rule.Surface] = append(list[rr.rule.Surface], newCompiled(rr, o, order))
 			order++
 		}
 		if fc.fallback != nil {
@@ -249,6 +253,7 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	}
 	for s := range perSurface {
 		p.rules[s] = newRuleList(perSurface[s])
+		p.content[s] = newRuleList(content[s])
 	}
 
 	if hfc != nil {
@@ -285,7 +290,7 @@ func newCompiled(rr rawRule, o Origin, order int) *compiledRule {
 func (p *Policy) Summary() string {
 	n, hard := 0, 0
 	for s := range p.rules {
-		n += p.rules[s].n
+		n += p.rules[s].n + p.content[s].n
 		hard += p.hard[s].n
 	}
 	if p.fallback != nil {

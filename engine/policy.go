@@ -40,12 +40,22 @@ type Result struct {
 	// and no yolo.
 	HumanOnly bool
 	Layer     Layer
+	// DependsOnContent is set when the answer depends on whether the file
+	// holds secret material: a `"content": "secret"` rule matched. Action
+	// is then the stricter of the two possible answers, so a caller that
+	// cannot look stays fail-closed. A caller that can look reads the file
+	// (see LooksSecret) and asks DecidePathContent (or DecideMoveContent)
+	// for the final answer.
+	DependsOnContent bool
 }
 
 func (r Result) String() string {
 	s := fmt.Sprintf("%s (%s by %s)", r.Action, r.Check, r.Rule)
 	if r.HumanOnly {
 		s += " [human only]"
+	}
+	if r.DependsOnContent {
+		s += " [depends on content]"
 	}
 	return s
 }
@@ -359,10 +369,13 @@ type sessionSet struct {
 // Policy is a compiled, composed policy. It is safe for concurrent use:
 // session rules are swapped in atomically, everything else is immutable.
 type Policy struct {
-	env        Env
-	hard       [numSurfaces]ruleList
-	protected  ruleList
-	rules      [numSurfaces]ruleList
+	env       Env
+	hard      [numSurfaces]ruleList
+	protected ruleList
+	rules     [numSurfaces]ruleList
+	// content holds the policy layer's `"content": "secret"` rules, apart
+	// from rules so that evaluating as "not secret" simply skips them.
+	content    [numSurfaces]ruleList
 	fallback   *compiledRule
 	yolo       bool
 	failClosed bool
@@ -406,7 +419,22 @@ type evaluation struct {
 	spec    specificity
 	order   int
 	cr      *compiledRule // the deciding rule, nil for builtin answers
+	// content: a content rule took part in the answer (it decided, or it
+	// was skipped), so the answer in the other content mode may differ.
+	content bool
 }
+
+// contentMode says how content rules are treated by one evaluation.
+type contentMode uint8
+
+const (
+	// assumeSecret applies content rules as if the file's content looked
+	// secret: the answer for a caller that does not look.
+	assumeSecret contentMode = iota
+	// notSecret skips content rules: the file was read and holds nothing
+	// secret-looking.
+	notSecret
+)
 
 func (p *Policy) ruleResult(c Check, r *compiledRule, a Action, layer Layer) evaluation {
 	rule := r.Rule
@@ -429,7 +457,7 @@ func (p *Policy) lower(e evaluation) evaluation {
 }
 
 // evaluate runs the composition for one check. See docs/policy.md.
-func (p *Policy) evaluate(c Check) evaluation {
+func (p *Policy) evaluate(c Check, mode contentMode) evaluation {
 	s := c.Surface
 	if s == SurfaceInvalid || s >= numSurfaces {
 		// Could not decide: never fail open.
@@ -460,6 +488,26 @@ func (p *Policy) evaluate(c Check) evaluation {
 		return e
 	}
 	pol := p.rules[s].find(v)
+	contentRule := false
+	if p.content[s].index != nil || p.content[s].exact != nil {
+		// A content rule that would win makes the answer depend on what
+		// the file holds; one that loses to a more specific rule does not.
+		if cr := p.content[s].find(v); cr != nil && (pol == nil || cr.beats(pol)) {
+			contentRule = true
+			if mode == assumeSecret {
+				pol = cr
+			}
+		}
+	}
+	e := p.policyLayers(c, pol)
+	e.content = contentRule
+	return e
+}
+
+// policyLayers answers from the policy deny, the session rules, the
+// policy and the fallback, given the policy layer's deciding rule.
+func (p *Policy) policyLayers(c Check, pol *compiledRule) evaluation {
+	s, v := c.Surface, c.Value
 	if pol != nil && pol.Action == Deny {
 		// A session approval never lifts a deny the policy wrote.
 		return p.ruleResult(c, pol, Deny, LayerPolicy)
@@ -489,8 +537,10 @@ func (p *Policy) fallbackFor(c Check) evaluation {
 }
 
 // Evaluate answers one check on one surface. With no matching rule the
-// answer is permission["*"] or, without one, the builtin ask.
-func (p *Policy) Evaluate(c Check) Result { return p.evaluate(c).Result }
+// answer is permission["*"] or, without one, the builtin ask. Content
+// rules apply as if the file's content looked secret (Evaluate does not
+// compose, so it does not set DependsOnContent; DecidePath does).
+func (p *Policy) Evaluate(c Check) Result { return p.evaluate(c, assumeSecret).Result }
 
 // stronger reports whether a should replace b when composing surfaces:
 // the more restrictive action wins; on equal actions a human-only answer
@@ -504,12 +554,35 @@ func stronger(a, b *evaluation) bool {
 
 // Decide composes independent checks of one access most-restrictive-wins.
 // A check whose surface has no matching rule abstains; when every check
-// abstains the answer is permission["*"] or the builtin ask.
+// abstains the answer is permission["*"] or the builtin ask. Content
+// rules apply as if the content looked secret; DependsOnContent says
+// whether the answer would be different otherwise.
 func (p *Policy) Decide(checks ...Check) Result {
+	r, content := p.decide(checks, assumeSecret)
+	if !content {
+		return r
+	}
+	other, _ := p.decide(checks, notSecret)
+	if other.Action == r.Action {
+		return r
+	}
+	if other.Action > r.Action {
+		// A content rule that asks can outrank a deny beneath it: the
+		// stricter answer is the one for a file that holds no secret.
+		r = other
+	}
+	r.DependsOnContent = true
+	return r
+}
+
+// decide composes checks in one content mode and reports whether a
+// content rule took part.
+func (p *Policy) decide(checks []Check, mode contentMode) (Result, bool) {
 	var best evaluation
-	have := false
+	have, content := false, false
 	for i := range checks {
-		e := p.evaluate(checks[i])
+		e := p.evaluate(checks[i], mode)
+		content = content || e.content
 		if !e.matched {
 			continue
 		}
@@ -518,26 +591,65 @@ func (p *Policy) Decide(checks ...Check) Result {
 		}
 	}
 	if have {
-		return best.Result
+		return best.Result, content
 	}
 	var c Check
 	if len(checks) > 0 {
 		c = checks[0]
 	}
-	return p.fallbackFor(c).Result
+	return p.fallbackFor(c).Result, content
 }
 
 // DecidePath decides an access to a path: read → (read, path),
 // write → (write, path), exec → (exec, path); several bits combine, and
 // the path surface is consulted once.
+//
+// When a `"content": "secret"` rule matches, the answer is the stricter
+// of "the file looks secret" and "it does not", with DependsOnContent
+// set; see DecidePathContent.
 func (p *Policy) DecidePath(a Access, path string) Result {
 	var buf [4]Check
 	checks := pathChecks(&buf, a, path)
 	if len(checks) == 1 {
-		return Result{Action: Deny, Check: checks[0], Layer: LayerBuiltin,
-			Rule: Rule{Surface: SurfacePath, Action: Deny, Origin: OriginBuiltin, Reason: "no access kind given"}}
+		return noAccess(checks[0])
 	}
 	return p.Decide(checks...)
+}
+
+// DecidePathContent is DecidePath once the caller knows what the file
+// holds: secret is LooksSecret(path, head) for the file's first bytes.
+// With secret false, content rules are skipped and the next most
+// specific rule decides; with secret true they apply. The answer never
+// has DependsOnContent set.
+//
+// The contract for the caller (the supervisor), which does the I/O the
+// engine does not:
+//   - call it only after DecidePath returned DependsOnContent;
+//   - classify the object the access will use, not another one: read
+//     from the file it has opened (and will hand over), never by
+//     reopening the path;
+//   - only a regular file has content: a directory, device, FIFO or
+//     socket counts as not secret (secret=false), so a directory named
+//     like a secret file can be listed;
+//   - a regular file that cannot be read counts as secret (secret=true):
+//     never fail open.
+func (p *Policy) DecidePathContent(a Access, path string, secret bool) Result {
+	var buf [4]Check
+	checks := pathChecks(&buf, a, path)
+	if len(checks) == 1 {
+		return noAccess(checks[0])
+	}
+	mode := notSecret
+	if secret {
+		mode = assumeSecret
+	}
+	r, _ := p.decide(checks, mode)
+	return r
+}
+
+func noAccess(c Check) Result {
+	return Result{Action: Deny, Check: c, Layer: LayerBuiltin,
+		Rule: Rule{Surface: SurfacePath, Action: Deny, Origin: OriginBuiltin, Reason: "no access kind given"}}
 }
 
 func pathChecks(buf *[4]Check, a Access, path string) []Check {
@@ -575,7 +687,8 @@ func (e *evaluation) rank() int {
 }
 
 // EvaluateAny evaluates several spellings of one value on surface s (for
-// example `git push x` and `/usr/bin/git push x`). A hard guard's answer
+// example `git push x` and `/usr/bin/git push x`); content rules apply as
+// if the content looked secret. A hard guard's answer
 // on any spelling wins, the more restrictive if several; otherwise the
 // spelling whose deciding rule is the most specific decides, and equally
 // specific answers compose most-restrictive-wins. This way a rule written
@@ -585,9 +698,9 @@ func (p *Policy) EvaluateAny(s Surface, values ...string) Result {
 	if len(values) == 0 {
 		return p.fallbackFor(Check{Surface: s}).Result
 	}
-	best := p.evaluate(Check{s, values[0]})
+	best := p.evaluate(Check{s, values[0]}, assumeSecret)
 	for _, v := range values[1:] {
-		e := p.evaluate(Check{s, v})
+		e := p.evaluate(Check{s, v}, assumeSecret)
 		if e.better(&best) {
 			best = e
 		}

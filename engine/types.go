@@ -133,6 +133,29 @@ func (p Position) String() string {
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
 }
 
+// Content is a condition on what a file holds. A rule with
+// ContentSecret applies only to a file whose content looks like secret
+// material (see LooksSecret); for any other file the rule is skipped and
+// the next most specific rule decides. It is written
+// `{"action": "ask", "content": "secret"}` and exists on the read surface
+// only, in the policy and its scopes (not in hard guards), and never on
+// an allow.
+type Content uint8
+
+const (
+	ContentAny    Content = iota // the rule applies whatever the file holds
+	ContentSecret                // only when the file's content looks secret
+)
+
+var contentNames = [...]string{"", "secret"}
+
+func (c Content) String() string {
+	if int(c) < len(contentNames) {
+		return contentNames[c]
+	}
+	return fmt.Sprintf("content(%d)", c)
+}
+
 // Rule is one (surface, pattern) → action entry. Pattern is as written by
 // the user (before ~ and ${VAR} expansion); the compiled form lives in a
 // Policy.
@@ -140,19 +163,25 @@ type Rule struct {
 	Surface Surface
 	Pattern string
 	Action  Action
-	Reason  string // travels with every denial the rule causes
+	Content Content // ContentSecret: only for files whose content looks secret
+	Reason  string  // travels with every denial the rule causes
 	Origin  Origin
 	Pos     Position
 }
 
 // String renders the rule the way logs and prompts name it:
-// "write:/etc/** (deny, policy.jsonc:12:5)".
+// "write:/etc/** (deny, policy.jsonc:12:5)", and for a content rule
+// "read:*.pem (ask if secret, default.jsonc:30:7)".
 func (r Rule) String() string {
 	where := r.Origin.String()
 	if p := r.Pos.String(); p != "" {
 		where = p
 	}
-	return fmt.Sprintf("%s:%s (%s, %s)", r.Surface, r.Pattern, r.Action, where)
+	act := r.Action.String()
+	if r.Content != ContentAny {
+		act += " if " + r.Content.String()
+	}
+	return fmt.Sprintf("%s:%s (%s, %s)", r.Surface, r.Pattern, act, where)
 }
 
 // Check is one (surface, value) question put to the policy.
