@@ -12,9 +12,14 @@ import (
 // "~/.ssh/**", "/w/secret" for "${WORKSPACE}/secret/*.key". Basename and
 // leading-"**" patterns match anywhere and have no anchor.
 //
-// The supervisor uses it for the aliasing rule: renaming or linking a
+// The supervisor's aliasing rule used it: renaming or linking a
 // directory moves everything beneath it, so each anchored place beneath
-// the source must not gain access at the destination.
+// the source must not gain access at the destination. It misses every
+// rule without a literal leading directory (`**/.git/hooks/**`).
+//
+// Deprecated: use DecideMove, which judges a move against every rule
+// that could match beneath either name. Kept only until
+// supervisor/aliasing.go calls DecideMove.
 func (p *Policy) PathRulePrefixes() []string {
 	seen := map[string]bool{}
 	add := func(l *ruleList) {

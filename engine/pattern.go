@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Path patterns are matched by a small automaton of our own rather than
@@ -49,7 +50,7 @@ type elem struct {
 	// skip is elEps's extra epsilon edge. It makes `**/` optional as a
 	// whole, so `/a/**/b` matches `/a/b`; it sits before the `**` so it is
 	// only taken when the group is entered, not after `**` consumed.
-	skip uint16
+	skip int32
 }
 
 type byteSet [4]uint64
@@ -300,6 +301,11 @@ type pathPattern struct {
 	main     globMatcher
 	self     *globMatcher // `X/**` also matches X
 	spec     specificity
+
+	// The whole-pattern automata DecideMove follows beneath a moved
+	// directory, built when first needed.
+	moveOnce sync.Once
+	moveNFAs []*moveNFA
 }
 
 var errBraces = errors.New("{a,b} alternatives are not supported: write one rule per alternative (or escape the brace as \\{)")
@@ -336,64 +342,9 @@ func compilePathPattern(p string) (*pathPattern, error) {
 
 // compileGlob turns a pattern into a globMatcher and measures it.
 func compileGlob(p string) (globMatcher, specificity, error) {
-	var (
-		elems   []elem
-		classes []byteSet
-		spec    = specificity{length: len(p)}
-		anchor  = -1 // index of a '/' that must stay in the automaton
-	)
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch c {
-		case '\\':
-			if i+1 == len(p) {
-				return globMatcher{}, spec, errors.New("pattern ends with a lone backslash")
-			}
-			i++
-			elems = append(elems, elem{kind: elLit, c: p[i]})
-			spec.literals++
-		case '{', '}':
-			return globMatcher{}, spec, errBraces
-		case '?':
-			elems = append(elems, elem{kind: elAny1})
-			spec.wildcards++
-		case '*':
-			if i+1 < len(p) && p[i+1] == '*' {
-				atBoundary := i == 0 || p[i-1] == '/'
-				for i+1 < len(p) && p[i+1] == '*' {
-					i++
-				}
-				// `**` counts as two wildcards: it is broader than `*`.
-				spec.wildcards += 2
-				if atBoundary && i+1 < len(p) && p[i+1] == '/' {
-					// `**/`: optional as a whole.
-					elems = append(elems, elem{kind: elEps, skip: uint16(len(elems) + 3)}, elem{kind: elDStar})
-					i++
-					elems = append(elems, elem{kind: elLit, c: '/'})
-					anchor = len(elems) - 1
-					continue
-				}
-				elems = append(elems, elem{kind: elDStar})
-				continue
-			}
-			elems = append(elems, elem{kind: elStar})
-			spec.wildcards++
-		case '[':
-			set, n, err := parseClass(p[i:])
-			if err != nil {
-				return globMatcher{}, spec, err
-			}
-			if len(classes) >= 255 {
-				return globMatcher{}, spec, errors.New("too many [...] classes in one pattern")
-			}
-			classes = append(classes, set)
-			elems = append(elems, elem{kind: elClass, class: uint8(len(classes) - 1)})
-			spec.wildcards++
-			i += n - 1
-		default:
-			elems = append(elems, elem{kind: elLit, c: c})
-			spec.literals++
-		}
+	elems, classes, spec, anchor, err := parseGlob(p)
+	if err != nil {
+		return globMatcher{}, spec, err
 	}
 	// Peel literal prefix and suffix off so most values are rejected by a
 	// string comparison.
@@ -419,7 +370,7 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 	copy(out, mid)
 	for k := range out {
 		if out[k].skip != 0 {
-			out[k].skip -= uint16(lo)
+			out[k].skip -= int32(lo)
 		}
 	}
 	g.mid = &automaton{elems: out, classes: classes}
@@ -433,6 +384,69 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 		}
 	}
 	return g, spec, nil
+}
+
+// parseGlob reads a pattern into automaton elements for the whole
+// pattern, its classes and its specificity. anchor is the index of a
+// '/' that ends a `**/` group (-1 without one): it must stay in the
+// automaton, since the group's skip edge jumps to just after it.
+func parseGlob(p string) (elems []elem, classes []byteSet, spec specificity, anchor int, err error) {
+	spec = specificity{length: len(p)}
+	anchor = -1
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch c {
+		case '\\':
+			if i+1 == len(p) {
+				return nil, nil, spec, anchor, errors.New("pattern ends with a lone backslash")
+			}
+			i++
+			elems = append(elems, elem{kind: elLit, c: p[i]})
+			spec.literals++
+		case '{', '}':
+			return nil, nil, spec, anchor, errBraces
+		case '?':
+			elems = append(elems, elem{kind: elAny1})
+			spec.wildcards++
+		case '*':
+			if i+1 < len(p) && p[i+1] == '*' {
+				atBoundary := i == 0 || p[i-1] == '/'
+				for i+1 < len(p) && p[i+1] == '*' {
+					i++
+				}
+				// `**` counts as two wildcards: it is broader than `*`.
+				spec.wildcards += 2
+				if atBoundary && i+1 < len(p) && p[i+1] == '/' {
+					// `**/`: optional as a whole.
+					elems = append(elems, elem{kind: elEps, skip: int32(len(elems) + 3)}, elem{kind: elDStar})
+					i++
+					elems = append(elems, elem{kind: elLit, c: '/'})
+					anchor = len(elems) - 1
+					continue
+				}
+				elems = append(elems, elem{kind: elDStar})
+				continue
+			}
+			elems = append(elems, elem{kind: elStar})
+			spec.wildcards++
+		case '[':
+			set, n, err := parseClass(p[i:])
+			if err != nil {
+				return nil, nil, spec, anchor, err
+			}
+			if len(classes) >= 255 {
+				return nil, nil, spec, anchor, errors.New("too many [...] classes in one pattern")
+			}
+			classes = append(classes, set)
+			elems = append(elems, elem{kind: elClass, class: uint8(len(classes) - 1)})
+			spec.wildcards++
+			i += n - 1
+		default:
+			elems = append(elems, elem{kind: elLit, c: c})
+			spec.literals++
+		}
+	}
+	return elems, classes, spec, anchor, nil
 }
 
 func litString(es []elem) string {

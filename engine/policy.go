@@ -384,6 +384,9 @@ type Policy struct {
 
 	sessMu  sync.Mutex
 	session atomic.Pointer[sessionSet]
+
+	moveOnce sync.Once
+	moveList []movePattern // DecideMove's view of the fixed layers
 }
 
 // Env returns the environment patterns were expanded with.
