@@ -32,15 +32,15 @@ func TestDecideMoveDefault(t *testing.T) {
 		{"a hard link inside the workspace", Move{Kind: MoveLink, From: ws + "/a.o", To: ws + "/b.o"}, Allow, ""},
 
 		// Moving .git aside or back meets the hooks rule beneath it.
-		{".git aside", Move{Kind: MoveRename, From: ws + "/.git", To: ws + "/.git2", FromDir: true}, Ask, ws + "/.git/hooks"},
-		{".git back", Move{Kind: MoveRename, From: ws + "/.git2", To: ws + "/.git", FromDir: true}, Ask, ws + "/.git/hooks"},
-		{"a prepared directory becomes .git", Move{Kind: MoveRename, From: "/tmp/u/prep", To: ws + "/sub/.git", FromDir: true}, Ask, ws + "/sub/.git/hooks"},
+		{".git aside", Move{Kind: MoveRename, From: ws + "/.git", To: ws + "/.git2", FromDir: true}, Ask, ws + "/.git/hooks/a"},
+		{".git back", Move{Kind: MoveRename, From: ws + "/.git2", To: ws + "/.git", FromDir: true}, Ask, ws + "/.git/hooks/a"},
+		{"a prepared directory becomes .git", Move{Kind: MoveRename, From: "/tmp/u/prep", To: ws + "/sub/.git", FromDir: true}, Ask, ws + "/sub/.git/hooks/a"},
 		{"hooks directory swapped in", Move{Kind: MoveRename, From: ws + "/.git/h2", To: ws + "/.git/hooks", FromDir: true}, Ask, ""},
 		{"exchange with .git", Move{Kind: MoveExchange, From: ws + "/x", To: ws + "/.git", FromDir: true, ToDir: true}, Ask, ""},
 		{"a hook by rename", Move{Kind: MoveRename, From: ws + "/.git/hooks/pre-commit.sample", To: ws + "/.git/hooks/pre-commit"}, Ask, ""},
 		{"a hook by hard link", Move{Kind: MoveLink, From: ws + "/evil", To: ws + "/.git/hooks/pre-commit"}, Ask, ""},
 		{"a hook writable through a link elsewhere", Move{Kind: MoveLink, From: ws + "/.git/hooks/pre-commit", To: "/tmp/u/h"}, Ask, ws + "/.git/hooks/pre-commit"},
-		{"hooks directory as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/h", To: ws + "/.git/hooks", FromDir: true}, Ask, ws + "/.git/hooks"},
+		{"hooks directory as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/h", To: ws + "/.git/hooks", FromDir: true}, Ask, ws + "/.git/hooks/a"},
 
 		// Secrets and start-up files.
 		{"a directory becomes ~/.ssh", Move{Kind: MoveRename, From: "/tmp/u/x", To: "/home/u/.ssh", FromDir: true}, Ask, ""},

@@ -36,8 +36,8 @@ const SecretScanLimit = 1 << 20
 //   - files whose name says credentials (`credentials`, `credentials.*`,
 //     `secrets`, `secrets.*`, `*.secret`, `*.secrets`, `.netrc`,
 //     `.pgpass`, `.git-credentials`, `.vault-token`): secret unless blank;
-//   - any other name (`.npmrc`, `.yarnrc.yml`, JSON, YAML, TOML, INI):
-//     secret when it holds binary data, an assignment to a
+//   - any other name (`.npmrc`, `.yarnrc.yml`, JSON, YAML, TOML, INI,
+//     XML): secret when it holds binary data, an assignment to a
 //     credential-named key (auth, token, secret, password, credential,
 //     api key, private, access key) with a literal value (`${VAR}`
 //     references, booleans and empty values are not secret), or a URL
@@ -316,7 +316,8 @@ func credentialAssignment(b []byte) bool {
 
 // assignedValue finds the value assigned to the key that continues at
 // t[i:]: the rest of the key's characters, optional quotes and spaces,
-// then '=' or ':'.
+// then '=' or ':' (the value is the rest of the line), or '>' of an XML
+// element (the value runs to the next '<').
 func assignedValue(t string, i int) (string, bool) {
 	for i < len(t) && keyChar(t[i]) {
 		i++
@@ -324,10 +325,20 @@ func assignedValue(t string, i int) (string, bool) {
 	for i < len(t) && (t[i] == '"' || t[i] == '\'' || t[i] == ' ' || t[i] == '\t') {
 		i++
 	}
-	if i >= len(t) || t[i] != '=' && t[i] != ':' {
+	if i >= len(t) {
 		return "", false
 	}
-	return t[i+1:], true
+	switch t[i] {
+	case '=', ':':
+		return t[i+1:], true
+	case '>':
+		v := t[i+1:]
+		if j := strings.IndexByte(v, '<'); j >= 0 {
+			v = v[:j]
+		}
+		return v, true
+	}
+	return "", false
 }
 
 func keyChar(c byte) bool {

@@ -120,6 +120,12 @@ func TestLooksSecret(t *testing.T) {
 		{"author is not auth", "/w/package.yml", []byte("author: Someone\n"), false},
 		{"password in ini", "/home/u/.pypirc", []byte("[pypi]\nusername = __token__\npassword = pypi-AgEI\n"), true},
 		{"binary config", "/w/x.db", []byte("SQLite format 3\x00"), true},
+		{"maven password", "/home/u/.m2/settings.xml", []byte("<settings>\n  <servers><server><id>r</id><username>u</username>\n  <password>hunter2</password></server></servers>\n</settings>\n"), true},
+		{"maven without passwords", "/home/u/.m2/settings.xml", []byte("<settings>\n  <mirrors><mirror><url>https://repo.example.com/</url></mirror></mirrors>\n  <password></password>\n  <passphrase>${env.GPG_PASS}</passphrase>\n</settings>\n"), false},
+		{"gradle properties", "/home/u/.gradle/gradle.properties", []byte("org.gradle.jvmargs=-Xmx2g\nsigning.password=abc\n"), true},
+		{"gradle properties without secrets", "/home/u/.gradle/gradle.properties", []byte("org.gradle.jvmargs=-Xmx2g\norg.gradle.parallel=true\n"), false},
+		{"pip index with a password", "/home/u/.config/pip/pip.conf", []byte("[global]\nindex-url = https://u:pw@pypi.example.com/simple\n"), true},
+		{"my.cnf", "/home/u/.my.cnf", []byte("[client]\nuser=me\npassword=pw\n"), true},
 		{"non-ASCII before a key does not shift offsets", "/w/x.conf", []byte("İİİİ token = abc\n"), true},
 
 		// Oversized: could not see it all.
