@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/charmbracelet/huh v1.0.0
 	github.com/creack/pty v1.1.24
-	github.com/gobwas/glob v0.2.3
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/seccomp/libseccomp-golang v0.11.1

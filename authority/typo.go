@@ -6,8 +6,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gobwas/glob"
-
 	"github.com/permwrap/permwrap/engine"
 )
 
@@ -21,7 +19,8 @@ type TypoPath struct {
 	To   string // an absolute directory
 	// Match, when set, decides whether a path matches From (the engine's
 	// own pattern matcher, so ~ and ${VAR} mean what they mean in rules).
-	// When nil, From is compiled as a glob and must be absolute.
+	// When nil, From is compiled with engine.CompileGlob and must be
+	// absolute.
 	Match func(path string) bool
 }
 
@@ -51,7 +50,7 @@ func NewTypoPath(mistakes []TypoPath) (*TypoPathAuthorizer, error) {
 			if !strings.HasPrefix(m.From, "/") {
 				return nil, fmt.Errorf("typoPaths[%d]: from %q must be an absolute path", i, m.From)
 			}
-			g, err := glob.Compile(m.From, '/')
+			g, err := engine.CompileGlob(m.From, engine.Env{})
 			if err != nil {
 				return nil, fmt.Errorf("typoPaths[%d]: from %q: %w", i, m.From, err)
 			}
@@ -74,7 +73,7 @@ func WorkspaceSiblings(workspace string) []TypoPath {
 	}
 	var out []TypoPath
 	for _, suffix := range siblingSuffixes {
-		out = append(out, TypoPath{From: glob.QuoteMeta(ws+suffix) + "/**", To: ws})
+		out = append(out, TypoPath{From: engine.QuoteGlob(ws+suffix) + "/**", To: ws})
 	}
 	return out
 }
@@ -91,7 +90,9 @@ const typoProbe = "permwrap-typo-probe"
 // directory (`/tmp/projct/*.go` → all but the file name). Probing works
 // with any matcher, so the engine's pattern syntax needs no second parser.
 func mistakenDir(comps []string, match func(string) bool) int {
-	for k := 1; k < len(comps); k++ {
+	// k may reach len(comps): `X/**` matches X itself, and then the whole
+	// path is the mistaken directory.
+	for k := 1; k <= len(comps); k++ {
 		if match("/" + path.Join(path.Join(comps[:k]...), typoProbe)) {
 			return k
 		}

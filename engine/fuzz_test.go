@@ -253,3 +253,56 @@ func patternOf(r *compiledRule) string {
 	}
 	return fmt.Sprintf("%q (order %d)", strings.Join(r.bash.segs, "*"), r.order)
 }
+
+func TestCompileGlob(t *testing.T) {
+	env := Env{Home: "/home/u", Workspace: "/w", TmpDir: "/tmp"}
+	tests := []struct {
+		pattern, value string
+		want           bool
+	}{
+		{"~/old/**", "/home/u/old/a/b", true},
+		{"~/old/**", "/home/u/old", true}, // X/** matches X
+		{"${WORKSPACE}-old/**", "/w-old/x", true},
+		{".env.*", ".env.local", true}, // a bare name: matched as a last component
+		{".env.*", "/a/b/.env.local", true},
+		{"*.pem", "id.pem", true},
+		{"*.pem", "/x/y.pem/z", false},
+		{"/a/**/b", "/a/b", true},
+		{"/a/*", "relative", false},
+	}
+	for _, tt := range tests {
+		g, err := CompileGlob(tt.pattern, env)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.pattern, err)
+		}
+		if got := g.Match(tt.value); got != tt.want || g.String() != tt.pattern {
+			t.Errorf("%s on %s = %v, want %v", tt.pattern, tt.value, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"~/x", "/a/{b,c}", "/a/[", "${NOPE}/x", ""} {
+		if _, err := CompileGlob(bad, Env{}); err == nil {
+			t.Errorf("%q compiled", bad)
+		}
+	}
+}
+
+func FuzzQuoteGlob(f *testing.F) {
+	for _, s := range []string{"/src/[x]{a,b}*", "~/x", "/a/${HOME}/b", `/a\b`, "/a/**/b?"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" || s[0] != '/' || strings.IndexByte(s, 0) >= 0 {
+			return
+		}
+		g, err := CompileGlob(QuoteGlob(s), Env{})
+		if err != nil {
+			t.Fatalf("QuoteGlob(%q) = %q does not compile: %v", s, QuoteGlob(s), err)
+		}
+		if !g.Match(s) {
+			t.Fatalf("QuoteGlob(%q) = %q does not match itself", s, QuoteGlob(s))
+		}
+		if g.Match(s+"x") && !strings.HasSuffix(s, "/") {
+			t.Fatalf("QuoteGlob(%q) matches more than itself", s)
+		}
+	})
+}

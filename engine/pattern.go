@@ -8,12 +8,15 @@ import (
 )
 
 // Path patterns are matched by a small automaton of our own rather than
-// github.com/gobwas/glob: gobwas v0.2.3 panics on valid inputs (its Row
-// matcher slices out of range, e.g. `/a{/**/,/}b` against `/a/b`) and takes
-// unbounded time on patterns like `0*???…?*`. A matcher that sits on every
-// syscall must neither panic nor stall, so this one simulates a
-// nondeterministic automaton in O(len(value) × states) with a fixed-size
-// state set: no recursion over the value, no allocation.
+// github.com/gobwas/glob. gobwas v0.2.3 panics on valid inputs (its Row
+// matcher slices out of range, e.g. `/a{/**/,/}b` against `/a/b`) and
+// takes unbounded time on patterns like `0*???…?*`; its v1.1.0 rewrite
+// matches by backtracking, so k stars against n bytes cost about
+// n^(k+1): `*a*a*a*a*a*c*x` against 80 bytes takes seconds, one more
+// star minutes. A matcher that sits on every syscall must neither panic
+// nor stall, so this one simulates a nondeterministic automaton in
+// O(len(value) × states) with a fixed-size state set: no recursion over
+// the value, no allocation.
 //
 // Syntax (the gobwas/gitignore syntax people expect):
 //
@@ -518,6 +521,39 @@ func parseClass(s string) (byteSet, int, error) {
 	}
 	return set, i, nil
 }
+
+// Glob is one path pattern in the policy's syntax, compiled by the
+// matcher rules use: linear in the value, no recursion over it, no
+// allocation. It is the one glob dialect of permwrap: rules, typo paths
+// and the secret-name lists of automated reviewers all match with it.
+// A pattern without '/' matches a value's last component (so a bare
+// file name such as ".env" can be matched directly); any other pattern
+// matches absolute values only; `X/**` also matches X.
+type Glob struct {
+	pattern string
+	pp      *pathPattern
+}
+
+// CompileGlob compiles a pattern after expanding a leading `~` and
+// ${HOME}, ${WORKSPACE} and ${TMPDIR} from env, as the policy does (an
+// unknown variable, or one env leaves empty, is an error).
+func CompileGlob(pattern string, env Env) (*Glob, error) {
+	exp, err := expandPattern(pattern, env)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := compilePathPattern(exp)
+	if err != nil {
+		return nil, err
+	}
+	return &Glob{pattern: pattern, pp: pp}, nil
+}
+
+// Match reports whether value matches the pattern.
+func (g *Glob) Match(value string) bool { return g.pp.match(value) }
+
+// String returns the pattern as written.
+func (g *Glob) String() string { return g.pattern }
 
 // match reports whether the path pattern matches value. Values that are
 // not absolute match only basename patterns (and `*`): a relative path

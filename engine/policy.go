@@ -832,13 +832,15 @@ func SuggestPathPattern(a Access, path string, env Env) string {
 	ws := strings.TrimSuffix(env.Workspace, "/")
 	if a&AccessWrite != 0 && ws != "" && strings.HasPrefix(path, ws+"/") {
 		dir := path[:strings.LastIndexByte(path, '/')]
-		return escapePattern(dir) + "/**"
+		return QuoteGlob(dir) + "/**"
 	}
-	return escapePattern(path)
+	return QuoteGlob(path)
 }
 
-// escapePattern makes a literal path safe to use as a pattern.
-func escapePattern(s string) string {
+// QuoteGlob returns a pattern that matches s literally: wildcards,
+// classes, braces and backslashes are escaped, and so are a leading `~`
+// and `${`, which expansion would otherwise read.
+func QuoteGlob(s string) string {
 	if !strings.ContainsAny(s, `*?[]{}\`) && !strings.HasPrefix(s, "~") && !strings.Contains(s, "${") {
 		return s
 	}
