@@ -530,8 +530,7 @@ func parseClass(s string) (byteSet, int, error) {
 // file name such as ".env" can be matched directly); any other pattern
 // matches absolute values only; `X/**` also matches X.
 type Glob struct {
-	pattern string
-	pp      *pathPattern
+	pp *pathPattern
 }
 
 // CompileGlob compiles a pattern after expanding a leading `~` and
@@ -546,14 +545,11 @@ func CompileGlob(pattern string, env Env) (*Glob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Glob{pattern: pattern, pp: pp}, nil
+	return &Glob{pp: pp}, nil
 }
 
 // Match reports whether value matches the pattern.
 func (g *Glob) Match(value string) bool { return g.pp.match(value) }
-
-// String returns the pattern as written.
-func (g *Glob) String() string { return g.pattern }
 
 // match reports whether the path pattern matches value. Values that are
 // not absolute match only basename patterns (and `*`): a relative path

@@ -332,20 +332,6 @@ func (l *ruleList) find(v string) *compiledRule {
 	return l.rules[best].r
 }
 
-// findLinear is find without the index: the reference the index is
-// tested against.
-func (l *ruleList) findLinear(v string) *compiledRule {
-	if r, ok := l.exact[v]; ok {
-		return r
-	}
-	for _, e := range l.rules {
-		if e.r.match(v) {
-			return e.r
-		}
-	}
-	return nil
-}
-
 // matching returns every matching rule, most specific first.
 func (l *ruleList) matching(v string) []*compiledRule {
 	var out []*compiledRule
@@ -407,13 +393,6 @@ func (p *Policy) Settings() Settings {
 	s.TypoPaths = append([]TypoPath(nil), s.TypoPaths...)
 	return s
 }
-
-// Yolo reports whether yolo mode is on.
-func (p *Policy) Yolo() bool { return p.yolo }
-
-// FailClosed reports whether a scope failed to load, so every allow from
-// the policy layers is floored to ask.
-func (p *Policy) FailClosed() bool { return p.failClosed }
 
 // evaluation is an internal Result with what EvaluateAny ranks by.
 type evaluation struct {
@@ -778,49 +757,6 @@ func (p *Policy) SessionRules() []Rule {
 		out[i] = r.Rule
 	}
 	return out
-}
-
-// Rules returns every configured rule (hard guards, protected writes,
-// policy layers, the fallback) in declaration order, for listing.
-func (p *Policy) Rules() []Rule {
-	var all []*compiledRule
-	add := func(l *ruleList) {
-		for _, r := range l.exact {
-			all = append(all, r)
-		}
-		for _, e := range l.rules {
-			all = append(all, e.r)
-		}
-	}
-	for s := range p.hard {
-		add(&p.hard[s])
-	}
-	add(&p.protected)
-	for s := range p.rules {
-		add(&p.rules[s])
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		oi, oj := originRank(all[i].Origin), originRank(all[j].Origin)
-		if oi != oj {
-			return oi < oj
-		}
-		return all[i].order < all[j].order
-	})
-	out := make([]Rule, 0, len(all)+1)
-	for _, r := range all {
-		out = append(out, r.Rule)
-	}
-	if p.fallback != nil {
-		out = append(out, p.fallback.Rule)
-	}
-	return out
-}
-
-func originRank(o Origin) int {
-	if o == OriginHardGuard {
-		return 0
-	}
-	return 1
 }
 
 // SuggestPathPattern proposes the pattern for "allow for this session":
