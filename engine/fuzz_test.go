@@ -15,6 +15,7 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte(`{"authorizers": {"j": {"command": ["x"], "timeoutMs": 10}}, "typoPaths": [{"from": "/a/*", "to": "~"}], "log": {"fieldWidth": 64}}`), uint8(0))
 	f.Add([]byte("// c\n{ /* c */ \"permission\": {,}\n"), uint8(0))
 	f.Add([]byte(`{"permission": {"read": {"a": "allow", "a": "deny"}}}`), uint8(0))
+	f.Add([]byte(`{"permission": {"read": {"*": "allow", "*.pem": {"action": "ask", "content": "secret"}}}}`), uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, kind uint8) {
 		k := FileKind(kind % 3)
 		_, err := CheckFile("f.jsonc", data, k, testEnv)
@@ -46,6 +47,19 @@ func FuzzLoadConfig(f *testing.F) {
 				t.Fatalf("Evaluate(%v) = invalid action %v", c, r.Action)
 			}
 			_ = p.Explain(c).String()
+			if c.Surface.IsPath() {
+				strict := p.DecidePath(AccessRead|AccessWrite, c.Value)
+				for _, secret := range []bool{false, true} {
+					if r := p.DecidePathContent(AccessRead|AccessWrite, c.Value, secret); r.Action > strict.Action {
+						t.Fatalf("DecidePathContent(%q, %v) = %v is stricter than DecidePath %v", c.Value, secret, r, strict)
+					}
+				}
+			}
+		}
+		for _, m := range []Move{{Kind: MoveRename, From: "/a", To: "/home/u/.ssh", FromDir: true}, {Kind: MoveSymlink, From: "/a/b", To: "/w/.git/hooks", FromDir: true}} {
+			if r := p.DecideMove(m); r.Action < Allow || r.Action > Deny {
+				t.Fatalf("DecideMove(%v) = invalid action %v", m, r.Action)
+			}
 		}
 		_ = p.LandlockFloor()
 		_ = p.Summary()

@@ -50,8 +50,9 @@ type Move struct {
 func (m Move) String() string { return m.Kind.String() + " " + m.From + " -> " + m.To }
 
 // maxMoveStates bounds the search DecideMove makes beneath a directory;
-// past it the answer is the strictest rule that could match beneath.
-const maxMoveStates = 1 << 12
+// past it the answer is the strictest rule that could match beneath. (A
+// variable so that a test can exhaust it.)
+var maxMoveStates = 1 << 12
 
 // DecideMove judges a rename, exchange, link or symlink as a whole, so
 // that a new name never carries an object past a rule. It answers the
@@ -68,9 +69,9 @@ const maxMoveStates = 1 << 12
 //     matching rules differ. Where the same rules match From/p and To/p
 //     for every p, moving the tree changes no decision and nothing
 //     beneath is judged: `mv build build.old` stays silent, while moving
-//     `.git` aside (or back) meets `**/.git/hooks/**`. The path named in
-//     the result's Check is the shortest such place (e.g.
-//     `/w/.git/hooks`).
+//     `.git` aside (or back) meets `**/.git/hooks/?**`. The path named
+//     in the result's Check is the shortest such place (e.g.
+//     `/w/.git/hooks/a`).
 //
 // For a symlink only writes count beneath: reads and execs through the
 // link are judged at the target's own path, but the link makes the
@@ -80,8 +81,13 @@ const maxMoveStates = 1 << 12
 // changes the answer, DependsOnContent is set and DecideMoveContent gives
 // the final answer. The search beneath a directory is exact (it explores
 // every state the rules' automata can reach from the two names) within
-// maxMoveStates; past that it answers the strictest action of any rule
-// that could match beneath From or To.
+// maxMoveStates; past that it answers the strictest action anything
+// beneath From or To could get.
+//
+// The supervisor calls it for rename(at)(2) (MoveRename, or MoveExchange
+// with RENAME_EXCHANGE), link(at) (MoveLink) and symlink(at) (MoveSymlink,
+// From being the target resolved against the link's directory), instead
+// of judging the names with DecidePath: the result covers the names too.
 func (p *Policy) DecideMove(m Move) Result {
 	r, content := p.decideMove(m, assumeSecret)
 	if !content {
@@ -413,9 +419,11 @@ type moveSearch struct {
 	slots   []moveSlot
 	start   moveNode
 	classes []byte // one representative byte per class of bytes no automaton tells apart
-	// upper is the strictest answer any path beneath could get;
+	// upper is the strictest answer any path beneath could get, and
+	// upperRule a rule that gives it (nil: the builtin answer);
 	// upperHuman: some rule beneath could make an ask human-only.
 	upper      Action
+	upperRule  *compiledRule
 	upperHuman bool
 }
 
@@ -523,30 +531,33 @@ func newMoveSearch(p *Policy, from, to string) *moveSearch {
 // actions of the rules that can still match there, of the rules that
 // match everything, and of the fallback. The search stops once it has
 // found that answer (and, if a rule beneath could make an ask
-// human-only, a human-only one).
+// human-only, a human-only one); past its budget it answers it.
 func (s *moveSearch) bound(p *Policy) {
-	up := func(a Action, human bool) {
-		s.upper = MoreRestrictive(s.upper, a)
-		s.upperHuman = s.upperHuman || human
+	up := func(a Action, r *compiledRule) {
+		if r != nil && r.Origin == OriginHardGuard && a != Deny {
+			s.upperHuman = true
+		}
+		if a > s.upper || a == s.upper && s.upperRule == nil && r != nil {
+			s.upper, s.upperRule = a, r
+		}
 	}
-	up(Allow, false)
+	s.upper = Allow
 	for _, sl := range s.slots {
-		r := sl.rule
-		up(r.Action, r.Origin == OriginHardGuard && r.Action != Deny)
+		up(sl.rule.Action, sl.rule)
 	}
 	p.eachPathRule(true, func(r *compiledRule) {
 		if r.path != nil && r.path.anyValue {
-			up(r.Action, r.Origin == OriginHardGuard && r.Action != Deny)
+			up(r.Action, r)
 		}
 	})
 	switch {
 	case p.fallback != nil:
-		up(p.fallback.Action, false)
+		up(p.fallback.Action, p.fallback)
 	default:
-		up(Ask, false) // the builtin answer
+		up(Ask, nil) // the builtin answer
 	}
 	if p.failClosed {
-		up(Ask, false)
+		up(Ask, nil)
 	}
 }
 
@@ -791,28 +802,17 @@ func (s *moveSearch) explore(judge func(sub string) bool) bool {
 	return true
 }
 
-// strictest is the answer when the search could not finish: the most
-// restrictive rule that could still match beneath either name, or a
-// builtin ask when every such rule allows.
+// strictest is the answer when the search could not finish: the
+// strictest answer anything beneath could get, naming the rule that
+// gives it (a builtin ask when only the fallback could).
 func (s *moveSearch) strictest(to string) Result {
-	var best *compiledRule
-	for i, sl := range s.slots {
-		if sl.a.basename || sl.rule.Action == Allow {
-			continue
-		}
-		if s.start.from[i] == nil && s.start.to[i] == nil {
-			continue
-		}
-		if best == nil || sl.rule.Action > best.Action {
-			best = sl.rule
-		}
-	}
 	c := Check{SurfaceWrite, to}
-	if best == nil {
-		return Result{Action: Ask, Check: c, Layer: LayerBuiltin,
-			Rule: Rule{Surface: SurfaceWrite, Action: Ask, Origin: OriginBuiltin, Reason: "the paths beneath this move could not be analysed within bounds"}}
+	r := s.upperRule
+	if r == nil {
+		return Result{Action: s.upper, Check: c, Layer: LayerBuiltin, HumanOnly: s.upperHuman,
+			Rule: Rule{Surface: SurfaceWrite, Action: s.upper, Origin: OriginBuiltin, Reason: "the paths beneath this move could not be analysed within bounds"}}
 	}
-	r := Result{Action: best.Action, Check: c, Rule: best.Rule, Layer: layerOf(best.Rule)}
-	r.HumanOnly = r.Layer == LayerHardGuard && r.Action == Ask
-	return r
+	rule := r.Rule
+	rule.Action = s.upper
+	return Result{Action: s.upper, Check: c, Rule: rule, Layer: layerOf(rule), HumanOnly: s.upperHuman && s.upper == Ask}
 }

@@ -272,3 +272,81 @@ func BenchmarkDecideMove(b *testing.B) {
 		})
 	}
 }
+
+// FuzzDecideMove: any pattern, any two names: no panic, an answer in
+// bounded time, and never more lenient than enumerating short suffixes
+// over the bytes that matter to the pattern.
+func FuzzDecideMove(f *testing.F) {
+	f.Add("**/.git/hooks/?**", "/w/.git", "/w/.git2")
+	f.Add("/w/a/*/b[x-z]/**", "/w/a", "/w/c")
+	f.Add("*.pem", "/w/a", "/w/b")
+	f.Add("/w/**/x**y/**", "/w/p", "/w/q/r")
+	f.Fuzz(func(t *testing.T, pattern, from, to string) {
+		if len(pattern) > 64 || !strings.HasPrefix(from, "/") || !strings.HasPrefix(to, "/") || len(from) > 32 || len(to) > 32 {
+			return
+		}
+		if strings.ContainsAny(pattern+from+to, "\x00\"\\") || !validSuffix(strings.TrimPrefix(from, "/")) || !validSuffix(strings.TrimPrefix(to, "/")) {
+			return
+		}
+		src := fmt.Sprintf(`{"permission": {"write": {"*": "allow", %q: "ask"}, "read": {"*": "allow", %q: "deny"}}}`, pattern, pattern)
+		p, _, err := Compile(Config{Env: testEnv, Global: &File{Name: "f.jsonc", Data: []byte(src)}})
+		if err != nil {
+			return
+		}
+		m := Move{Kind: MoveRename, From: from, To: to, FromDir: true}
+		got := p.DecideMove(m)
+		alphabet := map[string]bool{"/": true, "a": true}
+		for i := 0; i < len(pattern); i++ {
+			if c := pattern[i]; c != '*' && c != '?' && c != '[' && c != ']' {
+				alphabet[string(c)] = true
+			}
+		}
+		var subs []string
+		var grow func(s string, n int)
+		grow = func(s string, n int) {
+			if s != "" && !strings.HasSuffix(s, "/") && validSuffix(s) {
+				subs = append(subs, s)
+			}
+			if n == 0 || len(subs) > 5000 {
+				return
+			}
+			for c := range alphabet {
+				grow(s+c, n-1)
+			}
+		}
+		grow("", 3)
+		if want := bruteMove(p, from, to, subs); got.Action < want {
+			t.Fatalf("pattern %q, %v: search %v, enumeration %v", pattern, m, got, want)
+		}
+	})
+}
+
+// TestDecideMoveBudget: when the search beneath cannot finish, the answer
+// is at least as strict as the exact one and names what could decide.
+func TestDecideMoveBudget(t *testing.T) {
+	p, _ := compile(t, `{"permission": {
+		"read": {"*": "allow", "*.key": "deny"},
+		"write": {"*": "ask", "/w/**": "allow", "**/.git/hooks/?**": "ask"}
+	}}`)
+	moves := []Move{
+		{Kind: MoveRename, From: "/w/.git", To: "/w/.git2", FromDir: true},
+		{Kind: MoveRename, From: "/w/a", To: "/w/.git", FromDir: true},
+		{Kind: MoveSymlink, From: "/tmp/h", To: "/w/.git/hooks", FromDir: true},
+	}
+	exact := make([]Result, len(moves))
+	for i, m := range moves {
+		exact[i] = p.DecideMove(m)
+	}
+	old := maxMoveStates
+	maxMoveStates = 1
+	defer func() { maxMoveStates = old }()
+	for i, m := range moves {
+		r := p.DecideMove(m)
+		if r.Action < exact[i].Action {
+			t.Errorf("%v within budget %v, exhausted %v: less strict", m, exact[i], r)
+		}
+		if r.Action == Deny && r.Rule.Pattern != "*.key" {
+			t.Errorf("%v: %v does not name the rule that could deny", m, r)
+		}
+	}
+}
