@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -49,10 +50,18 @@ type Move struct {
 
 func (m Move) String() string { return m.Kind.String() + " " + m.From + " -> " + m.To }
 
-// maxMoveStates bounds the search DecideMove makes beneath a directory;
-// past it the answer is the strictest rule that could match beneath. (A
-// variable so that a test can exhaust it.)
-var maxMoveStates = 1 << 12
+// The search DecideMove makes beneath a directory is bounded in states
+// visited, in automaton steps taken (a state costs one step per
+// automaton per byte class) and in the size of the automata it follows;
+// past any bound the answer is the strictest anything beneath could get.
+// Ordinary policies stay far below (the default: a few dozen states and
+// automata); the bounds keep a huge or hostile policy from stalling a
+// rename. (Variables so that a test can exhaust them.)
+var (
+	maxMoveStates = 1 << 12
+	maxMoveSteps  = 1 << 16
+	maxMoveElems  = 1 << 13
+)
 
 // DecideMove judges a rename, exchange, link or symlink as a whole, so
 // that a new name never carries an object past a rule. It answers the
@@ -202,6 +211,10 @@ func (p *Policy) beneath(from, to string, rename bool, v *moveVerdict) {
 	if s == nil || s.done(v.best) {
 		return // the same rules match beneath both, or nothing can be stricter
 	}
+	if s.tooBig {
+		v.add(s.strictest(to))
+		return
+	}
 	// What lies beneath has content nobody has looked at: content rules
 	// apply as for a secret file, and the answer does not wait for a look.
 	decide := func(a Access, path string) Result {
@@ -224,6 +237,13 @@ func (p *Policy) beneath(from, to string, rename bool, v *moveVerdict) {
 			v.add(decide(AccessWrite, t))
 		}
 		return s.done(v.best)
+	}
+	// First each rule on its own: its shortest suffix where it matches on
+	// one side only. These are real places, judged like any other, and
+	// usually reach the strictest possible answer at once. Then the
+	// search over all rules together, or its bound.
+	if s.targeted(judge) {
+		return
 	}
 	if !s.explore(judge) {
 		v.add(s.strictest(to))
@@ -419,6 +439,8 @@ type moveSearch struct {
 	slots   []moveSlot
 	start   moveNode
 	classes []byte // one representative byte per class of bytes no automaton tells apart
+	// tooBig: the automata exceed maxMoveElems and are not followed.
+	tooBig bool
 	// upper is the strictest answer any path beneath could get, and
 	// upperRule a rule that gives it (nil: the builtin answer);
 	// upperHuman: some rule beneath could make an ask human-only.
@@ -477,17 +499,25 @@ func newMoveSearch(p *Policy, from, to string) *moveSearch {
 	s := &moveSearch{}
 	fromDir, toDir := from+"/", to+"/"
 	differ := false
+	elems := 0
 	consider := func(mp movePattern) {
 		pp := mp.pp
-		if pp.anyValue {
+		if pp.anyValue || s.tooBig {
 			return
 		}
 		if !pp.basename && !prefixCompatible(mp.lit, fromDir) && !prefixCompatible(mp.lit, toDir) {
 			return // anchored elsewhere: matches nothing beneath either name
 		}
-		for _, a := range pp.moveAutomata() {
+		autos := pp.moveAutomata()
+		for k := len(autos) - 1; k >= 0; k-- {
+			// `X` before `X/**`: the targeted search then names X itself.
+			a := autos[k]
 			if a == nil {
 				continue
+			}
+			if elems += len(a.elems); elems > maxMoveElems {
+				s.tooBig, differ = true, true
+				return
 			}
 			var f, t []uint64
 			if !a.basename {
@@ -514,6 +544,10 @@ func newMoveSearch(p *Policy, from, to string) *moveSearch {
 	}
 	if !differ {
 		return nil
+	}
+	if s.tooBig {
+		s.bound(p)
+		return s
 	}
 	// Basename automata restart at the '/' both names end with.
 	for i, sl := range s.slots {
@@ -546,7 +580,8 @@ func (s *moveSearch) bound(p *Policy) {
 		up(sl.rule.Action, sl.rule)
 	}
 	p.eachPathRule(true, func(r *compiledRule) {
-		if r.path != nil && r.path.anyValue {
+		// Too big to follow: any rule might match beneath.
+		if r.path != nil && (r.path.anyValue || s.tooBig) {
 			up(r.Action, r)
 		}
 	})
@@ -613,12 +648,50 @@ func (p *Policy) eachPathRule(session bool, f func(*compiledRule)) {
 // byteClasses partitions the bytes 1..255 by how every automaton treats
 // them and returns one readable representative per class.
 func byteClasses(slots []moveSlot) []byte {
+	const prefer = "abcdefghijklmnopqrstuvwxyz0123456789._-ABCDEFGHIJKLMNOPQRSTUVWXYZ/"
+	var lits [256]bool
+	lits['/'], lits['.'] = true, true // they shape components
+	classes := false
+	for _, sl := range slots {
+		for _, e := range sl.a.elems {
+			switch e.kind {
+			case elLit:
+				lits[e.c] = true
+			case elClass:
+				classes = true
+			}
+		}
+	}
+	if !classes {
+		// Without [...] classes every byte that is no literal anywhere
+		// behaves the same: one representative stands for them all.
+		var out []byte
+		other := byte(0)
+		for b := 1; b < 256; b++ {
+			if lits[b] {
+				out = append(out, byte(b))
+			}
+		}
+		for i := 0; i < len(prefer); i++ {
+			if !lits[prefer[i]] {
+				other = prefer[i]
+				break
+			}
+		}
+		for b := 1; other == 0 && b < 256; b++ {
+			if !lits[b] {
+				other = byte(b)
+			}
+		}
+		if other != 0 {
+			out = append(out, other)
+		}
+		return out
+	}
 	sigs := map[string]byte{}
 	var order []string
 	sig := make([]byte, 0, 64)
-	const prefer = "abcdefghijklmnopqrstuvwxyz0123456789._-ABCDEFGHIJKLMNOPQRSTUVWXYZ/"
-	var bytesInOrder []byte
-	bytesInOrder = append(bytesInOrder, prefer...)
+	bytesInOrder := []byte(prefer)
 	for b := 1; b < 256; b++ {
 		if strings.IndexByte(prefer, byte(b)) < 0 {
 			bytesInOrder = append(bytesInOrder, byte(b))
@@ -735,6 +808,88 @@ func (n *moveNode) acceptDiffers(slots []moveSlot) bool {
 	return false
 }
 
+// targeted finds, for each automaton whose states differ between the
+// two names, its shortest valid suffix where it matches on one side
+// only, and judges it. It returns true when judge says nothing can be
+// stricter.
+func (s *moveSearch) targeted(judge func(sub string) bool) bool {
+	// Only a rule that asks or denies can make a place stricter; the
+	// smaller automata first, whose differences lie nearest.
+	var idx []int
+	for i, sl := range s.slots {
+		if !sl.a.basename && sl.rule.Action != Allow && !sameSet(s.start.from[i], s.start.to[i]) {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(x, y int) bool { return len(s.slots[idx[x]].a.elems) < len(s.slots[idx[y]].a.elems) })
+	for _, i := range idx {
+		if sub, ok := s.shortestDifference(i); ok && judge(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// shortestDifference searches one automaton alone, breadth-first over
+// its own byte classes, for a suffix where it accepts after from/ and
+// not after to/ or the other way round.
+func (s *moveSearch) shortestDifference(i int) (string, bool) {
+	a := s.slots[i].a
+	classes := byteClasses(s.slots[i : i+1])
+	type node struct {
+		f, t []uint64
+		sub  string
+		lex  uint8
+	}
+	var kb strings.Builder
+	key := func(n *node) string {
+		kb.Reset()
+		kb.WriteByte(n.lex)
+		writeSet(&kb, n.f)
+		writeSet(&kb, n.t)
+		return kb.String()
+	}
+	start := node{f: s.start.from[i], t: s.start.to[i]}
+	visited := map[string]bool{key(&start): true}
+	queue := []node{start}
+	for len(queue) > 0 && len(visited) < maxMoveStates {
+		n := queue[0]
+		queue = queue[1:]
+		for _, c := range classes {
+			lex, ok := nextLex(n.lex, c)
+			if !ok {
+				continue
+			}
+			next := node{sub: n.sub + string(c), lex: lex, f: stepScratch(a, make([]uint64, a.words), n.f, c), t: stepScratch(a, make([]uint64, a.words), n.t, c)}
+			if next.f == nil && next.t == nil || sameSet(next.f, next.t) {
+				continue // from here on both sides agree for this automaton
+			}
+			if lex == lexName && a.accepts(next.f) != a.accepts(next.t) {
+				return next.sub, true
+			}
+			if k := key(&next); !visited[k] {
+				visited[k] = true
+				queue = append(queue, next)
+			}
+		}
+	}
+	return "", false
+}
+
+// nextLex follows where a suffix stands in its last component after c,
+// refusing empty, "." and ".." components.
+func nextLex(lex uint8, c byte) (uint8, bool) {
+	switch {
+	case c == '/':
+		return lexStart, lex == lexName
+	case c == '.' && lex == lexStart:
+		return lexDot, true
+	case c == '.' && lex == lexDot:
+		return lexDotDot, true
+	}
+	return lexName, true
+}
+
 // explore searches breadth-first, so the first witnesses are the
 // shortest, calling judge at every valid path beneath where the matching
 // rules differ, until judge returns true. It returns false when the
@@ -751,23 +906,17 @@ func (s *moveSearch) explore(judge func(sub string) bool) bool {
 		bufTo[i] = make([]uint64, sl.a.words)
 	}
 	queue := []moveNode{s.start}
+	steps := 0
 	for len(queue) > 0 {
 		n := queue[0]
 		queue = queue[1:]
+		if steps += len(s.classes) * len(s.slots); steps > maxMoveSteps {
+			return false
+		}
 		for _, c := range s.classes {
-			lex := n.lex
-			switch {
-			case c == '/':
-				if lex != lexName {
-					continue // no empty, "." or ".." components
-				}
-				lex = lexStart
-			case c == '.' && lex == lexStart:
-				lex = lexDot
-			case c == '.' && lex == lexDot:
-				lex = lexDotDot
-			default:
-				lex = lexName
+			lex, ok := nextLex(n.lex, c)
+			if !ok {
+				continue // no empty, "." or ".." components
 			}
 			// Step into scratch sets; most children converge and are
 			// dropped before anything is allocated for them.
