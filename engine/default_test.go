@@ -195,6 +195,9 @@ func TestDefaultPolicy(t *testing.T) {
 		{AccessRead, "/home/u/src/proj/.env.example", Allow},
 		{AccessRead, "/home/u/src/proj/.env.sample", Allow},
 		{AccessRead, "/home/u/src/proj/.env.template", Allow},
+		{AccessRead, "/usr/lib/python3.12/secrets.py", Allow},
+		{AccessRead, "/usr/lib/python3.12/__pycache__/secrets.cpython-312.pyc", Allow},
+		{AccessRead, "/home/u/.docker/buildx/current", Allow},
 		// Programs run.
 		{AccessExec, "/usr/bin/git", Allow},
 		{AccessExec, "/home/u/src/proj/bin/tool", Allow},
@@ -233,6 +236,7 @@ func TestDefaultPolicy(t *testing.T) {
 		"/home/u/src/proj/credentials.json",
 		"/home/u/go/pkg/mod/github.com/aws/aws-sdk-go@v1.0.0/aws/credentials",
 		"/home/u/src/proj/k8s/secrets.yaml",
+		"/home/u/src/proj/deploy/secrets",
 	}
 	for _, path := range byContent {
 		r := p.DecidePath(AccessRead, path)

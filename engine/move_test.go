@@ -385,3 +385,41 @@ func BenchmarkDecideMoveLargePolicy(b *testing.B) {
 		sink = p.DecideMove(m)
 	}
 }
+
+// TestDecideMoveConcurrent: the automata are built lazily, once; moves
+// are judged from many goroutines while session rules are added (run
+// with -race).
+func TestDecideMoveConcurrent(t *testing.T) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves := []Move{
+		{Kind: MoveRename, From: "/home/u/src/proj/.git", To: "/home/u/src/proj/.git2", FromDir: true},
+		{Kind: MoveRename, From: "/home/u/src/proj/build", To: "/home/u/src/proj/b2", FromDir: true},
+		{Kind: MoveSymlink, From: "/tmp/u/h", To: "/home/u/src/proj/.git/hooks", FromDir: true},
+	}
+	want := make([]Action, len(moves))
+	for i, m := range moves {
+		want[i] = p.DecideMove(m).Action
+	}
+	q, _, _ := Compile(Config{Env: testEnv}) // fresh: nothing built yet
+	done := make(chan bool)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			defer func() { done <- true }()
+			for i := 0; i < 20; i++ {
+				m := moves[(g+i)%len(moves)]
+				if got := q.DecideMove(m).Action; got != want[(g+i)%len(moves)] {
+					t.Errorf("%v: %v, want %v", m, got, want[(g+i)%len(moves)])
+				}
+				if g == 0 {
+					q.AddSessionRule(SurfaceWrite, fmt.Sprintf("/opt/s%d/**", i))
+				}
+			}
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		<-done
+	}
+}
