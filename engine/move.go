@@ -148,8 +148,8 @@ func (p *Policy) decideMove(m Move, mode contentMode) (Result, bool) {
 	var v moveVerdict
 	decide := func(a Access, path string) Result {
 		var buf [4]Check
-		r, c := p.decide(pathChecks(&buf, a, path), mode)
-		v.content = v.content || c
+		var r Result
+		v.content = p.decide(pathChecks(&buf, a, path), mode, &r) || v.content
 		return r
 	}
 	// The names.
@@ -219,7 +219,8 @@ func (p *Policy) beneath(from, to string, rename bool, v *moveVerdict) {
 	// apply as for a secret file, and the answer does not wait for a look.
 	decide := func(a Access, path string) Result {
 		var buf [4]Check
-		r, _ := p.decide(pathChecks(&buf, a, path), assumeSecret)
+		var r Result
+		p.decide(pathChecks(&buf, a, path), assumeSecret, &r)
 		return r
 	}
 	judge := func(sub string) bool {

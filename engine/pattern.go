@@ -238,6 +238,10 @@ type globMatcher struct {
 	prefix, suffix string
 	mid            *automaton // nil when the pattern is literal
 	fast           midKind    // a middle simple enough to skip the automaton
+	// must is the longest run of literal bytes every match of the middle
+	// contains (`.git/hooks/` in `**/.git/hooks/?**`): a value without it
+	// is rejected by a substring search before the automaton runs.
+	must string
 }
 
 // midKind names middles that need no automaton: they are most patterns
@@ -265,6 +269,9 @@ func (g *globMatcher) match(v string) bool {
 		return true
 	case midNoSlash:
 		return strings.IndexByte(mid, '/') < 0
+	}
+	if g.must != "" && !strings.Contains(mid, g.must) {
+		return false
 	}
 	return g.mid.match(mid)
 }
@@ -378,6 +385,7 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 	}
 	g.mid = &automaton{elems: out, classes: classes}
 	g.mid.small = newBitNFA(g.mid)
+	g.must = mandatoryLiteral(out)
 	if len(out) == 1 {
 		switch out[0].kind {
 		case elDStar:
@@ -450,6 +458,28 @@ func parseGlob(p string) (elems []elem, classes []byteSet, spec specificity, anc
 		}
 	}
 	return elems, classes, spec, anchor, nil
+}
+
+// mandatoryLiteral returns the longest run of literal elements that every
+// match passes through in order. The '/' of a `**/` group is skipped by
+// the group's epsilon edge, so it breaks a run.
+func mandatoryLiteral(es []elem) string {
+	best, cur := "", []byte(nil)
+	optional := -1 // index of the '/' a `**/` group may skip
+	for i, e := range es {
+		if e.kind == elEps {
+			optional = int(e.skip) - 1
+		}
+		if e.kind == elLit && i != optional {
+			cur = append(cur, e.c)
+			if len(cur) > len(best) {
+				best = string(cur)
+			}
+			continue
+		}
+		cur = cur[:0]
+	}
+	return best
 }
 
 func litString(es []elem) string {

@@ -439,7 +439,7 @@ func (p *Policy) lower(e evaluation) evaluation {
 }
 
 // evaluate runs the composition for one check. See docs/policy.md.
-func (p *Policy) evaluate(c Check, mode contentMode) evaluation {
+func (p *Policy) evaluate(c Check, mode contentMode) (e evaluation) {
 	s := c.Surface
 	if s == SurfaceInvalid || s >= numSurfaces {
 		// Could not decide: never fail open.
@@ -459,52 +459,50 @@ func (p *Policy) evaluate(c Check, mode contentMode) evaluation {
 	}
 	if s == SurfaceWrite {
 		if r := p.protected.find(v); r != nil {
-			e := p.ruleResult(c, r, Ask, LayerProtectedWrite)
+			e = p.ruleResult(c, r, Ask, LayerProtectedWrite)
 			e.HumanOnly = true
 			return e
 		}
 	}
 	if hardAsk != nil {
-		e := p.ruleResult(c, hardAsk, Ask, LayerHardGuard)
+		e = p.ruleResult(c, hardAsk, Ask, LayerHardGuard)
 		e.HumanOnly = true
 		return e
 	}
 	pol := p.rules[s].find(v)
-	contentRule := false
+	content := false
 	if p.content[s].index != nil || p.content[s].exact != nil {
 		// A content rule that would win makes the answer depend on what
 		// the file holds; one that loses to a more specific rule does not.
 		if cr := p.content[s].find(v); cr != nil && (pol == nil || cr.beats(pol)) {
-			contentRule = true
+			content = true
 			if mode == assumeSecret {
 				pol = cr
 			}
 		}
 	}
-	e := p.policyLayers(c, pol)
-	e.content = contentRule
+	// Assigned to the named result, so the answer is not copied again.
+	if pol != nil && pol.Action == Deny {
+		// A session approval never lifts a deny the policy wrote.
+		e = p.ruleResult(c, pol, Deny, LayerPolicy)
+	} else if r := p.sessionAllows(s, v); r != nil {
+		e = p.ruleResult(c, r, Allow, LayerSession)
+	} else if pol != nil {
+		e = p.lower(p.ruleResult(c, pol, pol.Action, LayerPolicy))
+	} else {
+		e = p.fallbackFor(c)
+		e.matched = false
+	}
+	e.content = content
 	return e
 }
 
-// policyLayers answers from the policy deny, the session rules, the
-// policy and the fallback, given the policy layer's deciding rule.
-func (p *Policy) policyLayers(c Check, pol *compiledRule) evaluation {
-	s, v := c.Surface, c.Value
-	if pol != nil && pol.Action == Deny {
-		// A session approval never lifts a deny the policy wrote.
-		return p.ruleResult(c, pol, Deny, LayerPolicy)
-	}
+// sessionAllows returns the session rule that allows v on s, or nil.
+func (p *Policy) sessionAllows(s Surface, v string) *compiledRule {
 	if ss := p.session.Load(); ss != nil {
-		if r := ss.lists[s].find(v); r != nil {
-			return p.ruleResult(c, r, Allow, LayerSession)
-		}
+		return ss.lists[s].find(v)
 	}
-	if pol != nil {
-		return p.lower(p.ruleResult(c, pol, pol.Action, LayerPolicy))
-	}
-	e := p.fallbackFor(c)
-	e.matched = false
-	return e
+	return nil
 }
 
 // fallbackFor answers when no rule matched: permission["*"], else ask.
@@ -540,11 +538,12 @@ func stronger(a, b *evaluation) bool {
 // rules apply as if the content looked secret; DependsOnContent says
 // whether the answer would be different otherwise.
 func (p *Policy) Decide(checks ...Check) Result {
-	r, content := p.decide(checks, assumeSecret)
-	if !content {
+	var r Result
+	if !p.decide(checks, assumeSecret, &r) {
 		return r
 	}
-	other, _ := p.decide(checks, notSecret)
+	var other Result
+	p.decide(checks, notSecret, &other)
 	if other.Action == r.Action {
 		return r
 	}
@@ -557,11 +556,11 @@ func (p *Policy) Decide(checks ...Check) Result {
 	return r
 }
 
-// decide composes checks in one content mode and reports whether a
-// content rule took part.
-func (p *Policy) decide(checks []Check, mode contentMode) (Result, bool) {
+// decide composes checks in one content mode into out and reports
+// whether a content rule took part.
+func (p *Policy) decide(checks []Check, mode contentMode, out *Result) (content bool) {
 	var best evaluation
-	have, content := false, false
+	have := false
 	for i := range checks {
 		e := p.evaluate(checks[i], mode)
 		content = content || e.content
@@ -573,13 +572,15 @@ func (p *Policy) decide(checks []Check, mode contentMode) (Result, bool) {
 		}
 	}
 	if have {
-		return best.Result, content
+		*out = best.Result
+		return content
 	}
 	var c Check
 	if len(checks) > 0 {
 		c = checks[0]
 	}
-	return p.fallbackFor(c).Result, content
+	*out = p.fallbackFor(c).Result
+	return content
 }
 
 // DecidePath decides an access to a path: read → (read, path),
@@ -625,7 +626,8 @@ func (p *Policy) DecidePathContent(a Access, path string, secret bool) Result {
 	if secret {
 		mode = assumeSecret
 	}
-	r, _ := p.decide(checks, mode)
+	var r Result
+	p.decide(checks, mode, &r)
 	return r
 }
 
