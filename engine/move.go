@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -29,12 +28,7 @@ const (
 
 var moveNames = [...]string{"invalid", "rename", "exchange", "link", "symlink"}
 
-func (k MoveKind) String() string {
-	if int(k) < len(moveNames) {
-		return moveNames[k]
-	}
-	return fmt.Sprintf("move(%d)", k)
-}
+func (k MoveKind) String() string { return enumName(moveNames[:], int(k), "move") }
 
 // Move is one rename, exchange, link or symlink for DecideMove. Paths are
 // absolute and cleaned, as for DecidePath.
@@ -102,15 +96,8 @@ func (p *Policy) DecideMove(m Move) Result {
 	if !content {
 		return r
 	}
-	other, _ := p.decideMove(m, notSecret)
-	if other.Action == r.Action {
-		return r
-	}
-	if other.Action > r.Action {
-		r = other
-	}
-	r.DependsOnContent = true
-	return r
+	plain, _ := p.decideMove(m, notSecret)
+	return bothModes(r, plain)
 }
 
 // DecideMoveContent is DecideMove once the caller knows whether the
@@ -301,31 +288,9 @@ func classUsable(c *byteSet) bool {
 	return false
 }
 
-func has(s []uint64, i int) bool { return s[i>>6]&(1<<(uint(i)&63)) != 0 }
-func set(s []uint64, i int)      { s[i>>6] |= 1 << (uint(i) & 63) }
-
-func (a *moveNFA) add(s []uint64, i int) {
-	for {
-		if has(s, i) {
-			return
-		}
-		set(s, i)
-		if i >= len(a.elems) {
-			return
-		}
-		e := &a.elems[i]
-		if e.kind == elEps {
-			a.add(s, int(e.skip))
-		} else if e.kind != elStar && e.kind != elDStar {
-			return
-		}
-		i++
-	}
-}
-
 func (a *moveNFA) start() []uint64 {
 	s := make([]uint64, a.words)
-	a.add(s, 0)
+	addClosure(a.elems, s, 0)
 	return s
 }
 
@@ -334,49 +299,10 @@ func (a *moveNFA) start() []uint64 {
 func (a *moveNFA) stepInto(dst, cur []uint64, c byte) bool {
 	clear(dst)
 	if a.basename && c == '/' {
-		a.add(dst, 0)
+		addClosure(a.elems, dst, 0)
 		return true
 	}
-	if cur == nil {
-		return false
-	}
-	n := len(a.elems)
-	for w, bits := range cur {
-		for bits != 0 {
-			b := bits & -bits
-			bits ^= b
-			i := w*64 + trailingZeros(b)
-			if i >= n {
-				continue
-			}
-			e := &a.elems[i]
-			to := -1
-			switch e.kind {
-			case elLit:
-				if c == e.c {
-					to = i + 1
-				}
-			case elAny1:
-				if c != '/' {
-					to = i + 1
-				}
-			case elClass:
-				if c != '/' && a.classes[e.class].has(c) {
-					to = i + 1
-				}
-			case elStar:
-				if c != '/' {
-					to = i
-				}
-			case elDStar:
-				to = i
-			}
-			if to >= 0 {
-				a.add(dst, to)
-			}
-		}
-	}
-	return a.alive(dst)
+	return cur != nil && stepStates(a.elems, a.classes, dst, cur, c) && a.alive(dst)
 }
 
 func (a *moveNFA) run(s string) []uint64 {

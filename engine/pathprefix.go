@@ -22,40 +22,14 @@ import (
 // supervisor/aliasing.go calls DecideMove.
 func (p *Policy) PathRulePrefixes() []string {
 	seen := map[string]bool{}
-	add := func(l *ruleList) {
-		visit := func(r *compiledRule) {
-			if r.path == nil || r.path.basename || r.path.anyValue {
-				return
-			}
-			if pre := literalDir(r.path.expanded); pre != "" && pre != "/" {
-				seen[pre] = true
-			}
+	p.eachPathRule(true, func(r *compiledRule) {
+		if r.path.basename || r.path.anyValue {
+			return
 		}
-		for _, r := range l.exact {
-			visit(r)
+		if pre := literalDir(r.path.expanded); pre != "" && pre != "/" {
+			seen[pre] = true
 		}
-		for _, e := range l.rules {
-			visit(e.r)
-		}
-	}
-	for s := range p.hard {
-		if Surface(s).IsPath() {
-			add(&p.hard[s])
-		}
-	}
-	add(&p.protected)
-	for s := range p.rules {
-		if Surface(s).IsPath() {
-			add(&p.rules[s])
-		}
-	}
-	if sess := p.session.Load(); sess != nil {
-		for s := range sess.lists {
-			if Surface(s).IsPath() {
-				add(&sess.lists[s])
-			}
-		}
-	}
+	})
 	out := make([]string, 0, len(seen))
 	for k := range seen {
 		out = append(out, k)

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 )
@@ -88,27 +89,14 @@ func newBitNFA(a *automaton) *bitNFA {
 		return nil
 	}
 	b := &bitNFA{accept: 1 << uint(n)}
-	for i, e := range a.elems {
+	for i := range a.elems {
+		e := &a.elems[i]
 		bit := uint64(1) << uint(i)
 		for c := 0; c < 256; c++ {
-			switch e.kind {
-			case elLit:
-				if byte(c) == e.c {
-					b.adv[c] |= bit
-				}
-			case elAny1:
-				if c != '/' {
-					b.adv[c] |= bit
-				}
-			case elClass:
-				if c != '/' && a.classes[e.class].has(byte(c)) {
-					b.adv[c] |= bit
-				}
-			case elStar:
-				if c != '/' {
-					b.loop[c] |= bit
-				}
-			case elDStar:
+			switch e.next(a.classes, i, byte(c)) {
+			case i + 1:
+				b.adv[c] |= bit
+			case i:
 				b.loop[c] |= bit
 			}
 		}
@@ -149,18 +137,48 @@ func (b *bitNFA) match(v string) bool {
 	return cur&b.accept != 0
 }
 
-func (a *automaton) addState(s *stateSet, i int) {
+// next is the state element i (e) moves to on byte c: i+1 when it
+// consumes c and advances, i when a star consumes c and stays, -1 when c
+// does not fit. An epsilon element consumes nothing.
+func (e *elem) next(classes []byteSet, i int, c byte) int {
+	switch e.kind {
+	case elLit:
+		if c == e.c {
+			return i + 1
+		}
+	case elAny1:
+		if c != '/' {
+			return i + 1
+		}
+	case elClass:
+		if c != '/' && classes[e.class].has(c) {
+			return i + 1
+		}
+	case elStar:
+		if c != '/' {
+			return i
+		}
+	case elDStar:
+		return i
+	}
+	return -1
+}
+
+// addClosure adds state i to s with every state reachable from it
+// without consuming a byte: past stars (which may match nothing) and
+// along epsilon edges.
+func addClosure(elems []elem, s []uint64, i int) {
 	for {
-		if s[i>>6]&(1<<(uint(i)&63)) != 0 {
+		if has(s, i) {
 			return
 		}
-		s[i>>6] |= 1 << (uint(i) & 63)
-		if i >= len(a.elems) {
+		set(s, i)
+		if i >= len(elems) {
 			return
 		}
-		e := &a.elems[i]
+		e := &elems[i]
 		if e.kind == elEps {
-			a.addState(s, int(e.skip))
+			addClosure(elems, s, int(e.skip))
 		} else if e.kind != elStar && e.kind != elDStar {
 			return
 		}
@@ -168,68 +186,45 @@ func (a *automaton) addState(s *stateSet, i int) {
 	}
 }
 
+// stepStates adds to dst the states that cur reaches by consuming c and
+// reports whether there are any.
+func stepStates(elems []elem, classes []byteSet, dst, cur []uint64, c byte) bool {
+	any := false
+	n := len(elems)
+	for w, word := range cur {
+		for word != 0 {
+			b := word & -word
+			word ^= b
+			i := w*64 + bits.TrailingZeros64(b)
+			if i >= n {
+				continue
+			}
+			if to := elems[i].next(classes, i, c); to >= 0 {
+				addClosure(elems, dst, to)
+				any = true
+			}
+		}
+	}
+	return any
+}
+
+func has(s []uint64, i int) bool { return s[i>>6]&(1<<(uint(i)&63)) != 0 }
+func set(s []uint64, i int)      { s[i>>6] |= 1 << (uint(i) & 63) }
+
 func (a *automaton) match(v string) bool {
 	if a.small != nil {
 		return a.small.match(v)
 	}
 	var cur, next stateSet
-	a.addState(&cur, 0)
-	n := len(a.elems)
+	addClosure(a.elems, cur[:], 0)
 	for j := 0; j < len(v); j++ {
-		c := v[j]
 		next = stateSet{}
-		any := false
-		for w, bits := range cur {
-			for bits != 0 {
-				b := bits & -bits
-				bits ^= b
-				i := w*64 + trailingZeros(b)
-				if i >= n {
-					continue
-				}
-				e := &a.elems[i]
-				switch e.kind {
-				case elLit:
-					if c == e.c {
-						a.addState(&next, i+1)
-						any = true
-					}
-				case elAny1:
-					if c != '/' {
-						a.addState(&next, i+1)
-						any = true
-					}
-				case elClass:
-					if c != '/' && a.classes[e.class].has(c) {
-						a.addState(&next, i+1)
-						any = true
-					}
-				case elStar:
-					if c != '/' {
-						a.addState(&next, i)
-						any = true
-					}
-				case elDStar:
-					a.addState(&next, i)
-					any = true
-				}
-			}
-		}
-		if !any {
+		if !stepStates(a.elems, a.classes, next[:], cur[:], v[j]) {
 			return false
 		}
 		cur = next
 	}
-	return cur[n>>6]&(1<<(uint(n)&63)) != 0
-}
-
-func trailingZeros(b uint64) int {
-	n := 0
-	for b&1 == 0 {
-		b >>= 1
-		n++
-	}
-	return n
+	return has(cur[:], len(a.elems))
 }
 
 // globMatcher is one compiled glob: literal prefix and suffix checked

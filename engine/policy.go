@@ -23,12 +23,7 @@ const (
 
 var layerNames = [...]string{"invalid", "hard-guard", "protected-write", "session", "policy", "fallback", "builtin"}
 
-func (l Layer) String() string {
-	if int(l) < len(layerNames) {
-		return layerNames[l]
-	}
-	return fmt.Sprintf("layer(%d)", l)
-}
+func (l Layer) String() string { return enumName(layerNames[:], int(l), "layer") }
 
 // Result is the answer to one or more checks.
 type Result struct {
@@ -542,18 +537,24 @@ func (p *Policy) Decide(checks ...Check) Result {
 	if !p.decide(checks, assumeSecret, &r) {
 		return r
 	}
-	var other Result
-	p.decide(checks, notSecret, &other)
-	if other.Action == r.Action {
-		return r
+	var plain Result
+	p.decide(checks, notSecret, &plain)
+	return bothModes(r, plain)
+}
+
+// bothModes combines the answers for a file that looks secret and one
+// that does not: the stricter of the two, with DependsOnContent set when
+// they differ. (A content rule that asks can outrank a deny beneath it,
+// so the stricter answer may be the one for a file without secrets.)
+func bothModes(secret, plain Result) Result {
+	if plain.Action == secret.Action {
+		return secret
 	}
-	if other.Action > r.Action {
-		// A content rule that asks can outrank a deny beneath it: the
-		// stricter answer is the one for a file that holds no secret.
-		r = other
+	if plain.Action > secret.Action {
+		secret = plain
 	}
-	r.DependsOnContent = true
-	return r
+	secret.DependsOnContent = true
+	return secret
 }
 
 // decide composes checks in one content mode into out and reports

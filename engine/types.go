@@ -28,11 +28,15 @@ var Surfaces = []Surface{SurfaceRead, SurfaceWrite, SurfaceExec, SurfaceBash, Su
 
 var surfaceNames = [...]string{"invalid", "read", "write", "exec", "bash", "path"}
 
-func (s Surface) String() string {
-	if int(s) < len(surfaceNames) {
-		return surfaceNames[s]
+func (s Surface) String() string { return enumName(surfaceNames[:], int(s), "surface") }
+
+// enumName is names[i], or "what(i)" for a value outside the names (or
+// one named "").
+func enumName(names []string, i int, what string) string {
+	if i >= 0 && i < len(names) && names[i] != "" {
+		return names[i]
 	}
-	return fmt.Sprintf("surface(%d)", s)
+	return fmt.Sprintf("%s(%d)", what, i)
 }
 
 // IsPath reports whether values of s are filesystem paths.
@@ -60,12 +64,7 @@ const (
 
 var actionNames = [...]string{"", "allow", "ask", "deny"}
 
-func (a Action) String() string {
-	if int(a) < len(actionNames) && a != 0 {
-		return actionNames[a]
-	}
-	return fmt.Sprintf("action(%d)", a)
-}
+func (a Action) String() string { return enumName(actionNames[:], int(a), "action") }
 
 // ParseAction maps a config word to an Action.
 func ParseAction(s string) (Action, bool) {
@@ -106,12 +105,7 @@ const (
 
 var originNames = [...]string{"invalid", "global", "scope", "hard-guard", "session", "yolo", "fail-closed", "builtin", "default"}
 
-func (o Origin) String() string {
-	if int(o) < len(originNames) {
-		return originNames[o]
-	}
-	return fmt.Sprintf("origin(%d)", o)
-}
+func (o Origin) String() string { return enumName(originNames[:], int(o), "origin") }
 
 // Position is where a rule was written. File is empty for rules that were
 // not read from a file (session, builtin).
@@ -150,10 +144,10 @@ const (
 var contentNames = [...]string{"", "secret"}
 
 func (c Content) String() string {
-	if int(c) < len(contentNames) {
-		return contentNames[c]
+	if c == ContentAny {
+		return ""
 	}
-	return fmt.Sprintf("content(%d)", c)
+	return enumName(contentNames[:], int(c), "content")
 }
 
 // Rule is one (surface, pattern) → action entry. Pattern is as written by
