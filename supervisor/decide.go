@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -77,7 +78,19 @@ func (s *supervisor) judge(r *request) verdict {
 		}
 		return v
 	case opSymlink:
-		return verdict{result: p.DecidePath(engine.AccessWrite, r.res[1].Path), access: "symlink", value: r.res[1].Path}
+		// The link's name is written, and everything beneath it will
+		// reach the target: judged as a move (the engine's DecideMove), so
+		// `ln -s /tmp/h .git/hooks` asks like writing a hook. The target
+		// is placed lexically against the link's directory; a target that
+		// is not a directory at all only makes this stricter.
+		link, target := r.res[1].Path, r.linkTarget
+		if path.IsAbs(target) {
+			target = path.Clean(target)
+		} else {
+			target = path.Join(path.Dir(link), target)
+		}
+		res := p.DecideMove(engine.Move{Kind: engine.MoveSymlink, From: target, To: link, FromDir: true})
+		return verdict{result: res, access: "symlink", value: link}
 	case opUnsupported:
 		return verdict{result: engine.Result{Action: engine.Deny}, access: r.desc.name}
 	case opBind:
