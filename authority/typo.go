@@ -45,7 +45,7 @@ func WorkspaceSiblings(workspace string) []engine.TypoPath {
 	var out []engine.TypoPath
 	for _, suffix := range siblingSuffixes {
 		// The pattern is a quoted literal, so it always compiles.
-		if tp, err := engine.NewTypoPath(engine.QuotePattern(ws+suffix)+"/**", ws, engine.Env{}); err == nil {
+		if tp, err := engine.NewTypoPath(engine.QuoteGlob(ws+suffix)+"/**", ws, engine.Env{}); err == nil {
 			out = append(out, tp)
 		}
 	}
@@ -64,7 +64,9 @@ const typoProbe = "permwrap-typo-probe"
 // directory (`/tmp/projct/*.go` → all but the file name). Probing works
 // with any matcher, so the engine's pattern syntax needs no second parser.
 func mistakenDir(comps []string, match func(string) bool) int {
-	for k := 1; k < len(comps); k++ {
+	// k may reach len(comps): `X/**` matches X itself, and then the whole
+	// path is the mistaken directory.
+	for k := 1; k <= len(comps); k++ {
 		if match("/" + path.Join(path.Join(comps[:k]...), typoProbe)) {
 			return k
 		}

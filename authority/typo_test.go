@@ -33,6 +33,8 @@ func TestTypoPath(t *testing.T) {
 		{engine.SurfaceRead, "/home/u/project.bak/go.mod", "/home/u/project.bak/go.mod looks like a mistaken path (typo pattern /home/u/project.bak/**); did you mean /home/u/project/go.mod?"},
 		{engine.SurfaceRead, "/home/u/src/github.com/acme/old-api/a/b.go", "/home/u/src/github.com/acme/old-api/a/b.go looks like a mistaken path (typo pattern /home/u/src/github.com/acme/old-api/**); did you mean /home/u/src/github.com/acme/api/a/b.go?"},
 		{engine.SurfaceWrite, "/tmp/projct/main.go", "/tmp/projct/main.go looks like a mistaken path (typo pattern /tmp/projct/*.go); did you mean /home/u/project/main.go?"},
+		// The mistaken directory itself (`X/**` matches X).
+		{engine.SurfaceRead, "/home/u/project-old", "/home/u/project-old looks like a mistaken path (typo pattern /home/u/project-old/**); did you mean /home/u/project?"},
 		{engine.SurfaceWrite, "/home/u/project/src/x.go", ""},     // the workspace itself
 		{engine.SurfaceRead, "/home/u/project-common/lib.go", ""}, // a real sibling, not a stale copy
 		{engine.SurfaceRead, "/home/u/other/x", ""},

@@ -86,6 +86,21 @@ func BenchmarkDecidePathDefault(b *testing.B) {
 	}
 }
 
+// BenchmarkDecidePathDefaultRead: reads under the default, content
+// rules included (a .pem and a .env are judged in both content modes).
+func BenchmarkDecidePathDefaultRead(b *testing.B) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths := []string{"/home/u/src/proj/internal/x.go", "/usr/lib/python3/dist-packages/certifi/cacert.pem", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/home/u/src/proj/.env.local"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sink = p.DecidePath(AccessRead, paths[i&3])
+	}
+}
+
 func BenchmarkEvaluateWithSession(b *testing.B) {
 	p := policy200(b)
 	for i := 0; i < 20; i++ {

@@ -473,20 +473,21 @@ func (p *parser) action(v *hujson.Value, what string) (Action, bool) {
 	return a, ok
 }
 
-// ruleValue reads an action string or {"action": …, "reason": …}.
-func (p *parser) ruleValue(v *hujson.Value) (Action, string, bool) {
+// ruleValue reads an action string or {"action": …, "reason": …,
+// "content": "secret"}. contentOff is the offset of the "content" key
+// (-1 without one), for the caller's checks of where content may appear.
+func (p *parser) ruleValue(v *hujson.Value) (a Action, reason string, content Content, contentOff int, ok bool) {
+	contentOff = -1
 	if _, isObj := v.Value.(*hujson.Object); !isObj {
 		if l, ok := v.Value.(hujson.Literal); !ok || l.Kind() != '"' {
 			p.errorf(v.StartOffset, "rule: want an action string or {\"action\": …, \"reason\": …}, got %s", kindName(v.Value))
-			return 0, "", false
+			return 0, "", 0, -1, false
 		}
 		a, ok := p.action(v, "rule")
-		return a, "", ok
+		return a, "", ContentAny, -1, ok
 	}
 	obj := v.Value.(*hujson.Object)
 	var (
-		act    Action
-		reason string
 		hasAct bool
 		good   = true
 	)
@@ -494,15 +495,26 @@ func (p *parser) ruleValue(v *hujson.Value) (Action, string, bool) {
 		k := m.Name.Value.(hujson.Literal).String()
 		switch k {
 		case "action":
-			a, ok := p.action(&m.Value, "action")
-			act, hasAct = a, ok
+			act, ok := p.action(&m.Value, "action")
+			a, hasAct = act, ok
 			good = good && ok
 		case "reason":
 			s, ok := p.str(&m.Value, "reason")
 			reason = s
 			good = good && ok
+		case "content":
+			s, ok := p.str(&m.Value, "content")
+			switch {
+			case !ok:
+				good = false
+			case s == "secret":
+				content, contentOff = ContentSecret, m.Name.StartOffset
+			default:
+				p.errorf(m.Value.StartOffset, "unknown content condition %q (want \"secret\")", s)
+				good = false
+			}
 		default:
-			p.errorf(m.Name.StartOffset, "unknown key %q in a rule (want action, reason)", k)
+			p.errorf(m.Name.StartOffset, "unknown key %q in a rule (want action, reason, content)", k)
 			good = false
 		}
 	}
@@ -510,7 +522,11 @@ func (p *parser) ruleValue(v *hujson.Value) (Action, string, bool) {
 		p.errorf(v.StartOffset, "rule has no \"action\"")
 		good = false
 	}
-	return act, reason, good && hasAct
+	if good && contentOff >= 0 && a == Allow {
+		p.errorf(contentOff, "\"content\": \"secret\" narrows an ask or deny to secret-looking files; it cannot make an allow conditional")
+		good = false
+	}
+	return a, reason, content, contentOff, good && hasAct
 }
 
 // rule compiles one pattern on one surface; off is the pattern's offset.
@@ -620,11 +636,11 @@ func ExpandPathPattern(pat string, env Env) (string, error) {
 			}
 			break
 		}
-		pat = escapePattern(strings.TrimSuffix(base, "/"))
+		pat = QuoteGlob(strings.TrimSuffix(base, "/"))
 		if rest != "" {
 			if strings.Contains(rest, "${") {
 				var err error
-				if rest, err = expandVars(rest, env, escapePattern); err != nil {
+				if rest, err = expandVars(rest, env, QuoteGlob); err != nil {
 					return "", err
 				}
 			}
@@ -635,7 +651,7 @@ func ExpandPathPattern(pat string, env Env) (string, error) {
 		}
 		return pat, nil
 	}
-	return expandVars(pat, env, escapePattern)
+	return expandVars(pat, env, QuoteGlob)
 }
 
 // relativePattern reports whether a path pattern names a place relative
@@ -686,7 +702,11 @@ func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
 				p.errorf(off, "a universal fallback \"*\" is not allowed in hard-guards.jsonc: a hard guard names what it guards; put the fallback in policy.jsonc")
 				continue
 			}
-			if a, reason, ok := p.ruleValue(&m.Value); ok {
+			if a, reason, _, cOff, ok := p.ruleValue(&m.Value); ok {
+				if cOff >= 0 {
+					p.errorf(cOff, "the universal fallback \"*\" cannot depend on content")
+					continue
+				}
 				fc.fallback = &Rule{Pattern: "*", Action: a, Reason: reason, Pos: p.pos(off)}
 			}
 			continue
@@ -708,11 +728,22 @@ func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
 		case *hujson.Object:
 			for _, rm := range p.members(m.Value.Value.(*hujson.Object)) {
 				pat := rm.Name.Value.(hujson.Literal).String()
-				a, reason, ok := p.ruleValue(&rm.Value)
+				a, reason, content, cOff, ok := p.ruleValue(&rm.Value)
 				if !ok {
 					continue
 				}
+				if cOff >= 0 {
+					switch {
+					case s != SurfaceRead:
+						p.errorf(cOff, "\"content\" applies to read rules only: what a file holds is known when it is read")
+						continue
+					case kind == kindHardGuard:
+						p.errorf(cOff, "\"content\" is not allowed in hard-guards.jsonc: a hard guard does not depend on what a file holds")
+						continue
+					}
+				}
 				if r, ok := p.rule(s, pat, a, reason, rm.Name.StartOffset); ok {
+					r.rule.Content = content
 					fc.rules = append(fc.rules, r)
 				}
 			}

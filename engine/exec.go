@@ -469,7 +469,7 @@ func renderFields(words []field, marker string) string {
 func (p *Policy) evaluateSpellings(certain, possible []string) Result {
 	r := p.EvaluateAny(SurfaceBash, certain...)
 	for _, v := range possible {
-		e := p.evaluate(Check{Surface: SurfaceBash, Value: v})
+		e := p.evaluate(Check{Surface: SurfaceBash, Value: v}, assumeSecret)
 		if !namedByRule(e) {
 			continue
 		}
@@ -504,7 +504,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 			// What cannot be seen before it runs is judged when it runs:
 			// every exec and every open it makes. A sentinel counts only
 			// when a rule names it (for users who want to be asked).
-			e := p.evaluate(Check{Surface: SurfaceBash, Value: u.Sentinel})
+			e := p.evaluate(Check{Surface: SurfaceBash, Value: u.Sentinel}, assumeSecret)
 			named := namedByRule(e)
 			d.Units = append(d.Units, UnitDecision{Unit: u, Result: e.Result, Spellings: []string{u.Sentinel}, AtRunTime: !named})
 			if named {
@@ -545,7 +545,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 	for _, c := range a.Compounds {
 		// A compound counts only when a rule names it; otherwise the
 		// catch-all would decide every pipeline.
-		e := p.evaluate(Check{Surface: SurfaceBash, Value: c.Line})
+		e := p.evaluate(Check{Surface: SurfaceBash, Value: c.Line}, assumeSecret)
 		if !namedByRule(e) {
 			continue
 		}
@@ -752,7 +752,7 @@ func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
 		if d.Result.Check.Surface == SurfaceBash {
 			v = escapeBashPattern(v)
 		} else {
-			v = escapePattern(v)
+			v = QuoteGlob(v)
 		}
 		add(SessionPattern{Surface: d.Result.Check.Surface, Pattern: v})
 	}
@@ -766,13 +766,13 @@ func (p *Policy) suggestPathUse(u PathUse) SessionPattern {
 		s = SurfaceRead
 	}
 	if u.Tree {
-		return SessionPattern{Surface: s, Pattern: escapePattern(u.Path) + "/**"}
+		return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path) + "/**"}
 	}
 	dir := path.Dir(u.Path)
 	if s == SurfaceRead || p.broadDir(dir) {
-		return SessionPattern{Surface: s, Pattern: escapePattern(u.Path)}
+		return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path)}
 	}
-	return SessionPattern{Surface: s, Pattern: escapePattern(dir) + "/**"}
+	return SessionPattern{Surface: s, Pattern: QuoteGlob(dir) + "/**"}
 }
 
 // broadDir reports whether dir is too wide to approve as a whole on the

@@ -25,7 +25,7 @@ type Explanation struct {
 
 // Explain evaluates c like Evaluate and says why.
 func (p *Policy) Explain(c Check) Explanation {
-	e := p.evaluate(c)
+	e := p.evaluate(c, assumeSecret)
 	ex := Explanation{Check: c, Result: e.Result, Abstained: !e.matched}
 	if c.Surface == SurfaceInvalid || c.Surface >= numSurfaces {
 		return ex
@@ -43,6 +43,7 @@ func (p *Policy) Explain(c Check) Explanation {
 	}
 	matches = append(matches, p.rules[c.Surface].matching(c.Value)...)
 	matches = append(matches, p.tight[c.Surface].matching(c.Value)...)
+	matches = append(matches, p.content[c.Surface].matching(c.Value)...)
 	for _, r := range matches {
 		if r != e.cr {
 			ex.RunnerUps = append(ex.RunnerUps, r.Rule)
@@ -62,6 +63,14 @@ func (p *Policy) Explain(c Check) Explanation {
 	}
 	if e.Layer == LayerProject {
 		ex.Notes = append(ex.Notes, "an untrusted project policy decided: it can make an answer stricter, never looser (permwrap trust DIR to trust it)")
+	}
+	if e.content {
+		other := p.evaluate(c, notSecret)
+		if other.Action != e.Action {
+			ex.Result.DependsOnContent = true
+			ex.Notes = append(ex.Notes, fmt.Sprintf("this is the answer for a file whose content looks secret; for one that does not, %s decides: %s",
+				describeRule(other.Result), other.Action))
+		}
 	}
 	if e.Layer == LayerPolicy && e.Action == Deny {
 		if ss := p.session.Load(); ss != nil && ss.lists[c.Surface].find(c.Value) != nil {

@@ -15,6 +15,7 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte(`{"authorizers": {"j": {"command": ["x"], "timeoutMs": 10}}, "typoPaths": [{"from": "/a/*", "to": "~"}], "log": {"fieldWidth": 64}}`), uint8(0))
 	f.Add([]byte("// c\n{ /* c */ \"permission\": {,}\n"), uint8(0))
 	f.Add([]byte(`{"permission": {"read": {"a": "allow", "a": "deny"}}}`), uint8(0))
+	f.Add([]byte(`{"permission": {"read": {"*": "allow", "*.pem": {"action": "ask", "content": "secret"}}}}`), uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, kind uint8) {
 		k := FileKind(kind % 3)
 		_, _, err := CheckFile("f.jsonc", data, k, testEnv)
@@ -34,7 +35,7 @@ func FuzzLoadConfig(f *testing.F) {
 			cfg.Scopes = []File{{Name: "f.jsonc", Data: data}}
 		}
 		p, warns, err := Compile(cfg)
-		if err != nil || p.FailClosed() {
+		if err != nil || p.failClosed {
 			t.Fatalf("CheckFile accepted what Compile refused: %v %v", err, warns)
 		}
 		for _, c := range []Check{
@@ -46,6 +47,19 @@ func FuzzLoadConfig(f *testing.F) {
 				t.Fatalf("Evaluate(%v) = invalid action %v", c, r.Action)
 			}
 			_ = p.Explain(c).String()
+			if c.Surface.IsPath() {
+				strict := p.DecidePath(AccessRead|AccessWrite, c.Value)
+				for _, secret := range []bool{false, true} {
+					if r := p.DecidePathContent(AccessRead|AccessWrite, c.Value, secret); r.Action > strict.Action {
+						t.Fatalf("DecidePathContent(%q, %v) = %v is stricter than DecidePath %v", c.Value, secret, r, strict)
+					}
+				}
+			}
+		}
+		for _, m := range []Move{{Kind: MoveRename, From: "/a", To: "/home/u/.ssh", FromDir: true}, {Kind: MoveSymlink, From: "/a/b", To: "/w/.git/hooks", FromDir: true}} {
+			if r := p.DecideMove(m); r.Action < Allow || r.Action > Deny {
+				t.Fatalf("DecideMove(%v) = invalid action %v", m, r.Action)
+			}
 		}
 		_ = p.LandlockFloor()
 		_ = p.Summary()
@@ -252,4 +266,71 @@ func patternOf(r *compiledRule) string {
 		return fmt.Sprintf("%q (order %d)", r.path.expanded, r.order)
 	}
 	return fmt.Sprintf("%q (order %d)", strings.Join(r.bash.segs, "*"), r.order)
+}
+
+func TestCompileGlob(t *testing.T) {
+	env := Env{Home: "/home/u", Workspace: "/w", TmpDir: "/tmp"}
+	tests := []struct {
+		pattern, value string
+		want           bool
+	}{
+		{"~/old/**", "/home/u/old/a/b", true},
+		{"~/old/**", "/home/u/old", true}, // X/** matches X
+		{"${WORKSPACE}-old/**", "/w-old/x", true},
+		{".env.*", ".env.local", true}, // a bare name: matched as a last component
+		{".env.*", "/a/b/.env.local", true},
+		{"*.pem", "id.pem", true},
+		{"*.pem", "/x/y.pem/z", false},
+		{"/a/**/b", "/a/b", true},
+		{"/a/*", "relative", false},
+	}
+	for _, tt := range tests {
+		g, err := CompileGlob(tt.pattern, env)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.pattern, err)
+		}
+		if got := g.Match(tt.value); got != tt.want {
+			t.Errorf("%s on %s = %v, want %v", tt.pattern, tt.value, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"~/x", "/a/{b,c}", "/a/[", "${NOPE}/x", ""} {
+		if _, err := CompileGlob(bad, Env{}); err == nil {
+			t.Errorf("%q compiled", bad)
+		}
+	}
+}
+
+func FuzzQuoteGlob(f *testing.F) {
+	for _, s := range []string{"/src/[x]{a,b}*", "~/x", "/a/${HOME}/b", `/a\b`, "/a/**/b?"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" || s[0] != '/' || strings.IndexByte(s, 0) >= 0 {
+			return
+		}
+		g, err := CompileGlob(QuoteGlob(s), Env{})
+		if err != nil {
+			t.Fatalf("QuoteGlob(%q) = %q does not compile: %v", s, QuoteGlob(s), err)
+		}
+		if !g.Match(s) {
+			t.Fatalf("QuoteGlob(%q) = %q does not match itself", s, QuoteGlob(s))
+		}
+		if g.Match(s+"x") && !strings.HasSuffix(s, "/") {
+			t.Fatalf("QuoteGlob(%q) matches more than itself", s)
+		}
+	})
+}
+
+// findLinear is find without the index: the reference the index is
+// tested against.
+func (l *ruleList) findLinear(v string) *compiledRule {
+	if r, ok := l.exact[v]; ok {
+		return r
+	}
+	for _, e := range l.rules {
+		if e.r.match(v) {
+			return e.r
+		}
+	}
+	return nil
 }

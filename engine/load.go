@@ -479,10 +479,16 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	p.settings.Yolo = p.yolo
 
 	order := 0
-	var perSurface, tight [numSurfaces][]*compiledRule
+	var perSurface, tight, content [numSurfaces][]*compiledRule
 	addRules := func(fc *fileConfig, o Origin, into *[numSurfaces][]*compiledRule, fallback **compiledRule) {
 		for _, rr := range fc.rules {
-			into[rr.rule.Surface] = append(into[rr.rule.Surface], newCompiled(rr, o, order))
+			list := into
+			if rr.rule.Content != ContentAny {
+				// Content rules (only ask or deny) apart, so evaluating
+				// as "not secret" simply skips them.
+				list = &content
+			}
+			list[rr.rule.Surface] = append(list[rr.rule.Surface], newCompiled(rr, o, order))
 			order++
 		}
 		if fc.fallback != nil {
@@ -519,6 +525,7 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	for s := range perSurface {
 		p.rules[s] = newRuleList(perSurface[s])
 		p.tight[s] = newRuleList(tight[s])
+		p.content[s] = newRuleList(content[s])
 	}
 
 	if hfc != nil {
@@ -563,7 +570,7 @@ func protectRules(list []Protected) ([]*compiledRule, error) {
 		if pr.Path == "" {
 			continue
 		}
-		pat := escapePattern(filepath.Clean(pr.Path))
+		pat := QuoteGlob(filepath.Clean(pr.Path))
 		if pr.Tree {
 			pat = strings.TrimSuffix(pat, "/") + "/**"
 		}
@@ -625,7 +632,7 @@ func newCompiled(rr rawRule, o Origin, order int) *compiledRule {
 func (p *Policy) Summary() string {
 	n, hard := 0, 0
 	for s := range p.rules {
-		n += p.rules[s].n + p.tight[s].n
+		n += p.rules[s].n + p.tight[s].n + p.content[s].n
 		hard += p.hard[s].n
 	}
 	if p.tightFallback != nil {

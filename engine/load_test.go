@@ -136,7 +136,7 @@ func TestProfilesKeepTheirPromises(t *testing.T) {
 		return p
 	}
 	def, strict, ro := prof(DefaultProfile), prof("strict"), prof("read-only")
-	for _, r := range def.Rules() {
+	for _, r := range policyRules(def) {
 		if r.Surface != SurfaceRead || r.Action != Ask {
 			continue
 		}
@@ -548,8 +548,24 @@ func TestScopesRequired(t *testing.T) {
 			t.Errorf("%s: no error", s)
 		}
 		p, warns, err := Load(LoadOptions{ConfigDir: dir, Scopes: []string{s}, ScopesOptional: true, Env: testEnv})
-		if err != nil || len(warns) != 1 || !p.FailClosed() {
+		if err != nil || len(warns) != 1 || !p.failClosed {
 			t.Errorf("%s optional: %v %v", s, warns, err)
 		}
 	}
+}
+
+// policyRules lists the policy layer's rules, content rules included.
+func policyRules(p *Policy) []Rule {
+	var out []Rule
+	for s := range p.rules {
+		for _, l := range []*ruleList{&p.rules[s], &p.content[s]} {
+			for _, r := range l.exact {
+				out = append(out, r.Rule)
+			}
+			for _, e := range l.rules {
+				out = append(out, e.r.Rule)
+			}
+		}
+	}
+	return out
 }

@@ -18,9 +18,6 @@ func PathMatcher(pattern string) (func(string) bool, error) {
 	return pp.match, nil
 }
 
-// QuotePattern escapes s so that a pattern matches it literally.
-func QuotePattern(s string) string { return escapePattern(s) }
-
 // NewTypoPath builds a typoPaths entry: paths matching the pattern from
 // (as written in a policy, expanded with env) are probably meant to be
 // under the directory to (~ and ${VAR} expanded).

@@ -232,7 +232,7 @@ func (p *Policy) DecideNet(in NetIntent) NetDecision {
 	d := NetDecision{Spellings: make([]NetSpelling, len(checks))}
 	anyPart := false
 	for i, c := range checks {
-		evals[i] = p.evaluate(c)
+		evals[i] = p.evaluate(c, assumeSecret)
 		part := takesPart(&evals[i])
 		anyPart = anyPart || part
 		d.Spellings[i] = NetSpelling{Result: evals[i].Result, Part: part}
@@ -355,10 +355,10 @@ func ParseNetTarget(target string, also []string) (NetIntent, error) {
 func SuggestNetPattern(r Result) string {
 	v := r.Check.Value
 	if path, ok := strings.CutPrefix(v, "unix:"); ok && path != "" && path[0] == '/' {
-		return "unix:" + escapePattern(path)
+		return "unix:" + QuoteGlob(path)
 	}
 	if strings.HasPrefix(v, "unix:@") {
-		return "unix:@" + escapePattern(v[len("unix:@"):])
+		return "unix:@" + QuoteGlob(v[len("unix:@"):])
 	}
 	return v
 }

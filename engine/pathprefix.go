@@ -13,46 +13,25 @@ import (
 // "~/.ssh/**", "/w/secret" for "${WORKSPACE}/secret/*.key". Basename and
 // leading-"**" patterns match anywhere and have no anchor.
 //
-// The supervisor uses it for the aliasing rule: renaming or linking a
+// The supervisor's aliasing rule used it: renaming or linking a
 // directory moves everything beneath it, so each anchored place beneath
-// the source must not gain access at the destination.
+// the source must not gain access at the destination. It misses every
+// rule without a literal leading directory (`**/.git/hooks/**`).
+//
+// Superseded by DecideMove, which judges a move against every rule that
+// could match beneath either name; kept only until
+// supervisor/aliasing.go calls DecideMove, then to be removed. (Not
+// marked Deprecated, so that staticcheck stays clean meanwhile.)
 func (p *Policy) PathRulePrefixes() []string {
 	seen := map[string]bool{}
-	add := func(l *ruleList) {
-		visit := func(r *compiledRule) {
-			if r.path == nil || r.path.basename || r.path.anyValue {
-				return
-			}
-			if pre := literalDir(r.path.expanded); pre != "" && pre != "/" {
-				seen[pre] = true
-			}
+	p.eachPathRule(true, func(r *compiledRule) {
+		if r.path.basename || r.path.anyValue {
+			return
 		}
-		for _, r := range l.exact {
-			visit(r)
+		if pre := literalDir(r.path.expanded); pre != "" && pre != "/" {
+			seen[pre] = true
 		}
-		for _, e := range l.rules {
-			visit(e.r)
-		}
-	}
-	for s := range p.hard {
-		if Surface(s).IsPath() {
-			add(&p.hard[s])
-		}
-	}
-	add(&p.protected)
-	add(&p.self)
-	for s := range p.rules {
-		if Surface(s).IsPath() {
-			add(&p.rules[s])
-		}
-	}
-	if sess := p.session.Load(); sess != nil {
-		for s := range sess.lists {
-			if Surface(s).IsPath() {
-				add(&sess.lists[s])
-			}
-		}
-	}
+	})
 	out := make([]string, 0, len(seen))
 	for k := range seen {
 		out = append(out, k)

@@ -3,16 +3,21 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
+	"sync"
 )
 
 // Path patterns are matched by a small automaton of our own rather than
-// github.com/gobwas/glob: gobwas v0.2.3 panics on valid inputs (its Row
-// matcher slices out of range, e.g. `/a{/**/,/}b` against `/a/b`) and takes
-// unbounded time on patterns like `0*???…?*`. A matcher that sits on every
-// syscall must neither panic nor stall, so this one simulates a
-// nondeterministic automaton in O(len(value) × states) with a fixed-size
-// state set: no recursion over the value, no allocation.
+// github.com/gobwas/glob. gobwas v0.2.3 panics on valid inputs (its Row
+// matcher slices out of range, e.g. `/a{/**/,/}b` against `/a/b`) and
+// takes unbounded time on patterns like `0*???…?*`; its v1.1.0 rewrite
+// matches by backtracking, so k stars against n bytes cost about
+// n^(k+1): `*a*a*a*a*a*c*x` against 80 bytes takes seconds, one more
+// star minutes. A matcher that sits on every syscall must neither panic
+// nor stall, so this one simulates a nondeterministic automaton in
+// O(len(value) × states) with a fixed-size state set: no recursion over
+// the value, no allocation.
 //
 // Syntax (the gobwas/gitignore syntax people expect):
 //
@@ -49,7 +54,7 @@ type elem struct {
 	// skip is elEps's extra epsilon edge. It makes `**/` optional as a
 	// whole, so `/a/**/b` matches `/a/b`; it sits before the `**` so it is
 	// only taken when the group is entered, not after `**` consumed.
-	skip uint16
+	skip int32
 }
 
 type byteSet [4]uint64
@@ -84,27 +89,14 @@ func newBitNFA(a *automaton) *bitNFA {
 		return nil
 	}
 	b := &bitNFA{accept: 1 << uint(n)}
-	for i, e := range a.elems {
+	for i := range a.elems {
+		e := &a.elems[i]
 		bit := uint64(1) << uint(i)
 		for c := 0; c < 256; c++ {
-			switch e.kind {
-			case elLit:
-				if byte(c) == e.c {
-					b.adv[c] |= bit
-				}
-			case elAny1:
-				if c != '/' {
-					b.adv[c] |= bit
-				}
-			case elClass:
-				if c != '/' && a.classes[e.class].has(byte(c)) {
-					b.adv[c] |= bit
-				}
-			case elStar:
-				if c != '/' {
-					b.loop[c] |= bit
-				}
-			case elDStar:
+			switch e.next(a.classes, i, byte(c)) {
+			case i + 1:
+				b.adv[c] |= bit
+			case i:
 				b.loop[c] |= bit
 			}
 		}
@@ -145,18 +137,48 @@ func (b *bitNFA) match(v string) bool {
 	return cur&b.accept != 0
 }
 
-func (a *automaton) addState(s *stateSet, i int) {
+// next is the state element i (e) moves to on byte c: i+1 when it
+// consumes c and advances, i when a star consumes c and stays, -1 when c
+// does not fit. An epsilon element consumes nothing.
+func (e *elem) next(classes []byteSet, i int, c byte) int {
+	switch e.kind {
+	case elLit:
+		if c == e.c {
+			return i + 1
+		}
+	case elAny1:
+		if c != '/' {
+			return i + 1
+		}
+	case elClass:
+		if c != '/' && classes[e.class].has(c) {
+			return i + 1
+		}
+	case elStar:
+		if c != '/' {
+			return i
+		}
+	case elDStar:
+		return i
+	}
+	return -1
+}
+
+// addClosure adds state i to s with every state reachable from it
+// without consuming a byte: past stars (which may match nothing) and
+// along epsilon edges.
+func addClosure(elems []elem, s []uint64, i int) {
 	for {
-		if s[i>>6]&(1<<(uint(i)&63)) != 0 {
+		if has(s, i) {
 			return
 		}
-		s[i>>6] |= 1 << (uint(i) & 63)
-		if i >= len(a.elems) {
+		set(s, i)
+		if i >= len(elems) {
 			return
 		}
-		e := &a.elems[i]
+		e := &elems[i]
 		if e.kind == elEps {
-			a.addState(s, int(e.skip))
+			addClosure(elems, s, int(e.skip))
 		} else if e.kind != elStar && e.kind != elDStar {
 			return
 		}
@@ -164,68 +186,45 @@ func (a *automaton) addState(s *stateSet, i int) {
 	}
 }
 
+// stepStates adds to dst the states that cur reaches by consuming c and
+// reports whether there are any.
+func stepStates(elems []elem, classes []byteSet, dst, cur []uint64, c byte) bool {
+	any := false
+	n := len(elems)
+	for w, word := range cur {
+		for word != 0 {
+			b := word & -word
+			word ^= b
+			i := w*64 + bits.TrailingZeros64(b)
+			if i >= n {
+				continue
+			}
+			if to := elems[i].next(classes, i, c); to >= 0 {
+				addClosure(elems, dst, to)
+				any = true
+			}
+		}
+	}
+	return any
+}
+
+func has(s []uint64, i int) bool { return s[i>>6]&(1<<(uint(i)&63)) != 0 }
+func set(s []uint64, i int)      { s[i>>6] |= 1 << (uint(i) & 63) }
+
 func (a *automaton) match(v string) bool {
 	if a.small != nil {
 		return a.small.match(v)
 	}
 	var cur, next stateSet
-	a.addState(&cur, 0)
-	n := len(a.elems)
+	addClosure(a.elems, cur[:], 0)
 	for j := 0; j < len(v); j++ {
-		c := v[j]
 		next = stateSet{}
-		any := false
-		for w, bits := range cur {
-			for bits != 0 {
-				b := bits & -bits
-				bits ^= b
-				i := w*64 + trailingZeros(b)
-				if i >= n {
-					continue
-				}
-				e := &a.elems[i]
-				switch e.kind {
-				case elLit:
-					if c == e.c {
-						a.addState(&next, i+1)
-						any = true
-					}
-				case elAny1:
-					if c != '/' {
-						a.addState(&next, i+1)
-						any = true
-					}
-				case elClass:
-					if c != '/' && a.classes[e.class].has(c) {
-						a.addState(&next, i+1)
-						any = true
-					}
-				case elStar:
-					if c != '/' {
-						a.addState(&next, i)
-						any = true
-					}
-				case elDStar:
-					a.addState(&next, i)
-					any = true
-				}
-			}
-		}
-		if !any {
+		if !stepStates(a.elems, a.classes, next[:], cur[:], v[j]) {
 			return false
 		}
 		cur = next
 	}
-	return cur[n>>6]&(1<<(uint(n)&63)) != 0
-}
-
-func trailingZeros(b uint64) int {
-	n := 0
-	for b&1 == 0 {
-		b >>= 1
-		n++
-	}
-	return n
+	return has(cur[:], len(a.elems))
 }
 
 // globMatcher is one compiled glob: literal prefix and suffix checked
@@ -234,6 +233,10 @@ type globMatcher struct {
 	prefix, suffix string
 	mid            *automaton // nil when the pattern is literal
 	fast           midKind    // a middle simple enough to skip the automaton
+	// must is the longest run of literal bytes every match of the middle
+	// contains (`.git/hooks/` in `**/.git/hooks/?**`): a value without it
+	// is rejected by a substring search before the automaton runs.
+	must string
 }
 
 // midKind names middles that need no automaton: they are most patterns
@@ -261,6 +264,9 @@ func (g *globMatcher) match(v string) bool {
 		return true
 	case midNoSlash:
 		return strings.IndexByte(mid, '/') < 0
+	}
+	if g.must != "" && !strings.Contains(mid, g.must) {
+		return false
 	}
 	return g.mid.match(mid)
 }
@@ -300,6 +306,11 @@ type pathPattern struct {
 	main     globMatcher
 	self     *globMatcher // `X/**` also matches X
 	spec     specificity
+
+	// The whole-pattern automata DecideMove follows beneath a moved
+	// directory, built when first needed.
+	moveOnce sync.Once
+	moveNFAs []*moveNFA
 }
 
 var errBraces = errors.New("{a,b} alternatives are not supported: write one rule per alternative (or escape the brace as \\{)")
@@ -336,64 +347,9 @@ func compilePathPattern(p string) (*pathPattern, error) {
 
 // compileGlob turns a pattern into a globMatcher and measures it.
 func compileGlob(p string) (globMatcher, specificity, error) {
-	var (
-		elems   []elem
-		classes []byteSet
-		spec    = specificity{length: len(p)}
-		anchor  = -1 // index of a '/' that must stay in the automaton
-	)
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch c {
-		case '\\':
-			if i+1 == len(p) {
-				return globMatcher{}, spec, errors.New("pattern ends with a lone backslash")
-			}
-			i++
-			elems = append(elems, elem{kind: elLit, c: p[i]})
-			spec.literals++
-		case '{', '}':
-			return globMatcher{}, spec, errBraces
-		case '?':
-			elems = append(elems, elem{kind: elAny1})
-			spec.wildcards++
-		case '*':
-			if i+1 < len(p) && p[i+1] == '*' {
-				atBoundary := i == 0 || p[i-1] == '/'
-				for i+1 < len(p) && p[i+1] == '*' {
-					i++
-				}
-				// `**` counts as two wildcards: it is broader than `*`.
-				spec.wildcards += 2
-				if atBoundary && i+1 < len(p) && p[i+1] == '/' {
-					// `**/`: optional as a whole.
-					elems = append(elems, elem{kind: elEps, skip: uint16(len(elems) + 3)}, elem{kind: elDStar})
-					i++
-					elems = append(elems, elem{kind: elLit, c: '/'})
-					anchor = len(elems) - 1
-					continue
-				}
-				elems = append(elems, elem{kind: elDStar})
-				continue
-			}
-			elems = append(elems, elem{kind: elStar})
-			spec.wildcards++
-		case '[':
-			set, n, err := parseClass(p[i:])
-			if err != nil {
-				return globMatcher{}, spec, err
-			}
-			if len(classes) >= 255 {
-				return globMatcher{}, spec, errors.New("too many [...] classes in one pattern")
-			}
-			classes = append(classes, set)
-			elems = append(elems, elem{kind: elClass, class: uint8(len(classes) - 1)})
-			spec.wildcards++
-			i += n - 1
-		default:
-			elems = append(elems, elem{kind: elLit, c: c})
-			spec.literals++
-		}
+	elems, classes, spec, anchor, err := parseGlob(p)
+	if err != nil {
+		return globMatcher{}, spec, err
 	}
 	// Peel literal prefix and suffix off so most values are rejected by a
 	// string comparison.
@@ -419,11 +375,12 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 	copy(out, mid)
 	for k := range out {
 		if out[k].skip != 0 {
-			out[k].skip -= uint16(lo)
+			out[k].skip -= int32(lo)
 		}
 	}
 	g.mid = &automaton{elems: out, classes: classes}
 	g.mid.small = newBitNFA(g.mid)
+	g.must = mandatoryLiteral(out)
 	if len(out) == 1 {
 		switch out[0].kind {
 		case elDStar:
@@ -433,6 +390,91 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 		}
 	}
 	return g, spec, nil
+}
+
+// parseGlob reads a pattern into automaton elements for the whole
+// pattern, its classes and its specificity. anchor is the index of a
+// '/' that ends a `**/` group (-1 without one): it must stay in the
+// automaton, since the group's skip edge jumps to just after it.
+func parseGlob(p string) (elems []elem, classes []byteSet, spec specificity, anchor int, err error) {
+	spec = specificity{length: len(p)}
+	anchor = -1
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch c {
+		case '\\':
+			if i+1 == len(p) {
+				return nil, nil, spec, anchor, errors.New("pattern ends with a lone backslash")
+			}
+			i++
+			elems = append(elems, elem{kind: elLit, c: p[i]})
+			spec.literals++
+		case '{', '}':
+			return nil, nil, spec, anchor, errBraces
+		case '?':
+			elems = append(elems, elem{kind: elAny1})
+			spec.wildcards++
+		case '*':
+			if i+1 < len(p) && p[i+1] == '*' {
+				atBoundary := i == 0 || p[i-1] == '/'
+				for i+1 < len(p) && p[i+1] == '*' {
+					i++
+				}
+				// `**` counts as two wildcards: it is broader than `*`.
+				spec.wildcards += 2
+				if atBoundary && i+1 < len(p) && p[i+1] == '/' {
+					// `**/`: optional as a whole.
+					elems = append(elems, elem{kind: elEps, skip: int32(len(elems) + 3)}, elem{kind: elDStar})
+					i++
+					elems = append(elems, elem{kind: elLit, c: '/'})
+					anchor = len(elems) - 1
+					continue
+				}
+				elems = append(elems, elem{kind: elDStar})
+				continue
+			}
+			elems = append(elems, elem{kind: elStar})
+			spec.wildcards++
+		case '[':
+			set, n, err := parseClass(p[i:])
+			if err != nil {
+				return nil, nil, spec, anchor, err
+			}
+			if len(classes) >= 255 {
+				return nil, nil, spec, anchor, errors.New("too many [...] classes in one pattern")
+			}
+			classes = append(classes, set)
+			elems = append(elems, elem{kind: elClass, class: uint8(len(classes) - 1)})
+			spec.wildcards++
+			i += n - 1
+		default:
+			elems = append(elems, elem{kind: elLit, c: c})
+			spec.literals++
+		}
+	}
+	return elems, classes, spec, anchor, nil
+}
+
+// mandatoryLiteral returns the longest run of literal elements that every
+// match passes through in order. The '/' of a `**/` group is skipped by
+// the group's epsilon edge, so it breaks a run.
+func mandatoryLiteral(es []elem) string {
+	best, cur := "", []byte(nil)
+	optional := -1 // index of the '/' a `**/` group may skip
+	for i, e := range es {
+		if e.kind == elEps {
+			optional = int(e.skip) - 1
+		}
+		if e.kind == elLit && i != optional {
+			cur = append(cur, e.c)
+			if len(cur) > len(best) {
+				best = string(cur)
+			}
+			continue
+		}
+		cur = cur[:0]
+	}
+	return best
 }
 
 func litString(es []elem) string {
@@ -504,6 +546,35 @@ func parseClass(s string) (byteSet, int, error) {
 	}
 	return set, i, nil
 }
+
+// Glob is one path pattern in the policy's syntax, compiled by the
+// matcher rules use: linear in the value, no recursion over it, no
+// allocation. It is the one glob dialect of permwrap: rules, typo paths
+// and the secret-name lists of automated reviewers all match with it.
+// A pattern without '/' matches a value's last component (so a bare
+// file name such as ".env" can be matched directly); any other pattern
+// matches absolute values only; `X/**` also matches X.
+type Glob struct {
+	pp *pathPattern
+}
+
+// CompileGlob compiles a pattern after expanding a leading `~` and
+// ${HOME}, ${WORKSPACE} and ${TMPDIR} from env, as the policy does (an
+// unknown variable, or one env leaves empty, is an error).
+func CompileGlob(pattern string, env Env) (*Glob, error) {
+	exp, err := expandPattern(pattern, env)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := compilePathPattern(exp)
+	if err != nil {
+		return nil, err
+	}
+	return &Glob{pp: pp}, nil
+}
+
+// Match reports whether value matches the pattern.
+func (g *Glob) Match(value string) bool { return g.pp.match(value) }
 
 // match reports whether the path pattern matches value. Values that are
 // not absolute match only basename patterns (and `*`): a relative path

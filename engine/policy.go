@@ -24,12 +24,7 @@ const (
 
 var layerNames = [...]string{"invalid", "hard-guard", "protected-write", "session", "policy", "fallback", "builtin", "project"}
 
-func (l Layer) String() string {
-	if int(l) < len(layerNames) {
-		return layerNames[l]
-	}
-	return fmt.Sprintf("layer(%d)", l)
-}
+func (l Layer) String() string { return enumName(layerNames[:], int(l), "layer") }
 
 // Result is the answer to one or more checks.
 type Result struct {
@@ -41,12 +36,22 @@ type Result struct {
 	// and no yolo.
 	HumanOnly bool
 	Layer     Layer
+	// DependsOnContent is set when the answer depends on whether the file
+	// holds secret material: a `"content": "secret"` rule matched. Action
+	// is then the stricter of the two possible answers, so a caller that
+	// cannot look stays fail-closed. A caller that can look reads the file
+	// (see LooksSecret) and asks DecidePathContent (or DecideMoveContent)
+	// for the final answer.
+	DependsOnContent bool
 }
 
 func (r Result) String() string {
 	s := fmt.Sprintf("%s (%s by %s)", r.Action, r.Check, r.Rule)
 	if r.HumanOnly {
 		s += " [human only]"
+	}
+	if r.DependsOnContent {
+		s += " [depends on content]"
 	}
 	return s
 }
@@ -361,20 +366,6 @@ func (l *ruleList) find(v string) *compiledRule {
 	return l.rules[best].r
 }
 
-// findLinear is find without the index: the reference the index is
-// tested against.
-func (l *ruleList) findLinear(v string) *compiledRule {
-	if r, ok := l.exact[v]; ok {
-		return r
-	}
-	for _, e := range l.rules {
-		if e.r.match(v) {
-			return e.r
-		}
-	}
-	return nil
-}
-
 // matching returns every matching rule, most specific first.
 func (l *ruleList) matching(v string) []*compiledRule {
 	var out []*compiledRule
@@ -408,17 +399,23 @@ type Policy struct {
 	// most-restrictive-wins with the rest, so they can only tighten.
 	tight         [numSurfaces]ruleList
 	tightFallback *compiledRule
-	tightened     bool
-	yolo          bool
-	audit         bool
-	failClosed    bool
-	settings      Settings
-	base          string   // the base profile, "" or "none" for none
-	sources       []string // files composed, for Summary
-	cfg           Config   // what it was compiled from, for WithScope
+	// content holds the `"content": "secret"` rules, apart from rules so
+	// that evaluating as "not secret" simply skips them.
+	content    [numSurfaces]ruleList
+	tightened  bool
+	yolo       bool
+	audit      bool
+	failClosed bool
+	settings   Settings
+	base       string   // the base profile, "" or "none" for none
+	sources    []string // files composed, for Summary
+	cfg        Config   // what it was compiled from, for WithScope
 
 	sessMu  sync.Mutex
 	session atomic.Pointer[sessionSet]
+
+	moveOnce sync.Once
+	moveList []movePattern // DecideMove's view of the fixed layers
 }
 
 // Env returns the environment patterns were expanded with.
@@ -439,9 +436,6 @@ func (p *Policy) Settings() Settings {
 	s.TypoPaths = append([]TypoPath(nil), s.TypoPaths...)
 	return s
 }
-
-// Yolo reports whether yolo mode is on.
-func (p *Policy) Yolo() bool { return p.yolo }
 
 // AuditMode reports whether audit mode is on.
 func (p *Policy) AuditMode() bool { return p.audit }
@@ -474,10 +468,6 @@ func (p *Policy) Audit(r Result) Result {
 	return r
 }
 
-// FailClosed reports whether a scope failed to load, so every allow from
-// the policy layers is floored to ask.
-func (p *Policy) FailClosed() bool { return p.failClosed }
-
 // evaluation is an internal Result with what EvaluateAny ranks by.
 type evaluation struct {
 	Result
@@ -485,7 +475,22 @@ type evaluation struct {
 	spec    specificity
 	order   int
 	cr      *compiledRule // the deciding rule, nil for builtin answers
+	// content: a content rule took part in the answer (it decided, or it
+	// was skipped), so the answer in the other content mode may differ.
+	content bool
 }
+
+// contentMode says how content rules are treated by one evaluation.
+type contentMode uint8
+
+const (
+	// assumeSecret applies content rules as if the file's content looked
+	// secret: the answer for a caller that does not look.
+	assumeSecret contentMode = iota
+	// notSecret skips content rules: the file was read and holds nothing
+	// secret-looking.
+	notSecret
+)
 
 func (p *Policy) ruleResult(c Check, r *compiledRule, a Action, layer Layer) evaluation {
 	rule := r.Rule
@@ -508,7 +513,7 @@ func (p *Policy) lower(e evaluation) evaluation {
 }
 
 // evaluate runs the composition for one check. See docs/policy.md.
-func (p *Policy) evaluate(c Check) evaluation {
+func (p *Policy) evaluate(c Check, mode contentMode) (e evaluation) {
 	s := c.Surface
 	if s == SurfaceInvalid || s >= numSurfaces {
 		// Could not decide: never fail open.
@@ -533,17 +538,29 @@ func (p *Policy) evaluate(c Check) evaluation {
 	}
 	if s == SurfaceWrite {
 		if r := p.protected.find(v); r != nil {
-			e := p.ruleResult(c, r, Ask, LayerProtectedWrite)
+			e = p.ruleResult(c, r, Ask, LayerProtectedWrite)
 			e.HumanOnly = true
 			return e
 		}
 	}
 	if hardAsk != nil {
-		e := p.ruleResult(c, hardAsk, Ask, LayerHardGuard)
+		e = p.ruleResult(c, hardAsk, Ask, LayerHardGuard)
 		e.HumanOnly = true
 		return e
 	}
 	pol := p.rules[s].find(v)
+	content := false
+	if p.content[s].index != nil || p.content[s].exact != nil {
+		// A content rule that would win makes the answer depend on what
+		// the file holds; one that loses to a more specific rule does not.
+		if cr := p.content[s].find(v); cr != nil && (pol == nil || cr.beats(pol)) {
+			content = true
+			if mode == assumeSecret {
+				pol = cr
+			}
+		}
+	}
+	defer func() { e.content = content }()
 	if pol != nil && pol.Action == Deny {
 		// A session approval never lifts a deny the policy wrote.
 		return p.ruleResult(c, pol, Deny, LayerPolicy)
@@ -557,10 +574,8 @@ func (p *Policy) evaluate(c Check) evaluation {
 			return p.ruleResult(c, tight, Deny, LayerProject)
 		}
 	}
-	if ss := p.session.Load(); ss != nil {
-		if r := ss.lists[s].find(v); r != nil {
-			return p.ruleResult(c, r, Allow, LayerSession)
-		}
+	if r := p.sessionAllows(s, v); r != nil {
+		return p.ruleResult(c, r, Allow, LayerSession)
 	}
 	if pol != nil {
 		if tight != nil && tight.Action > pol.Action {
@@ -568,7 +583,7 @@ func (p *Policy) evaluate(c Check) evaluation {
 		}
 		return p.lower(p.ruleResult(c, pol, pol.Action, LayerPolicy))
 	}
-	e := p.fallbackFor(c)
+	e = p.fallbackFor(c)
 	e.matched = false
 	if tight != nil && tight.Action > p.unlowered(e).Action {
 		return p.lower(p.ruleResult(c, tight, tight.Action, LayerProject))
@@ -586,6 +601,14 @@ func (p *Policy) unlowered(e evaluation) evaluation {
 	return e
 }
 
+// sessionAllows returns the session rule that allows v on s, or nil.
+func (p *Policy) sessionAllows(s Surface, v string) *compiledRule {
+	if ss := p.session.Load(); ss != nil {
+		return ss.lists[s].find(v)
+	}
+	return nil
+}
+
 // fallbackFor answers when no rule matched: permission["*"], else ask.
 func (p *Policy) fallbackFor(c Check) evaluation {
 	if f := p.fallback; f != nil {
@@ -598,8 +621,10 @@ func (p *Policy) fallbackFor(c Check) evaluation {
 }
 
 // Evaluate answers one check on one surface. With no matching rule the
-// answer is permission["*"] or, without one, the builtin ask.
-func (p *Policy) Evaluate(c Check) Result { return p.evaluate(c).Result }
+// answer is permission["*"] or, without one, the builtin ask. Content
+// rules apply as if the file's content looked secret (Evaluate does not
+// compose, so it does not set DependsOnContent; DecidePath does).
+func (p *Policy) Evaluate(c Check) Result { return p.evaluate(c, assumeSecret).Result }
 
 // stronger reports whether a should replace b when composing surfaces:
 // the more restrictive action wins; on equal actions a human-only answer
@@ -613,12 +638,42 @@ func stronger(a, b *evaluation) bool {
 
 // Decide composes independent checks of one access most-restrictive-wins.
 // A check whose surface has no matching rule abstains; when every check
-// abstains the answer is permission["*"] or the builtin ask.
+// abstains the answer is permission["*"] or the builtin ask. Content
+// rules apply as if the content looked secret; DependsOnContent says
+// whether the answer would be different otherwise.
 func (p *Policy) Decide(checks ...Check) Result {
+	var r Result
+	if !p.decide(checks, assumeSecret, &r) {
+		return r
+	}
+	var plain Result
+	p.decide(checks, notSecret, &plain)
+	return bothModes(r, plain)
+}
+
+// bothModes combines the answers for a file that looks secret and one
+// that does not: the stricter of the two, with DependsOnContent set when
+// they differ. (A content rule that asks can outrank a deny beneath it,
+// so the stricter answer may be the one for a file without secrets.)
+func bothModes(secret, plain Result) Result {
+	if plain.Action == secret.Action {
+		return secret
+	}
+	if plain.Action > secret.Action {
+		secret = plain
+	}
+	secret.DependsOnContent = true
+	return secret
+}
+
+// decide composes checks in one content mode into out and reports
+// whether a content rule took part.
+func (p *Policy) decide(checks []Check, mode contentMode, out *Result) (content bool) {
 	var best evaluation
 	have := false
 	for i := range checks {
-		e := p.evaluate(checks[i])
+		e := p.evaluate(checks[i], mode)
+		content = content || e.content
 		if !e.matched {
 			continue
 		}
@@ -627,26 +682,68 @@ func (p *Policy) Decide(checks ...Check) Result {
 		}
 	}
 	if have {
-		return best.Result
+		*out = best.Result
+		return content
 	}
 	var c Check
 	if len(checks) > 0 {
 		c = checks[0]
 	}
-	return p.fallbackFor(c).Result
+	*out = p.fallbackFor(c).Result
+	return content
 }
 
 // DecidePath decides an access to a path: read → (read, path),
 // write → (write, path), exec → (exec, path); several bits combine, and
 // the path surface is consulted once.
+//
+// When a `"content": "secret"` rule matches, the answer is the stricter
+// of "the file looks secret" and "it does not", with DependsOnContent
+// set; see DecidePathContent.
 func (p *Policy) DecidePath(a Access, path string) Result {
 	var buf [4]Check
 	checks := pathChecks(&buf, a, path)
 	if len(checks) == 1 {
-		return Result{Action: Deny, Check: checks[0], Layer: LayerBuiltin,
-			Rule: Rule{Surface: SurfacePath, Action: Deny, Origin: OriginBuiltin, Reason: "no access kind given"}}
+		return noAccess(checks[0])
 	}
 	return p.Decide(checks...)
+}
+
+// DecidePathContent is DecidePath once the caller knows what the file
+// holds: secret is LooksSecret(path, head) for the file's first bytes.
+// With secret false, content rules are skipped and the next most
+// specific rule decides; with secret true they apply. The answer never
+// has DependsOnContent set.
+//
+// The contract for the caller (the supervisor), which does the I/O the
+// engine does not:
+//   - call it only after DecidePath returned DependsOnContent;
+//   - classify the object the access will use, not another one: read
+//     from the file it has opened (and will hand over), never by
+//     reopening the path;
+//   - only a regular file has content: a directory, device, FIFO or
+//     socket counts as not secret (secret=false), so a directory named
+//     like a secret file can be listed;
+//   - a regular file that cannot be read counts as secret (secret=true):
+//     never fail open.
+func (p *Policy) DecidePathContent(a Access, path string, secret bool) Result {
+	var buf [4]Check
+	checks := pathChecks(&buf, a, path)
+	if len(checks) == 1 {
+		return noAccess(checks[0])
+	}
+	mode := notSecret
+	if secret {
+		mode = assumeSecret
+	}
+	var r Result
+	p.decide(checks, mode, &r)
+	return r
+}
+
+func noAccess(c Check) Result {
+	return Result{Action: Deny, Check: c, Layer: LayerBuiltin,
+		Rule: Rule{Surface: SurfacePath, Action: Deny, Origin: OriginBuiltin, Reason: "no access kind given"}}
 }
 
 func pathChecks(buf *[4]Check, a Access, path string) []Check {
@@ -684,7 +781,8 @@ func (e *evaluation) rank() int {
 }
 
 // EvaluateAny evaluates several spellings of one value on surface s (for
-// example `git push x` and `/usr/bin/git push x`). A hard guard's answer
+// example `git push x` and `/usr/bin/git push x`); content rules apply as
+// if the content looked secret. A hard guard's answer
 // on any spelling wins, the more restrictive if several; otherwise the
 // spelling whose deciding rule is the most specific decides, and equally
 // specific answers compose most-restrictive-wins. This way a rule written
@@ -694,9 +792,9 @@ func (p *Policy) EvaluateAny(s Surface, values ...string) Result {
 	if len(values) == 0 {
 		return p.fallbackFor(Check{Surface: s}).Result
 	}
-	best := p.evaluate(Check{s, values[0]})
+	best := p.evaluate(Check{s, values[0]}, assumeSecret)
 	for _, v := range values[1:] {
-		e := p.evaluate(Check{s, v})
+		e := p.evaluate(Check{s, v}, assumeSecret)
 		if e.better(&best) {
 			best = e
 		}
@@ -776,49 +874,6 @@ func (p *Policy) SessionRules() []Rule {
 	return out
 }
 
-// Rules returns every configured rule (hard guards, protected writes,
-// policy layers, the fallback) in declaration order, for listing.
-func (p *Policy) Rules() []Rule {
-	var all []*compiledRule
-	add := func(l *ruleList) {
-		for _, r := range l.exact {
-			all = append(all, r)
-		}
-		for _, e := range l.rules {
-			all = append(all, e.r)
-		}
-	}
-	for s := range p.hard {
-		add(&p.hard[s])
-	}
-	add(&p.protected)
-	for s := range p.rules {
-		add(&p.rules[s])
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		oi, oj := originRank(all[i].Origin), originRank(all[j].Origin)
-		if oi != oj {
-			return oi < oj
-		}
-		return all[i].order < all[j].order
-	})
-	out := make([]Rule, 0, len(all)+1)
-	for _, r := range all {
-		out = append(out, r.Rule)
-	}
-	if p.fallback != nil {
-		out = append(out, p.fallback.Rule)
-	}
-	return out
-}
-
-func originRank(o Origin) int {
-	if o == OriginHardGuard {
-		return 0
-	}
-	return 1
-}
-
 // SuggestPathPattern proposes the pattern for "allow for this session":
 // for a write inside the workspace the containing directory's `/**`
 // (editing one file in a directory usually means more follow), otherwise
@@ -828,13 +883,15 @@ func SuggestPathPattern(a Access, path string, env Env) string {
 	ws := strings.TrimSuffix(env.Workspace, "/")
 	if a&AccessWrite != 0 && ws != "" && strings.HasPrefix(path, ws+"/") {
 		dir := path[:strings.LastIndexByte(path, '/')]
-		return escapePattern(dir) + "/**"
+		return QuoteGlob(dir) + "/**"
 	}
-	return escapePattern(path)
+	return QuoteGlob(path)
 }
 
-// escapePattern makes a literal path safe to use as a pattern.
-func escapePattern(s string) string {
+// QuoteGlob returns a pattern that matches s literally: wildcards,
+// classes, braces and backslashes are escaped, and so are a leading `~`
+// and `${`, which expansion would otherwise read.
+func QuoteGlob(s string) string {
 	if !strings.ContainsAny(s, `*?[]{}\`) && !strings.HasPrefix(s, "~") && !strings.Contains(s, "${") {
 		return s
 	}

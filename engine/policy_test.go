@@ -359,7 +359,7 @@ func TestFailClosed(t *testing.T) {
 	if len(warns) != 1 || warns[0].Pos.File != "bad.jsonc" || !strings.Contains(warns[0].String(), "bad.jsonc:1:33: unknown action") {
 		t.Fatalf("warnings = %v", warns)
 	}
-	if !p.FailClosed() {
+	if !p.failClosed {
 		t.Fatal("not fail-closed")
 	}
 	r := p.Evaluate(Check{SurfaceWrite, "/w/x"})
@@ -388,7 +388,7 @@ func TestFailClosed(t *testing.T) {
 	// An unreadable scope file fails closed too.
 	dir := t.TempDir()
 	p, warns, err := Load(LoadOptions{ConfigDir: dir, Scopes: []string{filepath.Join(dir, "missing.jsonc")}, ScopesOptional: true, Env: testEnv})
-	if err != nil || len(warns) != 1 || !p.FailClosed() {
+	if err != nil || len(warns) != 1 || !p.failClosed {
 		t.Fatalf("missing scope: %v %v", warns, err)
 	}
 }
@@ -727,5 +727,17 @@ func TestSettings(t *testing.T) {
 	ds := d.Settings()
 	if ds.AskTimeout != DefaultAskTimeout || ds.DenialNotice != "stderr" || ds.Log.ReadAllows != "all" || ds.Log.FieldWidth != DefaultLogFieldWidth || ds.Yolo {
 		t.Fatalf("defaults %+v", ds)
+	}
+}
+
+func TestMoreRestrictive(t *testing.T) {
+	acts := []Action{Allow, Ask, Deny}
+	for i, a := range acts {
+		for j, b := range acts {
+			want := acts[max(i, j)]
+			if got := MoreRestrictive(a, b); got != want {
+				t.Errorf("MoreRestrictive(%v, %v) = %v, want %v", a, b, got, want)
+			}
+		}
 	}
 }

@@ -103,7 +103,7 @@ type globalSpec struct {
 	help map[string]string
 }
 
-func set(words ...string) map[string]bool {
+func wordSet(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))
 	for _, w := range words {
 		m[w] = true
@@ -115,23 +115,23 @@ func set(words ...string) map[string]bool {
 // subcommand. An option not listed makes git print its usage and run
 // nothing, so an unknown one is read both ways (a newer git may know it).
 var gitGlobals = &globalSpec{
-	flags: set("-p", "--paginate", "-P", "--no-pager", "--no-lazy-fetch", "--no-replace-objects",
+	flags: wordSet("-p", "--paginate", "-P", "--no-pager", "--no-lazy-fetch", "--no-replace-objects",
 		"--bare", "--literal-pathspecs", "--no-literal-pathspecs", "--glob-pathspecs",
 		"--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--no-advice"),
-	values: set("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+	values: wordSet("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
 		"--shallow-file", "--attr-source", "--super-prefix"),
-	eqOnly: set("--exec-path"),
-	noRun:  set("--exec-path", "--html-path", "--man-path", "--info-path"),
-	prefix: set("--list-cmds="),
+	eqOnly: wordSet("--exec-path"),
+	noRun:  wordSet("--exec-path", "--html-path", "--man-path", "--info-path"),
+	prefix: wordSet("--list-cmds="),
 	help:   map[string]string{"--help": "help", "-h": "help", "--version": "version", "-v": "version"},
 }
 
 // dockerGlobals are the docker CLI's root options (docker --help); the
 // subcommand follows them.
 var dockerGlobals = &globalSpec{
-	flags:    set("-D", "--debug", "--tls", "--tlsverify"),
-	values:   set("--config", "-c", "--context", "-H", "--host", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey"),
-	noRun:    set("-v", "--version", "-h", "--help"),
+	flags:    wordSet("-D", "--debug", "--tls", "--tlsverify"),
+	values:   wordSet("--config", "-c", "--context", "-H", "--host", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey"),
+	noRun:    wordSet("-v", "--version", "-h", "--help"),
 	attached: true,
 }
 
@@ -139,8 +139,8 @@ var dockerGlobals = &globalSpec{
 // subcommand most (kubectl options): the namespace, context and cluster
 // choice. Others are read both ways.
 var kubectlGlobals = &globalSpec{
-	flags: set("--insecure-skip-tls-verify", "--match-server-version", "--warnings-as-errors", "--disable-compression"),
-	values: set("-n", "--namespace", "--context", "--cluster", "--kubeconfig", "--user", "-s", "--server",
+	flags: wordSet("--insecure-skip-tls-verify", "--match-server-version", "--warnings-as-errors", "--disable-compression"),
+	values: wordSet("-n", "--namespace", "--context", "--cluster", "--kubeconfig", "--user", "-s", "--server",
 		"--token", "--as", "--as-group", "--as-uid", "--cache-dir", "--certificate-authority",
 		"--client-certificate", "--client-key", "--request-timeout", "--tls-server-name", "-v", "--v",
 		"--username", "--password", "--profile", "--profile-output", "--vmodule", "--log-flush-frequency"),
@@ -388,10 +388,10 @@ func isLoader(name string) bool {
 // loaderFlags and loaderValues are glibc's ld.so options (ld.so --help):
 // exact words, values as the next word (`--library-path=X` is refused).
 var (
-	loaderFlags  = set("--inhibit-cache")
-	loaderValues = set("--library-path", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
+	loaderFlags  = wordSet("--inhibit-cache")
+	loaderValues = wordSet("--library-path", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
 		"--inhibit-rpath", "--audit", "--preload", "--argv0")
-	loaderNoRun = set("--list", "--verify", "--list-tunables", "--list-diagnostics", "--help", "--version")
+	loaderNoRun = wordSet("--list", "--verify", "--list-tunables", "--list-diagnostics", "--help", "--version")
 )
 
 // loader records the program ld.so runs: `ld.so [OPTIONS] PROGRAM

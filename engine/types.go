@@ -29,11 +29,15 @@ var Surfaces = []Surface{SurfaceRead, SurfaceWrite, SurfaceExec, SurfaceBash, Su
 
 var surfaceNames = [...]string{"invalid", "read", "write", "exec", "bash", "path", "net"}
 
-func (s Surface) String() string {
-	if int(s) < len(surfaceNames) {
-		return surfaceNames[s]
+func (s Surface) String() string { return enumName(surfaceNames[:], int(s), "surface") }
+
+// enumName is names[i], or "what(i)" for a value outside the names (or
+// one named "").
+func enumName(names []string, i int, what string) string {
+	if i >= 0 && i < len(names) && names[i] != "" {
+		return names[i]
 	}
-	return fmt.Sprintf("surface(%d)", s)
+	return fmt.Sprintf("%s(%d)", what, i)
 }
 
 // IsPath reports whether values of s are filesystem paths.
@@ -63,12 +67,7 @@ const (
 
 var actionNames = [...]string{"", "allow", "ask", "deny"}
 
-func (a Action) String() string {
-	if int(a) < len(actionNames) && a != 0 {
-		return actionNames[a]
-	}
-	return fmt.Sprintf("action(%d)", a)
-}
+func (a Action) String() string { return enumName(actionNames[:], int(a), "action") }
 
 // ParseAction maps a config word to an Action.
 func ParseAction(s string) (Action, bool) {
@@ -115,12 +114,7 @@ const (
 
 var originNames = [...]string{"invalid", "global", "scope", "hard-guard", "session", "yolo", "fail-closed", "builtin", "default", "profile", "project", "audit"}
 
-func (o Origin) String() string {
-	if int(o) < len(originNames) {
-		return originNames[o]
-	}
-	return fmt.Sprintf("origin(%d)", o)
-}
+func (o Origin) String() string { return enumName(originNames[:], int(o), "origin") }
 
 // ParseOrigin maps an origin's name (as String writes it) back to the
 // Origin; unknown names are OriginInvalid.
@@ -153,6 +147,29 @@ func (p Position) String() string {
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
 }
 
+// Content is a condition on what a file holds. A rule with
+// ContentSecret applies only to a file whose content looks like secret
+// material (see LooksSecret); for any other file the rule is skipped and
+// the next most specific rule decides. It is written
+// `{"action": "ask", "content": "secret"}` and exists on the read surface
+// only, in the policy and its scopes (not in hard guards), and never on
+// an allow.
+type Content uint8
+
+const (
+	ContentAny    Content = iota // the rule applies whatever the file holds
+	ContentSecret                // only when the file's content looks secret
+)
+
+var contentNames = [...]string{"", "secret"}
+
+func (c Content) String() string {
+	if c == ContentAny {
+		return ""
+	}
+	return enumName(contentNames[:], int(c), "content")
+}
+
 // Rule is one (surface, pattern) → action entry. Pattern is as written by
 // the user (before ~ and ${VAR} expansion); the compiled form lives in a
 // Policy.
@@ -160,19 +177,25 @@ type Rule struct {
 	Surface Surface
 	Pattern string
 	Action  Action
-	Reason  string // travels with every denial the rule causes
+	Content Content // ContentSecret: only for files whose content looks secret
+	Reason  string  // travels with every denial the rule causes
 	Origin  Origin
 	Pos     Position
 }
 
 // String renders the rule the way logs and prompts name it:
-// "write:/etc/** (deny, policy.jsonc:12:5)".
+// "write:/etc/** (deny, policy.jsonc:12:5)", and for a content rule
+// "read:*.pem (ask if secret, default.jsonc:30:7)".
 func (r Rule) String() string {
 	where := r.Origin.String()
 	if p := r.Pos.String(); p != "" {
 		where = p
 	}
-	return fmt.Sprintf("%s:%s (%s, %s)", r.Surface, r.Pattern, r.Action, where)
+	act := r.Action.String()
+	if r.Content != ContentAny {
+		act += " if " + r.Content.String()
+	}
+	return fmt.Sprintf("%s:%s (%s, %s)", r.Surface, r.Pattern, act, where)
 }
 
 // Check is one (surface, value) question put to the policy.

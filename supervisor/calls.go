@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"path"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
@@ -129,7 +131,10 @@ type renameCall struct {
 // judge: both names are written, and the move must not widen access
 // (aliasing.go).
 func (c *renameCall) judge(p *engine.Policy) verdict {
-	return moveVerdict(p, "rename", c.from, c.to)
+	if c.flags&unix.RENAME_EXCHANGE != 0 {
+		return moveVerdict(p, engine.MoveExchange, "rename", c.from, c.to)
+	}
+	return moveVerdict(p, engine.MoveRename, "rename", c.from, c.to)
 }
 
 func (c *renameCall) perform(s *supervisor, id uint64) {
@@ -142,23 +147,23 @@ type linkCall struct {
 	flags    int
 }
 
-func (c *linkCall) judge(p *engine.Policy) verdict { return moveVerdict(p, "link", c.from, c.to) }
+func (c *linkCall) judge(p *engine.Policy) verdict {
+	return moveVerdict(p, engine.MoveLink, "link", c.from, c.to)
+}
 func (c *linkCall) perform(s *supervisor, id uint64) {
 	s.answer(id, pin.Link(c.from, c.to, c.flags))
 }
 func (c *linkCall) close() { closeAll(c.from, c.to) }
 
-func moveVerdict(p *engine.Policy, access string, from, to *pin.Resolved) verdict {
-	a := p.DecidePath(engine.AccessWrite, from.Path)
-	b := p.DecidePath(engine.AccessWrite, to.Path)
-	v := verdict{access: access, value: from.Path + " -> " + to.Path, result: moreRestrictive(a, b)}
-	if v.result.Action == engine.Allow {
-		isDir := from.Exists && from.Stat.Mode&unix.S_IFMT == unix.S_IFDIR
-		if w := aliasing(p, from.Path, to.Path, isDir); w.Action != engine.Allow {
-			v.result = w
-		}
-	}
-	return v
+// moveVerdict judges a rename, exchange or link as a whole (the engine's
+// DecideMove): both names are written, the move must not widen read,
+// write or exec access (Landlock's "refer" principle), and for a directory
+// every path beneath either name is considered, whatever rule could match
+// there (moving .git aside and back cannot get past **/.git/hooks/**).
+func moveVerdict(p *engine.Policy, kind engine.MoveKind, access string, from, to *pin.Resolved) verdict {
+	isDir := func(r *pin.Resolved) bool { return r.Exists && r.Stat.Mode&unix.S_IFMT == unix.S_IFDIR }
+	m := engine.Move{Kind: kind, From: from.Path, To: to.Path, FromDir: isDir(from), ToDir: isDir(to)}
+	return verdict{access: access, value: from.Path + " -> " + to.Path, result: p.DecideMove(m)}
 }
 
 type mkdirCall struct {
@@ -189,7 +194,21 @@ type symlinkCall struct {
 	at     *pin.Resolved
 }
 
-func (c *symlinkCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "symlink", c.at) }
+// judge: the link's name is written, and everything beneath it will
+// reach the target: judged as a move (DecideMove), so `ln -s /tmp/h
+// .git/hooks` asks like writing a hook. The target is placed lexically
+// against the link's directory; a target that is not a directory at all
+// only makes this stricter.
+func (c *symlinkCall) judge(p *engine.Policy) verdict {
+	link, target := c.at.Path, c.target
+	if path.IsAbs(target) {
+		target = path.Clean(target)
+	} else {
+		target = path.Join(path.Dir(link), target)
+	}
+	res := p.DecideMove(engine.Move{Kind: engine.MoveSymlink, From: target, To: link, FromDir: true})
+	return verdict{result: res, access: "symlink", value: link}
+}
 func (c *symlinkCall) perform(s *supervisor, id uint64) {
 	s.answer(id, pin.Symlink(c.target, c.at))
 }

@@ -219,13 +219,13 @@ func (im *importer) relTo(dir string) string {
 	case dir == im.env.Workspace:
 		return "${WORKSPACE}"
 	case strings.HasPrefix(dir, im.env.Workspace+"/"):
-		return "${WORKSPACE}/" + engine.QuotePattern(dir[len(im.env.Workspace)+1:])
+		return "${WORKSPACE}/" + engine.QuoteGlob(dir[len(im.env.Workspace)+1:])
 	case dir == im.env.Home:
 		return "~"
 	case strings.HasPrefix(dir, im.env.Home+"/"):
-		return "~/" + engine.QuotePattern(dir[len(im.env.Home)+1:])
+		return "~/" + engine.QuoteGlob(dir[len(im.env.Home)+1:])
 	}
-	return engine.QuotePattern(dir)
+	return engine.QuoteGlob(dir)
 }
 
 // header names the files imported, as the first notes.

@@ -285,10 +285,10 @@ func exactPattern(s engine.Surface, v string, env engine.Env) string {
 			return pre.name
 		}
 		if rest, ok := strings.CutPrefix(v, pre.dir+"/"); ok {
-			return pre.name + "/" + engine.QuotePattern(rest)
+			return pre.name + "/" + engine.QuoteGlob(rest)
 		}
 	}
-	return engine.QuotePattern(v)
+	return engine.QuoteGlob(v)
 }
 
 // allowsAll reports whether adding pattern → allow on s to the policy (as
