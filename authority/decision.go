@@ -102,11 +102,7 @@ func (b ByAuthorizer) String() string {
 	return "authorizer " + b.Name + " (" + b.Verdict.String() + ")"
 }
 func (b ByRule) String() string {
-	where := b.Origin.String()
-	if p := b.Pos.String(); p != "" {
-		where = p
-	}
-	return fmt.Sprintf("rule %s:%s (%s)", b.Surface, b.Pattern, where)
+	return engine.Rule{Surface: b.Surface, Pattern: b.Pattern, Origin: b.Origin, Pos: b.Pos}.String()
 }
 func (b BySessionApproval) String() string {
 	return fmt.Sprintf("session approval %s:%s", b.Surface, b.Pattern)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
+
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 // DefaultPromptRows is the row budget of the facts when the screen size is
@@ -114,44 +114,11 @@ func whyLine(r Request) string {
 	if !r.HasRule() {
 		return "no rule (asking is the default)"
 	}
-	return "rule " + printable(r.Rule.String())
+	return r.Rule.String()
 }
 
-// printable escapes control and format characters so that nothing from a
-// request can move the cursor, change colours or hide text on screen.
-func printable(s string) string {
-	clean := true
-	for _, c := range s {
-		if isHidden(c) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1: // a byte that is not UTF-8
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case c == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		case isHidden(c):
-			q := strconv.QuoteRuneToASCII(c)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(c)
-		}
-		i += size
-	}
-	return b.String()
-}
-
-func isHidden(c rune) bool {
-	return c == unicode.ReplacementChar || unicode.IsControl(c) || unicode.Is(unicode.Cf, c)
-}
+// printable is the one sanitiser (internal/display) under a short name.
+func printable(s string) string { return display.Printable(s) }
 
 // elideMiddle cuts s to width columns by replacing its middle with "…",
 // keeping a third of the room for the start and the rest for the end.

@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -125,7 +126,7 @@ func FuzzRenderRequest(f *testing.F) {
 					t.Fatalf("%d columns for %d: %q", w, width, l)
 				}
 				for _, c := range l {
-					if isHidden(c) {
+					if display.Hidden(c) {
 						t.Fatalf("hidden character %U reached the screen: %q", c, l)
 					}
 				}

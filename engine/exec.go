@@ -57,19 +57,12 @@ func (d ExecDecision) Reason() string {
 		b.WriteString(d.Decider)
 	}
 	b.WriteString(" — ")
-	b.WriteString(ruleLabel(d.Result.Rule))
+	b.WriteString(d.Result.Rule.String())
 	if d.Result.Rule.Reason != "" {
 		b.WriteString(": ")
 		b.WriteString(d.Result.Rule.Reason)
 	}
 	return b.String()
-}
-
-func ruleLabel(r Rule) string {
-	if r.Pattern == "" && r.Origin == OriginBuiltin {
-		return "no rule matched"
-	}
-	return "rule " + r.String()
 }
 
 // decisionSet accumulates answers most-restrictive-wins, remembering which
@@ -347,7 +340,7 @@ func explainScript(p *Policy, line string) (string, Result) {
 		b.WriteString("  (none)\n")
 	}
 	for _, u := range d.Units {
-		fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", u.Result.Action, u.Unit.String(), ruleLabel(u.Result.Rule))
+		fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", u.Result.Action, u.Unit.String(), u.Result.Rule.String())
 	}
 	if len(d.Redirects) > 0 {
 		b.WriteString("redirects:\n")
@@ -358,13 +351,13 @@ func explainScript(p *Policy, line string) (string, Result) {
 			} else {
 				where = accessName(r.Redirect.Access) + " " + where
 			}
-			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", r.Result.Action, where, ruleLabel(r.Result.Rule))
+			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", r.Result.Action, where, r.Result.Rule.String())
 		}
 	}
 	if len(d.Compounds) > 0 {
 		b.WriteString("pipelines and lists named by a rule:\n")
 		for _, c := range d.Compounds {
-			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", c.Result.Action, c.Compound.Line, ruleLabel(c.Result.Rule))
+			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", c.Result.Action, c.Compound.Line, c.Result.Rule.String())
 		}
 	}
 	fmt.Fprintf(&b, "overall: %s\n", d.Reason())

@@ -93,24 +93,26 @@ func layerOf(r Rule) Layer {
 	return LayerPolicy
 }
 
-// describeRule renders "write ~/.bashrc → ask (origin default, default.jsonc:60:7, layer policy)".
+// describeRule is the rule as Rule.String renders it, with what explain
+// adds: where it stands among the layers and where it came from.
+// "rule write:~/.bashrc (ask, default.jsonc:60:7); origin default, layer policy".
 func describeRule(r Result) string {
 	rule := r.Rule
-	if rule.Origin == OriginBuiltin {
-		return fmt.Sprintf("builtin %s (no rule matched)", rule.Action)
-	}
-	pat := rule.Pattern
 	if r.Layer == LayerFallback {
-		pat = `permission["*"]`
+		rule.Surface = SurfaceInvalid // permission["*"], whatever surface asked
 	}
-	parts := []string{"origin " + rule.Origin.String()}
-	if pos := rule.Pos.String(); pos != "" {
-		parts = append(parts, pos)
+	s := rule.String()
+	var parts []string
+	if rule.Origin != OriginBuiltin && rule.Origin != OriginInvalid {
+		parts = append(parts, "origin "+rule.Origin.String())
 	}
 	if r.Layer != LayerInvalid {
 		parts = append(parts, "layer "+r.Layer.String())
 	}
-	return fmt.Sprintf("%s %s → %s (%s)", rule.Surface, pat, rule.Action, strings.Join(parts, ", "))
+	if len(parts) > 0 {
+		s += "; " + strings.Join(parts, ", ")
+	}
+	return s
 }
 
 // DecisionExplanation explains a composed decision: every surface
