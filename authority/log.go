@@ -381,10 +381,15 @@ func (l *Log) requestFields(r Request) fields {
 	f := fields{
 		{"requestId", r.ID},
 		{"pid", r.Process.PID},
-		{"comm", r.Process.Comm},
-		{"exe", r.Process.Exe},
-		{"surface", r.Check.Surface.String()},
 	}
+	if r.Process.TID != 0 {
+		f = append(f, field{"tid", r.Process.TID})
+	}
+	f = append(f,
+		field{"comm", r.Process.Comm},
+		field{"exe", r.Process.Exe},
+		field{"surface", r.Check.Surface.String()},
+	)
 	if r.Access != "" {
 		f = append(f, field{"access", r.Access})
 	}
