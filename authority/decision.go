@@ -362,6 +362,7 @@ type Decision struct {
 	reason  string
 	by      DecidedBy
 	session *SessionPattern
+	saved   *SavedRule
 }
 
 // Allowed is an allow decided by by. A nil by yields a deny: an answer
@@ -421,6 +422,21 @@ func (d Decision) SessionRule() (SessionPattern, bool) {
 	return *d.session, true
 }
 
+// Saved is the rule a person's "always allow" or "always deny" wrote to
+// the policy file, if any.
+func (d Decision) Saved() (SavedRule, bool) {
+	if d.saved == nil {
+		return SavedRule{}, false
+	}
+	return *d.saved, true
+}
+
+// withSaved records that the decision was also written to the policy file.
+func (d Decision) withSaved(s SavedRule) Decision {
+	d.saved = &s
+	return d
+}
+
 func (d Decision) String() string {
 	s := d.Action().String() + " by " + d.DecidedBy().String()
 	if r := d.Reason(); r != "" {
@@ -428,6 +444,9 @@ func (d Decision) String() string {
 	}
 	if p, ok := d.SessionRule(); ok {
 		s += " (session rule " + p.String() + ")"
+	}
+	if r, ok := d.Saved(); ok {
+		s += " (saved: " + r.Surface.String() + ":" + r.Pattern + " " + r.Action.String() + " in " + r.File + ")"
 	}
 	return s
 }

@@ -275,6 +275,9 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 	if p, ok := d.SessionRule(); ok {
 		f = append(f, field{"sessionRule", map[string]any{"surface": p.Surface.String(), "pattern": p.Pattern}})
 	}
+	if sr, ok := d.Saved(); ok {
+		f = append(f, field{"policyRule", map[string]any{"surface": sr.Surface.String(), "pattern": sr.Pattern, "action": sr.Action.String(), "file": sr.File}})
+	}
 	t := l.now()
 	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow)
 }

@@ -58,7 +58,7 @@ func RenderFullRequest(r Request, width int) []string {
 	if r.Node != "" {
 		add("node", r.Node)
 	}
-	add("process", fmt.Sprintf("%s (pid %d)", r.Process.Comm, r.Process.PID))
+	add("process", r.Process.Comm+" ("+processIDs(r.Process)+")")
 	add("exe", r.Process.Exe)
 	add("cmdline", strings.Join(r.Process.Cmdline, " "))
 	add("agent", strings.Join(r.Agent, " "))
@@ -81,9 +81,10 @@ func RenderFullRequest(r Request, width int) []string {
 }
 
 // requestFacts are the prompt's lines in priority order: when rows run
-// out, the last ones are left for the full view.
+// out, the last ones are left for the full view. Runs and units are
+// lists, one command a line: they are separate commands, not a pipeline.
 func requestFacts(r Request, width int) []string {
-	who := fmt.Sprintf("who:   %s (pid %d)", printable(r.Process.Comm), r.Process.PID)
+	who := "who:   " + printable(r.Process.Comm) + " (" + processIDs(r.Process) + ")"
 	if len(r.Agent) > 0 {
 		who += " under " + printable(strings.Join(r.Agent, " "))
 	}
@@ -98,16 +99,34 @@ func requestFacts(r Request, width int) []string {
 	// what a person checks first, so a long value loses its middle.
 	what += " " + elideMiddle(printable(r.Check.Value), width-textWidth(what)-1)
 	facts := []string{who, what, "why:   " + whyLine(r)}
-	if len(r.Runs) > 0 {
-		facts = append(facts, "runs:  "+printable(strings.Join(r.Runs, " → ")))
+	for i, x := range r.Runs {
+		label := "       "
+		if i == 0 {
+			label = "runs:  "
+		}
+		facts = append(facts, label+"- "+printable(x))
 	}
-	if len(r.Units) > 0 {
-		facts = append(facts, fmt.Sprintf("units: %s", printable(strings.Join(r.Units, " ; "))))
+	for i, u := range r.Units {
+		label := "       "
+		if i == 0 {
+			label = "units: "
+		}
+		facts = append(facts, fmt.Sprintf("%s%d. %s", label, i+1, printable(u)))
 	}
 	if r.HumanOnly {
 		facts = append(facts, "note:  protected write: allow once or deny")
 	}
 	return facts
+}
+
+// processIDs is "pid 4242", or "pid 4242, thread 4250" when a thread
+// other than the process's main one made the call.
+func processIDs(p Process) string {
+	s := "pid " + strconv.Itoa(p.PID)
+	if p.TID != 0 && p.TID != p.PID {
+		s += ", thread " + strconv.Itoa(p.TID)
+	}
+	return s
 }
 
 func whyLine(r Request) string {
@@ -184,5 +203,5 @@ func wrapLine(s string, width int) []string {
 // String renders a request on one line for logs and tests:
 // "write /x/y by bash (pid 12)".
 func (r Request) String() string {
-	return fmt.Sprintf("%s %s by %s (pid %d)", r.Check.Surface, printable(r.Check.Value), printable(r.Process.Comm), r.Process.PID)
+	return fmt.Sprintf("%s %s by %s (%s)", r.Check.Surface, printable(r.Check.Value), printable(r.Process.Comm), processIDs(r.Process))
 }

@@ -44,6 +44,9 @@ func TestRenderRequestGolden(t *testing.T) {
 	hostile.Process.Comm = "evil\x07"
 	hostile.HumanOnly = true
 
+	thread := renderFixture()
+	thread.Process.TID = 31340
+
 	cases := []struct {
 		name        string
 		r           Request
@@ -56,6 +59,8 @@ func TestRenderRequestGolden(t *testing.T) {
 		{"norule_wide_runes", noRule, 30, 24, false},
 		{"hostile", hostile, 80, 24, false},
 		{"full_narrow", renderFixture(), 40, 0, true},
+		{"thread", thread, 100, 24, false},
+		{"full_thread", thread, 100, 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
