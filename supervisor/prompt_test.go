@@ -118,7 +118,7 @@ func TestPromptOverShell(t *testing.T) {
 	scr = ts.waitFor("Allow for this session")
 	mustContain(t, "session option", scr, "write:"+s.path("guarded")+"/**")
 	ts.keys("Down", "Enter") // [session]
-	ts.waitFor("Allow for this session (write pattern)")
+	ts.waitFor("Allow for this session: write pattern")
 	ts.keys("Enter") // accept the suggested pattern
 	ts.waitFor("first-done")
 	ts.keys("echo two > guarded/b && echo second-done", "Enter")
