@@ -89,6 +89,17 @@ func NewPromptTerminal(screen Screen, opts PromptOptions) *PromptTerminal {
 	return p
 }
 
+// SetPolicyFile names the file "always allow" and "always deny" write to
+// (nil: no such options). Call it before the first ask.
+func (p *PromptTerminal) SetPolicyFile(f *PolicyFile) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.opts.Policy = f
+	if f != nil && p.opts.Env == (engine.Env{}) {
+		p.opts.Env = f.Env
+	}
+}
+
 func (p *PromptTerminal) Name() string { return "prompt" }
 func (p *PromptTerminal) Human() bool  { return true }
 

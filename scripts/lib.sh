@@ -80,7 +80,8 @@ ensure_build_deps() {
 ensure_test_deps() {
 	ensure_build_deps
 	# Real programs the workload and prompt tests drive.
-	apt_install tmux git make tar python3 strace
+	# nodejs: the prompt tests drive Node terminal programs (testdata/tui).
+	apt_install tmux git make tar python3 strace nodejs
 }
 
 build_permwrap() {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -115,8 +116,14 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "permwrap: authorizers: %v\n", err)
 		return exitInternal
 	}
+	pf := userPolicyFile(f.configDir, policy.Env())
 	cfg.NewDecider = func(screen authority.Screen) supervisor.Decider {
 		d, _ := buildDecider(policy, settings, log, screen, stderr)
+		if c, ok := d.(*authority.Chain); ok {
+			if pt, ok := c.Terminal().(*authority.PromptTerminal); ok {
+				pt.SetPolicyFile(pf)
+			}
+		}
 		return d
 	}
 
@@ -134,6 +141,26 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	return status
+}
+
+// userPolicyFile is the policy.jsonc a person's "always allow" / "always
+// deny" at the prompt writes to, with what it held at start (the prompt
+// refuses to write a file that changed since). A missing file starts as
+// the embedded default, which a policy.jsonc replaces.
+// TODO(loader): take the bytes the loader compiled instead of reading
+// the file a second time.
+func userPolicyFile(configDir string, env engine.Env) *authority.PolicyFile {
+	dir, err := engine.ConfigDir(configDir)
+	if err != nil {
+		return nil
+	}
+	pf := &authority.PolicyFile{Path: filepath.Join(dir, engine.PolicyFileName), Seed: engine.DefaultPolicy(), Env: env}
+	if b, err := os.ReadFile(pf.Path); err == nil {
+		pf.Loaded = b
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil // unreadable: no "always" options
+	}
+	return pf
 }
 
 // runEnv is the expansion environment: home, workspace, temp dir.
