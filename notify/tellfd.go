@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strconv"
@@ -98,4 +99,63 @@ func tellSocket(f *os.File, line []byte) error {
 	}
 	_, err = unix.SendmsgN(fd, line, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 	return err
+}
+
+// TellSpawner writes line to the stderr of the process that started tid
+// (its parent), for an exec refused in a child that has not run anything
+// yet. Python's subprocess, Go's os/exec and Rust's Command report a
+// failed exec as an error and close the child's pipes unread, so a line
+// on the child's stderr is lost; the spawner's own stderr is often what
+// the agent reads (a tool script). Nothing is written when that is the
+// same file as the child's stderr (the line is there already), a
+// terminal, or skip; the rules of TellFd apply.
+func TellSpawner(tid int, line []byte, skip *os.File) error {
+	ppid, err := parentOf(tid)
+	if err != nil {
+		return err
+	}
+	if ppid <= 1 {
+		return ErrNotTold
+	}
+	child, err := fdIdentity(tid, 2)
+	if err != nil {
+		return err
+	}
+	parent, err := fdIdentity(ppid, 2)
+	if err != nil {
+		return err
+	}
+	if child == parent {
+		return ErrNotTold
+	}
+	return TellFd(ppid, 2, line, skip)
+}
+
+type fileID struct{ dev, ino uint64 }
+
+func fdIdentity(tid, fd int) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(tid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{st.Dev, st.Ino}, nil
+}
+
+// parentOf reads the parent pid from /proc/TID/stat ("pid (comm) state
+// ppid ..."; comm may hold any byte, so the fields start after the last
+// ')').
+func parentOf(tid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("notify: unreadable stat")
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0, errors.New("notify: unreadable stat")
+	}
+	return strconv.Atoi(string(f[1]))
 }

@@ -29,7 +29,7 @@ func (s *supervisor) refuse(r *request, v verdict, d authority.Decision, id auth
 	}
 	dn := newDenial(v, d, id, program)
 	s.notices.line(dn.forPerson())
-	s.tellAgent(r, dn)
+	s.tellAgent(r, v, dn)
 	s.respondErr(r.n.ID, unix.EACCES)
 }
 
@@ -39,14 +39,22 @@ func (s *supervisor) refuse(r *request, v verdict, d authority.Decision, id auth
 // learns why instead of retrying. For a refused exec the line goes to the
 // process that called exec (the child a spawn forked), so a program whose
 // spawn fails with EACCES still finds the reason on the child's stderr
-// (Node's child_process delivers it before the 'error' event). Never the
-// person's terminal (notify.TellFd checks), never the command body.
+// (Node's child_process delivers it before the 'error' event), and to the
+// stderr of that child's parent when it is a different file (see
+// notify.TellSpawner). Never the person's terminal (notify.TellFd
+// checks), never the command body.
 // denialNotice: "off" turns it off.
-func (s *supervisor) tellAgent(r *request, dn denial) {
+func (s *supervisor) tellAgent(r *request, v verdict, dn denial) {
 	if s.cfg.Policy.Settings().DenialNotice == "off" {
 		return
 	}
-	_ = notify.TellFd(r.tid, 2, []byte(dn.forAgent()+"\n"), s.cfg.Stderr)
+	line := []byte(dn.forAgent() + "\n")
+	_ = notify.TellFd(r.tid, 2, line, s.cfg.Stderr)
+	if v.exec != nil {
+		// Python, Go and Rust spawners drop the child's pipes when its
+		// exec fails; their own stderr may be what the agent reads.
+		_ = notify.TellSpawner(r.tid, line, s.cfg.Stderr)
+	}
 }
 
 // denial is one refused request, as the person and the agent are told.
