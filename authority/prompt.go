@@ -25,6 +25,13 @@ type Screen interface {
 	Acquire(ctx context.Context) (in io.Reader, out io.Writer, width, height int, release func(), err error)
 }
 
+// NoticeHolder is a Screen that holds permwrap's notices back while the
+// agent draws (the supervisor's relay); the prompt shows the latest, as
+// its screen is the one place they can be read during the run.
+type NoticeHolder interface {
+	HeldNotices() []string
+}
+
 // DefaultAskTimeout is how long a prompt waits for a person.
 const DefaultAskTimeout = 10 * time.Minute
 
@@ -215,6 +222,9 @@ const ReasonDismissed = "dismissed at the prompt"
 
 func (p *PromptTerminal) runDialog(ctx context.Context, in io.Reader, out io.Writer, width, height int, r Request) (Decision, error) {
 	m := newPromptModel(r, width, height, p.opts)
+	if h, ok := p.screen.(NoticeHolder); ok {
+		m.held = h.HeldNotices()
+	}
 	prog := tea.NewProgram(m,
 		tea.WithContext(ctx),
 		tea.WithInput(in), tea.WithOutput(out),
@@ -274,6 +284,7 @@ type promptModel struct {
 	errMsg  string // why the input was not accepted
 	notice  []string
 	fullTop int
+	held    []string // notices the relay holds back (see NoticeHolder)
 
 	done     bool
 	decision Decision
@@ -466,6 +477,9 @@ func (m *promptModel) updateFull(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// maxHeldShown is how many held notices the prompt shows.
+const maxHeldShown = 3
+
 const (
 	styleTitle  = "\x1b[1m"
 	styleChosen = "\x1b[7m"
@@ -541,6 +555,13 @@ func (m *promptModel) View() string {
 		return b.String()
 	}
 	below := 4 // blank, question, blank, help
+	shownHeld := m.held
+	if len(shownHeld) > maxHeldShown {
+		shownHeld = shownHeld[len(shownHeld)-maxHeldShown:]
+	}
+	if len(shownHeld) > 0 {
+		below += 1 + len(shownHeld)
+	}
 	switch m.state {
 	case stateChoose:
 		below += len(m.choices)
@@ -553,6 +574,12 @@ func (m *promptModel) View() string {
 		line(f)
 	}
 	line("")
+	if len(shownHeld) > 0 {
+		line(styleDim + fitWidth(fmt.Sprintf("Not shown while the agent had the screen (%d; all are printed when it exits):", len(m.held)), w) + styleReset)
+		for _, h := range shownHeld {
+			line(styleDim + fitWidth("  "+display.Printable(h), w) + styleReset)
+		}
+	}
 	switch m.state {
 	case stateChoose:
 		line("Allow this?")

@@ -528,3 +528,33 @@ func TestPromptRelayoutOnResize(t *testing.T) {
 	s.typeKeys(t, keyEsc)
 	await(t, ch)
 }
+
+type holdingScreen struct {
+	*ptyScreen
+	held []string
+}
+
+func (h holdingScreen) HeldNotices() []string { return h.held }
+
+// Notices the relay holds back while the agent draws are shown on the
+// prompt's own screen, the latest few, with how many there are.
+func TestPromptShowsHeldNotices(t *testing.T) {
+	s := newPtyScreen(t)
+	held := []string{"permwrap: denied read /a", "permwrap: denied read /b", "permwrap: denied read /c", "permwrap: denied read /d\x1b[2J"}
+	p := NewPromptTerminal(holdingScreen{s, held}, PromptOptions{AskTimeout: time.Minute})
+	ch := make(chan Decision, 1)
+	go func() { ch <- p.Decide(context.Background(), promptRequest()) }()
+	s.waitFor(t, "Allow once")
+	s.waitFor(t, "Not shown while the agent had the screen (4; all are printed when it exits):")
+	text := s.screenText()
+	for _, want := range []string{"denied read /b", "denied read /c", `denied read /d\x1b[2J`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "denied read /a") {
+		t.Errorf("more than the latest three shown:\n%s", text)
+	}
+	s.typeKeys(t, keyEsc)
+	await(t, ch)
+}

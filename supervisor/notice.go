@@ -83,8 +83,11 @@ func newDenial(v verdict, d authority.Decision, id authority.RequestID, program 
 			dn.reason = v.result.Rule.Reason
 		}
 	case authority.ByUser:
-		if dn.reason == authority.ReasonDeniedByUser {
+		switch dn.reason {
+		case authority.ReasonDeniedByUser:
 			dn.reason = "" // "— by the person at the prompt" says it
+		case authority.ReasonDismissed:
+			dn.reason, dn.by = "", "dismissed at the prompt"
 		}
 	case authority.ByUnavailable:
 		if dn.reason == "" {
@@ -105,6 +108,9 @@ func decidedByLine(by authority.DecidedBy, asked engine.Rule) string {
 		}
 		return b.String()
 	case authority.ByUser:
+		if b.Via == "always deny" {
+			return `by the person's "always deny" earlier in this run`
+		}
 		return "by the person at the prompt"
 	case authority.ByAuthorizer:
 		return "reviewer " + b.Name

@@ -464,6 +464,19 @@ func (r *relay) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// HeldNotices lists the notices waiting for a safe moment, newest last,
+// for the prompt to show (authority.NoticeHolder): its screen is the one
+// place a person can read them while the agent draws.
+func (r *relay) HeldNotices() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]string(nil), r.notes.lines...)
+	if r.notes.dropped > 0 {
+		out = append([]string{fmt.Sprintf("(%d earlier)", r.notes.dropped)}, out...)
+	}
+	return out
+}
+
 // noteQueue holds the notices waiting to be shown, the newest
 // maxNotes of them; older ones are counted.
 type noteQueue struct {

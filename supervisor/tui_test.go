@@ -350,3 +350,28 @@ func TestPromptOverGoBubbletea(t *testing.T) {
 		})
 	}
 }
+
+// While a full-screen program runs, a denial notice waits: the next
+// prompt shows it, and the summary after the program exits lists it.
+func TestHeldNoticesAtPromptAndExit(t *testing.T) {
+	needTool(t, "tmux", "node")
+	wrapped := startTUI(t, true, "ASK", "node", tuiProg("app.js"), "fullscreen")
+	wrapped.ts.keys("w")
+	wrapped.ts.waitFor("permwrap: permission request")
+	wrapped.ts.answer(prompt{choose: "Deny"})
+	wrapped.ts.waitFor("op 1: write refused")
+	if scr := wrapped.ts.screen(); strings.Contains(scr, "permwrap") {
+		t.Fatalf("a notice was written into the program's screen:\n%s", scr)
+	}
+	wrapped.ts.keys("w")
+	scr := wrapped.ts.waitFor("Not shown while the agent had the screen (1;")
+	mustContain(t, "prompt", scr, "permwrap: denied write "+wrapped.s.path("ASK/1.txt"))
+	wrapped.ts.keys("Escape")
+	wrapped.ts.waitFor("op 2: write refused")
+	wrapped.ts.keys("q")
+	wrapped.ts.waitFor("PERMWRAP-EXIT=0")
+	scr = wrapped.ts.tmux("capture-pane", "-t", wrapped.ts.name, "-p", "-J") // wrapped lines joined
+	mustContain(t, "exit summary", scr, "permwrap: 2 notices were not shown while the command had the terminal:")
+	mustContain(t, "exit summary", scr, "permwrap: denied write "+wrapped.s.path("ASK/1.txt")+" — by the person at the prompt; request ")
+	mustContain(t, "exit summary", scr, "permwrap: denied write "+wrapped.s.path("ASK/2.txt")+" — dismissed at the prompt; request ")
+}

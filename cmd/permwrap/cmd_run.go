@@ -118,7 +118,13 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	pf := userPolicyFile(f.configDir, policy.Env())
 	cfg.NewDecider = func(screen authority.Screen) supervisor.Decider {
-		d, _ := buildDecider(policy, settings, log, screen, stderr)
+		// On a relayed terminal, warnings during the run go where the
+		// relay shows notices: never into the agent's screen.
+		warn := stderr
+		if w, ok := screen.(io.Writer); ok {
+			warn = w
+		}
+		d, _ := buildDecider(policy, settings, log, screen, warn)
 		if c, ok := d.(*authority.Chain); ok {
 			if pt, ok := c.Terminal().(*authority.PromptTerminal); ok {
 				pt.SetPolicyFile(pf)
