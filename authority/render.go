@@ -133,6 +133,9 @@ func whyLine(r Request) string {
 	if !r.HasRule() {
 		return "no rule (asking is the default)"
 	}
+	if r.Rule.Reason != "" {
+		return r.Rule.String() + ": " + printable(r.Rule.Reason)
+	}
 	return r.Rule.String()
 }
 

@@ -46,6 +46,7 @@ func TestRenderRequestGolden(t *testing.T) {
 
 	thread := renderFixture()
 	thread.Process.TID = 31340
+	thread.Rule.Reason = "deploys touch production"
 
 	cases := []struct {
 		name        string

@@ -114,7 +114,7 @@ func TestPromptOverShell(t *testing.T) {
 	// Deny: the write fails with EACCES in the shell.
 	ts.keys("echo x > ASKME2 || echo write-refused", "Enter")
 	ts.waitFor("Allow once")
-	ts.keys("Down", "Down", "Enter") // once, session, [deny]
+	ts.answer(prompt{choose: "Deny"})
 	ts.waitFor("write-refused")
 	if s.exists("ASKME2") {
 		t.Error("denied write happened")
@@ -125,7 +125,7 @@ func TestPromptOverShell(t *testing.T) {
 	ts.keys("echo one > guarded/a && echo first-done", "Enter")
 	scr = ts.waitFor("Allow for this session")
 	mustContain(t, "session option", scr, "write:"+s.path("guarded")+"/**")
-	ts.keys("Down", "Enter") // [session]
+	ts.answer(prompt{choose: "Allow for this session"})
 	ts.waitFor("Allow for this session: write pattern")
 	ts.keys("Enter") // accept the suggested pattern
 	ts.waitFor("first-done")
@@ -181,7 +181,7 @@ func TestScriptAskedOnce(t *testing.T) {
 	// Outside that script, the same command asks again.
 	ts.keys("git version", "Enter")
 	ts.waitFor("permwrap: permission request")
-	ts.keys("Down", "Down", "Enter") // deny
+	ts.answer(prompt{choose: "Deny"})
 	ts.waitFor("Permission denied")
 	ts.keys("exit", "Enter")
 	ts.waitFor("PERMWRAP-EXIT=")

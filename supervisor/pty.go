@@ -179,11 +179,10 @@ func (r *relay) copyOut() {
 				r.cond.Wait()
 			}
 			r.sampleCanonLocked()
-			r.screen.scan(buf[:n])
-			_, _ = r.out.Write(buf[:n])
+			r.relayLocked(buf[:n])
 			r.outSeq++
 			r.lastOut = time.Now()
-			r.flushNotesLocked()
+			r.flushNotesLocked(true)
 			r.mu.Unlock()
 		}
 		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
@@ -192,6 +191,24 @@ func (r *relay) copyOut() {
 		if n == 0 && err == nil {
 			return
 		}
+	}
+}
+
+// relayLocked writes a chunk of the agent's output. While notices wait,
+// it goes line by line, so a notice can follow the first line the agent
+// finishes instead of waiting for a chunk that happens to end with one.
+func (r *relay) relayLocked(data []byte) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if r.notes.empty() || i < 0 {
+			r.screen.scan(data)
+			_, _ = r.out.Write(data)
+			return
+		}
+		r.screen.scan(data[:i+1])
+		_, _ = r.out.Write(data[:i+1])
+		data = data[i+1:]
+		r.flushNotesLocked(false)
 	}
 }
 
@@ -344,7 +361,7 @@ func (r *relay) resume(screen termState, pushedKitty bool) {
 	_, _ = r.out.WriteString(screen.restore(pushedKitty))
 	r.paused = false
 	r.cond.Broadcast()
-	r.flushNotesLocked()
+	r.flushNotesLocked(true)
 	if !r.shrunk {
 		r.mu.Unlock()
 		return
@@ -403,17 +420,32 @@ func (r *relay) sampleCanonLocked() bool {
 }
 
 // safeLocked reports whether a line of permwrap's can be written now
-// without landing inside the agent's frame (see relay).
-func (r *relay) safeLocked() bool {
+// without landing inside the agent's frame (see relay). unread: the
+// agent may have written output the relay has not read yet, which came
+// before the notice and must be shown first.
+func (r *relay) safeLocked(unread bool) bool {
 	if r.paused || r.stopped {
 		return false
 	}
-	canon := r.sampleCanonLocked()
-	return canon && !r.screen.alt && !r.screen.drew && r.screen.lineStart
+	// A notice queued while the terminal was in line mode was about a
+	// process writing lines; the output still to be relayed from then is
+	// scanned on its way (drawing would show), so line mode then counts.
+	canon := r.sampleCanonLocked() || r.notes.canon
+	if !canon || r.screen.alt || r.screen.drew || !r.screen.lineStart {
+		return false
+	}
+	// Output the agent wrote but the relay has not read yet comes first:
+	// the state above does not know it (copyOut flushes after it).
+	if unread {
+		if n, err := unix.IoctlGetInt(r.ptmxFd, unix.TIOCINQ); err != nil || n > 0 {
+			return false
+		}
+	}
+	return true
 }
 
-func (r *relay) flushNotesLocked() {
-	if r.notes.empty() || !r.safeLocked() {
+func (r *relay) flushNotesLocked(unread bool) {
+	if r.notes.empty() || !r.safeLocked(unread) {
 		return
 	}
 	lines, dropped := r.notes.take()
@@ -439,7 +471,7 @@ func (r *relay) notesLoop() {
 			return
 		case <-t.C:
 			r.mu.Lock()
-			r.flushNotesLocked()
+			r.flushNotesLocked(true)
 			r.mu.Unlock()
 		}
 	}
@@ -454,13 +486,16 @@ func (r *relay) Write(p []byte) (int, error) {
 	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
 		r.notes.add(strings.TrimRight(l, "\r"))
 	}
+	if !r.stopped && r.sampleCanonLocked() {
+		r.notes.canon = true
+	}
 	if r.stopped {
 		// The terminal is the person's again (cooked): print directly.
 		lines, _ := r.notes.take()
 		_, err := r.out.WriteString(strings.Join(lines, "\n") + "\n")
 		return len(p), err
 	}
-	r.flushNotesLocked()
+	r.flushNotesLocked(true)
 	return len(p), nil
 }
 
@@ -482,6 +517,7 @@ func (r *relay) HeldNotices() []string {
 type noteQueue struct {
 	lines   []string
 	dropped int
+	canon   bool // a notice was queued while the terminal was in line mode
 }
 
 const maxNotes = 50
@@ -498,7 +534,7 @@ func (q *noteQueue) empty() bool { return len(q.lines) == 0 && q.dropped == 0 }
 
 func (q *noteQueue) take() ([]string, int) {
 	l, d := q.lines, q.dropped
-	q.lines, q.dropped = nil, 0
+	q.lines, q.dropped, q.canon = nil, 0, false
 	return l, d
 }
 

@@ -375,3 +375,32 @@ func TestHeldNoticesAtPromptAndExit(t *testing.T) {
 	mustContain(t, "exit summary", scr, "permwrap: denied write "+wrapped.s.path("ASK/1.txt")+" — by the person at the prompt; request ")
 	mustContain(t, "exit summary", scr, "permwrap: denied write "+wrapped.s.path("ASK/2.txt")+" — dismissed at the prompt; request ")
 }
+
+// A program that writes plain lines (a shell running a command, in
+// canonical mode) gets the notice at once, in order with its own output;
+// one that left the cursor mid-line gets it once the line is finished.
+func TestNoticeInlineForLinePrograms(t *testing.T) {
+	needTool(t, "tmux")
+	s := newSandbox(t, `{ "permission": { "*": "allow", "write": { "*": "allow", "DENIED*": { "action": "deny", "reason": "test says no" } } } }`)
+	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
+	ts.waitFor("$")
+	// Markers the typed command line does not contain.
+	ts.keys("echo x > DENIED1; echo after-$((0+1))", "Enter")
+	ts.waitFor("after-1")
+	joined := ts.tmux("capture-pane", "-t", ts.name, "-p", "-J") // wrapped lines joined
+	notice := "permwrap: denied write " + s.path("DENIED1") + ": test says no — rule write:DENIED* (deny, "
+	if i := strings.Index(joined, notice); i < 0 || i > strings.LastIndex(joined, "after-1") {
+		t.Fatalf("the notice is not shown before the command's next line:\n%s", joined)
+	}
+	ts.keys("printf 'half-'; { echo y > DENIED2; } 2>/dev/null; sleep 1; echo line; echo done-$((1+1))", "Enter")
+	ts.waitFor("done-2")
+	time.Sleep(500 * time.Millisecond)
+	joined = ts.tmux("capture-pane", "-t", ts.name, "-p", "-J")
+	notice = "permwrap: denied write " + s.path("DENIED2")
+	mustContain(t, "the screen", joined, "half-line\n")
+	if !strings.Contains(joined, notice) || strings.Index(joined, notice) < strings.Index(joined, "half-line") {
+		t.Fatalf("the notice should come after the line the program was writing, not cut into it:\n%s", joined)
+	}
+	ts.keys("exit", "Enter")
+	ts.waitFor("PERMWRAP-EXIT=")
+}
