@@ -131,14 +131,22 @@ func (r *relay) stop() {
 	b.WriteString("\x1b[0m\r\n")
 	n := len(lines) + dropped
 	fmt.Fprintf(&b, "permwrap: %d %s not shown while the command had the terminal:\r\n", n, plural(n, "notice was", "notices were"))
+	b.WriteString(noteText(lines, dropped))
+	_, _ = r.out.WriteString(b.String())
+}
+
+// noteText is the held notices as terminal lines, the count of those
+// dropped first.
+func noteText(lines []string, dropped int) string {
+	var b strings.Builder
 	if dropped > 0 {
-		fmt.Fprintf(&b, "permwrap: (%d earlier, in the review log: permwrap log --denied)\r\n", dropped)
+		fmt.Fprintf(&b, "permwrap: (%d earlier notices dropped; see the review log: permwrap log --denied)\r\n", dropped)
 	}
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteString("\r\n")
 	}
-	_, _ = r.out.WriteString(b.String())
+	return b.String()
 }
 
 func plural(n int, one, many string) string {
@@ -448,16 +456,7 @@ func (r *relay) flushNotesLocked(unread bool) {
 	if r.notes.empty() || !r.safeLocked(unread) {
 		return
 	}
-	lines, dropped := r.notes.take()
-	var b bytes.Buffer
-	if dropped > 0 {
-		fmt.Fprintf(&b, "permwrap: (%d earlier notices dropped; see the review log)\r\n", dropped)
-	}
-	for _, l := range lines {
-		b.WriteString(l)
-		b.WriteString("\r\n")
-	}
-	_, _ = r.out.Write(b.Bytes())
+	_, _ = r.out.WriteString(noteText(r.notes.take()))
 }
 
 // notesLoop retries pending notices now and then: a shell returning to

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,34 +263,32 @@ func (c tuiCase) finish(t *testing.T, wrapped *tuiSide) string {
 	return scr
 }
 
-func TestPromptOverNodeInline(t *testing.T) {
-	needTool(t, "tmux", "node")
+// runTUICases drives the cases named in only (all when empty) over argv.
+func runTUICases(t *testing.T, only []string, argv ...string) {
 	for _, c := range tuiCases {
+		if len(only) > 0 && !slices.Contains(only, c.name) {
+			continue // the other answers exercise nothing new for this program
+		}
 		t.Run(c.name, func(t *testing.T) {
-			_, wrapped := c.drive(t, "node", tuiProg("app.js"), "inline")
+			_, wrapped := c.drive(t, argv...)
 			c.finish(t, wrapped)
 		})
 	}
+}
+
+func TestPromptOverNodeInline(t *testing.T) {
+	needTool(t, "tmux", "node")
+	runTUICases(t, nil, "node", tuiProg("app.js"), "inline")
 }
 
 func TestPromptOverNodeFullScreen(t *testing.T) {
 	needTool(t, "tmux", "node")
-	for _, c := range tuiCases {
-		t.Run(c.name, func(t *testing.T) {
-			_, wrapped := c.drive(t, "node", tuiProg("app.js"), "fullscreen")
-			c.finish(t, wrapped)
-		})
-	}
+	runTUICases(t, nil, "node", tuiProg("app.js"), "fullscreen")
 }
 
 func TestPromptOverPythonCurses(t *testing.T) {
 	needTool(t, "tmux", "python3")
-	for _, c := range tuiCases {
-		t.Run(c.name, func(t *testing.T) {
-			_, wrapped := c.drive(t, "python3", tuiProg("curses_app.py"))
-			c.finish(t, wrapped)
-		})
-	}
+	runTUICases(t, nil, "python3", tuiProg("curses_app.py"))
 }
 
 // The reason reaches the model through the child's stderr when that is
@@ -338,17 +337,7 @@ func TestPromptOverGoBubbletea(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the bubbletea program: %v\n%s", err, out)
 	}
-	for _, c := range tuiCases {
-		switch c.name {
-		case "allow once", "deny", "resize during the prompt":
-		default:
-			continue // the other answers exercise nothing new for this program
-		}
-		t.Run(c.name, func(t *testing.T) {
-			_, wrapped := c.drive(t, bin)
-			c.finish(t, wrapped)
-		})
-	}
+	runTUICases(t, []string{"allow once", "deny", "resize during the prompt"}, bin)
 }
 
 // While a full-screen program runs, a denial notice waits: the next
