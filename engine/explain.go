@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 // Explanation is how the policy answered one check: the answer, the rule
@@ -65,11 +67,11 @@ func (p *Policy) Explain(c Check) Explanation {
 
 func (ex Explanation) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s\n", ex.Check.Surface, ex.Check.Value)
+	fmt.Fprintf(&b, "%s %s\n", ex.Check.Surface, display.Printable(ex.Check.Value))
 	fmt.Fprintf(&b, "  decision: %s\n", ex.Result.Action)
 	fmt.Fprintf(&b, "  decided by: %s\n", describeRule(ex.Result))
 	if ex.Result.Rule.Reason != "" {
-		fmt.Fprintf(&b, "  reason: %s\n", ex.Result.Rule.Reason)
+		fmt.Fprintf(&b, "  reason: %s\n", display.Printable(ex.Result.Rule.Reason))
 	}
 	for _, n := range ex.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
@@ -154,7 +156,7 @@ func (d DecisionExplanation) String() string {
 	for _, ex := range d.Surfaces {
 		if len(d.Surfaces) > 1 && ex.Abstained && !all {
 			// Its fallback answer takes no part; saying "ask" would mislead.
-			fmt.Fprintf(&b, "%s %s\n  abstains: no %s rule matched\n", ex.Check.Surface, ex.Check.Value, ex.Check.Surface)
+			fmt.Fprintf(&b, "%s %s\n  abstains: no %s rule matched\n", ex.Check.Surface, display.Printable(ex.Check.Value), ex.Check.Surface)
 			for _, r := range ex.RunnerUps {
 				fmt.Fprintf(&b, "    matched but not deciding: %s\n", describeRule(Result{Rule: r, Layer: layerOf(r)}))
 			}
