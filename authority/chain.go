@@ -386,7 +386,7 @@ func FromRule(r engine.Rule) Decision {
 	case engine.Deny:
 		return Denied(by, r.Reason)
 	}
-	return Denied(ByError{Reason: "rule " + r.String() + " does not decide"}, "internal: an ask reached a rule decision")
+	return Denied(ByError{Reason: r.String() + " does not decide"}, "internal: an ask reached a rule decision")
 }
 
 // ruleProvenance names a rule as a decider: session approvals and yolo

@@ -116,11 +116,7 @@ func (b ByAuthorizer) String() string {
 	return "authorizer " + b.Name + " (" + b.Verdict.String() + ")"
 }
 func (b ByRule) String() string {
-	where := b.Origin.String()
-	if p := b.Pos.String(); p != "" {
-		where = p
-	}
-	return fmt.Sprintf("rule %s:%s (%s)", b.Surface, b.Pattern, where)
+	return engine.Rule{Surface: b.Surface, Pattern: b.Pattern, Origin: b.Origin, Pos: b.Pos}.String()
 }
 func (b BySessionApproval) String() string {
 	return fmt.Sprintf("session approval %s:%s", b.Surface, b.Pattern)
@@ -376,6 +372,7 @@ type Decision struct {
 	reason  string
 	by      DecidedBy
 	session *SessionPattern
+	saved   *SavedRule
 }
 
 // Allowed is an allow decided by by. A nil by yields a deny: an answer
@@ -435,6 +432,21 @@ func (d Decision) SessionRule() (SessionPattern, bool) {
 	return *d.session, true
 }
 
+// Saved is the rule a person's "always allow" or "always deny" wrote to
+// the policy file, if any.
+func (d Decision) Saved() (SavedRule, bool) {
+	if d.saved == nil {
+		return SavedRule{}, false
+	}
+	return *d.saved, true
+}
+
+// withSaved records that the decision was also written to the policy file.
+func (d Decision) withSaved(s SavedRule) Decision {
+	d.saved = &s
+	return d
+}
+
 func (d Decision) String() string {
 	s := d.Action().String() + " by " + d.DecidedBy().String()
 	if r := d.Reason(); r != "" {
@@ -442,6 +454,9 @@ func (d Decision) String() string {
 	}
 	if p, ok := d.SessionRule(); ok {
 		s += " (session rule " + p.String() + ")"
+	}
+	if r, ok := d.Saved(); ok {
+		s += " (saved: " + r.Surface.String() + ":" + r.Pattern + " " + r.Action.String() + " in " + r.File + ")"
 	}
 	return s
 }

@@ -278,6 +278,9 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 	if p, ok := d.SessionRule(); ok {
 		f = append(f, field{"sessionRule", map[string]any{"surface": p.Surface.String(), "pattern": p.Pattern}})
 	}
+	if sr, ok := d.Saved(); ok {
+		f = append(f, field{"policyRule", map[string]any{"surface": sr.Surface.String(), "pattern": sr.Pattern, "action": sr.Action.String(), "file": sr.File}})
+	}
 	t := l.now()
 	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow)
 }
@@ -390,10 +393,15 @@ func (l *Log) requestFields(r Request) fields {
 	f := fields{
 		{"requestId", r.ID},
 		{"pid", r.Process.PID},
-		{"comm", r.Process.Comm},
-		{"exe", r.Process.Exe},
-		{"surface", r.Check.Surface.String()},
 	}
+	if r.Process.TID != 0 {
+		f = append(f, field{"tid", r.Process.TID})
+	}
+	f = append(f,
+		field{"comm", r.Process.Comm},
+		field{"exe", r.Process.Exe},
+		field{"surface", r.Check.Surface.String()},
+	)
 	if r.Access != "" {
 		f = append(f, field{"access", r.Access})
 	}

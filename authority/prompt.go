@@ -9,18 +9,27 @@ import (
 	"sync"
 	"time"
 
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/huh"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 // Screen lends the terminal to the prompt. The supervisor's PTY relay
-// implements it: Acquire pauses the agent's output, switches to the
-// alternate screen and returns the terminal's input and output with its
-// size; release restores the agent's screen and makes it redraw.
+// implements it: Acquire pauses the agent's output, puts the agent's
+// terminal modes aside, switches to the alternate screen and returns the
+// terminal's input and output with its size; release restores the
+// agent's screen and modes and makes it redraw.
 type Screen interface {
 	Acquire(ctx context.Context) (in io.Reader, out io.Writer, width, height int, release func(), err error)
+}
+
+// NoticeHolder is a Screen that holds permwrap's notices back while the
+// agent draws (the supervisor's relay); the prompt shows the latest, as
+// its screen is the one place they can be read during the run.
+type NoticeHolder interface {
+	HeldNotices() []string
 }
 
 // DefaultAskTimeout is how long a prompt waits for a person.
@@ -30,6 +39,13 @@ const DefaultAskTimeout = engine.DefaultAskTimeout
 type PromptOptions struct {
 	AskTimeout time.Duration // ≤0: DefaultAskTimeout; counts from the ask, queueing included
 	Rows       int           // row budget when the screen reports no height (0: 24)
+	// Policy is the user's policy file: with it, the prompt offers
+	// "always allow" and "always deny", which write the (editable)
+	// suggested pattern there. nil: no such options.
+	Policy *PolicyFile
+	// Env checks the patterns a person edits, as the policy will read
+	// them (empty fields: from the process).
+	Env engine.Env
 }
 
 // PromptTerminal asks the person at the terminal. One prompt is on screen
@@ -45,6 +61,15 @@ type PromptTerminal struct {
 
 	mu      sync.Mutex
 	pending map[askKey]*sharedAsk
+	// denied are the "always deny" patterns a person gave in this run:
+	// the policy file has them from the next run on; until then a
+	// matching ask is denied without asking again.
+	denied []deniedPattern
+}
+
+type deniedPattern struct {
+	rule  SavedRule
+	match func(string) bool
 }
 
 type askKey struct {
@@ -66,7 +91,20 @@ func NewPromptTerminal(screen Screen, opts PromptOptions) *PromptTerminal {
 	if opts.Rows <= 0 {
 		opts.Rows = DefaultPromptRows
 	}
-	return &PromptTerminal{screen: screen, opts: opts, slot: make(chan struct{}, 1), dialog: runDialog, pending: map[askKey]*sharedAsk{}}
+	p := &PromptTerminal{screen: screen, opts: opts, slot: make(chan struct{}, 1), pending: map[askKey]*sharedAsk{}}
+	p.dialog = p.runDialog
+	return p
+}
+
+// SetPolicyFile names the file "always allow" and "always deny" write to
+// (nil: no such options). Call it before the first ask.
+func (p *PromptTerminal) SetPolicyFile(f *PolicyFile) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.opts.Policy = f
+	if f != nil && p.opts.Env == (engine.Env{}) {
+		p.opts.Env = f.Env
+	}
 }
 
 func (p *PromptTerminal) Name() string { return "prompt" }
@@ -78,18 +116,21 @@ func (p *PromptTerminal) Decide(ctx context.Context, r Request) Decision {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.AskTimeout)
 	defer cancel()
 
+	if d, ok := p.alwaysDenied(r); ok {
+		return d
+	}
 	key := askKey{r.Check.Surface, r.Check.Value, r.HumanOnly}
 	p.mu.Lock()
 	if s, ok := p.pending[key]; ok {
 		p.mu.Unlock()
 		select {
 		case <-s.done:
-			// Same answer; the session rule, if any, is added once, by the
-			// ask that owned the prompt.
-			if _, ok := s.d.SessionRule(); ok {
+			// Same answer; the session rule and the saved rule, if any,
+			// belong to the ask that owned the prompt.
+			if s.d.Action() == engine.Allow {
 				return Allowed(s.d.DecidedBy())
 			}
-			return s.d
+			return Denied(s.d.DecidedBy(), s.d.Reason())
 		case <-ctx.Done():
 			return p.notAnswered(ctx)
 		}
@@ -99,12 +140,32 @@ func (p *PromptTerminal) Decide(ctx context.Context, r Request) Decision {
 	p.mu.Unlock()
 
 	s.d = p.ask(ctx, r)
+	if sr, ok := s.d.Saved(); ok && sr.Action == engine.Deny {
+		if m, err := engine.RuleMatcher(sr.Surface, sr.Pattern, p.opts.Env); err == nil {
+			p.mu.Lock()
+			p.denied = append(p.denied, deniedPattern{sr, m})
+			p.mu.Unlock()
+		}
+	}
 
 	p.mu.Lock()
 	delete(p.pending, key)
 	p.mu.Unlock()
 	close(s.done)
 	return s.d
+}
+
+// alwaysDenied answers an ask that matches an "always deny" given in this
+// run.
+func (p *PromptTerminal) alwaysDenied(r Request) (Decision, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range p.denied {
+		if d.rule.Surface == r.Check.Surface && d.match(r.Check.Value) {
+			return Denied(ByUser{Via: "always deny"}, ReasonDeniedByUser), true
+		}
+	}
+	return Decision{}, false
 }
 
 func (p *PromptTerminal) ask(ctx context.Context, r Request) Decision {
@@ -134,8 +195,6 @@ func (p *PromptTerminal) ask(ctx context.Context, r Request) Decision {
 	switch {
 	case ctx.Err() != nil:
 		return p.notAnswered(ctx)
-	case errors.Is(err, huh.ErrUserAborted):
-		return Denied(ByUser{Via: "dialog"}, "dismissed at the prompt")
 	case err != nil:
 		return Denied(ByError{Reason: "prompt failed: " + err.Error()}, ReasonUnavailable)
 	}
@@ -154,104 +213,433 @@ func (p *PromptTerminal) notAnswered(ctx context.Context) Decision {
 	return Denied(ByError{Reason: "ask abandoned: " + fmt.Sprint(ctx.Err())}, "ask abandoned")
 }
 
-// The person's choices.
-const (
-	choiceOnce       = "once"
-	choiceSession    = "session"
-	choiceDeny       = "deny"
-	choiceDenyReason = "deny-reason"
-	choiceFull       = "full"
-)
-
-// optionRows is what the choice list and help take below the facts.
-const optionRows = 10
-
 // ReasonDeniedByUser is the reason of a plain deny at the prompt.
 const ReasonDeniedByUser = "denied by the user"
 
-func runDialog(ctx context.Context, in io.Reader, out io.Writer, width, height int, r Request) (Decision, error) {
-	by := ByUser{Via: "dialog"}
-	run := func(groups ...*huh.Group) error {
-		return huh.NewForm(groups...).
-			// The supervisor owns signals; the prompt only reads keys.
-			// (WithProgramOptions replaces huh's defaults, so it goes
-			// before WithInput/WithOutput, which append to them.)
-			WithProgramOptions(tea.WithoutSignalHandler()).
-			WithInput(in).WithOutput(out).
-			WithWidth(width).
-			WithShowHelp(true).
-			RunWithContext(ctx)
+// ReasonDismissed is the reason when the person dismisses the prompt
+// (Esc or Ctrl-C).
+const ReasonDismissed = "dismissed at the prompt"
+
+func (p *PromptTerminal) runDialog(ctx context.Context, in io.Reader, out io.Writer, width, height int, r Request) (Decision, error) {
+	m := newPromptModel(r, width, height, p.opts)
+	if h, ok := p.screen.(NoticeHolder); ok {
+		m.held = h.HeldNotices()
 	}
-	factRows := max(height-optionRows, 3)
-	for {
-		choice := choiceOnce
-		opts := []huh.Option[string]{huh.NewOption("Allow once", choiceOnce)}
-		if !r.HumanOnly && r.Suggested.Pattern != "" {
-			opts = append(opts, huh.NewOption("Allow for this session: "+fitWidth(printable(r.Suggested.String()), max(width-30, 10)), choiceSession))
-		}
-		opts = append(opts,
-			huh.NewOption("Deny", choiceDeny),
-			huh.NewOption("Deny with a reason…", choiceDenyReason),
-			huh.NewOption("Show the full request", choiceFull),
-		)
-		// The facts are the select's description, not a Note before it: a
-		// group starting on a Note focuses it first and skips to the next
-		// field a moment later, and keys typed in that moment (a fast
-		// typist's Enter) would go to the Note. Descriptions are plain text,
-		// so nothing in the request is read as markup.
-		sel := huh.NewSelect[string]().
-			Title("permwrap: permission request").
-			Description(strings.Join(RenderRequest(r, width-4, factRows), "\n") + "\n\nAllow this?").
-			Options(opts...).Value(&choice)
-		if err := run(huh.NewGroup(sel)); err != nil {
-			return Decision{}, err
-		}
-		switch choice {
-		case choiceOnce:
-			return Allowed(by), nil
-		case choiceDeny:
-			return Denied(by, ReasonDeniedByUser), nil
-		case choiceSession:
-			pattern := r.Suggested.Pattern
-			in := huh.NewInput().
-				Title("Allow for this session (" + r.Suggested.Surface.String() + " pattern)").
-				Value(&pattern).
-				Validate(func(s string) error {
-					if strings.TrimSpace(s) == "" {
-						return errors.New("the pattern is empty")
-					}
-					return nil
-				})
-			if err := run(huh.NewGroup(in)); err != nil {
-				return Decision{}, err
-			}
-			return AllowedForSession(by, SessionPattern{Surface: r.Suggested.Surface, Pattern: strings.TrimSpace(pattern)}), nil
-		case choiceDenyReason:
-			var reason string
-			in := huh.NewInput().Title("Reason (the agent sees it)").CharLimit(maxReasonBytes).Value(&reason)
-			if err := run(huh.NewGroup(in)); err != nil {
-				return Decision{}, err
-			}
-			if reason = strings.TrimSpace(reason); reason == "" {
-				reason = ReasonDeniedByUser
-			}
-			return Denied(by, reason), nil
-		case choiceFull:
-			full := huh.NewNote().Title("The full request").
-				Description(noteText(RenderFullRequest(r, width-4))).
-				Next(true).NextLabel("Back")
-			if err := run(huh.NewGroup(full)); err != nil {
-				return Decision{}, err
-			}
-		default:
-			return Decision{}, fmt.Errorf("unknown choice %q", choice)
-		}
+	prog := tea.NewProgram(m,
+		tea.WithContext(ctx),
+		tea.WithInput(in), tea.WithOutput(out),
+		// The supervisor owns signals; the prompt only reads keys.
+		tea.WithoutSignalHandler(),
+		// No bubbletea panic handler: a panic is a bug to see, and the
+		// relay restores the terminal either way.
+		tea.WithoutCatchPanics(),
+	)
+	final, err := prog.Run()
+	if err != nil {
+		return Decision{}, err
 	}
+	fm := final.(*promptModel)
+	if !fm.done {
+		return Decision{}, errors.New("the prompt ended without an answer")
+	}
+	return fm.decision, nil
 }
 
-// noteText escapes the characters huh's Note reads as markup (a glob's
-// '*' would turn bold), so facts show exactly as written.
-func noteText(lines []string) string {
-	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `_`, `\_`, "`", "\\`")
-	return r.Replace(strings.Join(lines, "\n"))
+// The choices the prompt offers.
+type choice int
+
+const (
+	choiceOnce choice = iota
+	choiceSession
+	choiceAlwaysAllow
+	choiceDeny
+	choiceDenyReason
+	choiceAlwaysDeny
+	choiceFull
+)
+
+type promptState int
+
+const (
+	stateChoose  promptState = iota
+	statePattern             // editing the pattern for session / always
+	stateReason              // typing a reason for the agent
+	stateFull                // the full request, scrollable
+	stateNotice              // a message (e.g. the policy file could not be written), then done
+)
+
+// promptModel is the prompt as a bubbletea model. It is laid out anew
+// for every frame from the current size, so a resize re-wraps the facts.
+type promptModel struct {
+	r      Request
+	opts   PromptOptions
+	width  int
+	height int
+
+	state   promptState
+	choices []choice
+	cursor  int
+	editing choice // what statePattern is editing for
+	input   textinput.Model
+	errMsg  string // why the input was not accepted
+	notice  []string
+	fullTop int
+	held    []string // notices the relay holds back (see NoticeHolder)
+
+	done     bool
+	decision Decision
+}
+
+// byPrompt is who answers at the prompt.
+var byPrompt = ByUser{Via: "dialog"}
+
+func newPromptModel(r Request, width, height int, opts PromptOptions) *promptModel {
+	m := &promptModel{r: r, opts: opts, width: width, height: height}
+	m.choices = []choice{choiceOnce}
+	// A suggestion holding characters the screen cannot show is not
+	// offered for editing: what the person saw would not be what is kept.
+	canRemember := !r.HumanOnly && r.Suggested.Pattern != "" && display.Printable(r.Suggested.Pattern) == r.Suggested.Pattern
+	if canRemember {
+		m.choices = append(m.choices, choiceSession)
+		if opts.Policy != nil {
+			m.choices = append(m.choices, choiceAlwaysAllow)
+		}
+	}
+	m.choices = append(m.choices, choiceDeny, choiceDenyReason)
+	if canRemember && opts.Policy != nil {
+		m.choices = append(m.choices, choiceAlwaysDeny)
+	}
+	m.choices = append(m.choices, choiceFull)
+	m.input = textinput.New()
+	m.input.Prompt = "> "
+	return m
+}
+
+func (m *promptModel) Init() tea.Cmd { return nil }
+
+func (m *promptModel) finish(d Decision) (tea.Model, tea.Cmd) {
+	m.done, m.decision = true, d
+	return m, tea.Quit
+}
+
+func (m *promptModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		return m, nil
+	case tea.KeyMsg:
+		if m.state == stateNotice {
+			// The answer is given; any of these keys hands the screen back.
+			switch msg.Type {
+			case tea.KeyEnter, tea.KeySpace, tea.KeyEsc, tea.KeyCtrlC:
+				return m, tea.Quit
+			}
+			return m, nil
+		}
+		// Esc and Ctrl-C deny, wherever the prompt is.
+		if msg.Type == tea.KeyEsc || msg.Type == tea.KeyCtrlC {
+			return m.finish(Denied(byPrompt, ReasonDismissed))
+		}
+		switch m.state {
+		case stateChoose:
+			return m.updateChoose(msg)
+		case statePattern, stateReason:
+			return m.updateInput(msg)
+		case stateFull:
+			return m.updateFull(msg)
+		}
+	}
+	if m.state == statePattern || m.state == stateReason {
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m *promptModel) updateChoose(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch msg.String() {
+	case "up", "k", "shift+tab":
+		if m.cursor > 0 {
+			m.cursor--
+		}
+	case "down", "j", "tab":
+		if m.cursor < len(m.choices)-1 {
+			m.cursor++
+		}
+	case "home":
+		m.cursor = 0
+	case "end":
+		m.cursor = len(m.choices) - 1
+	case "enter":
+		return m.choose(m.choices[m.cursor])
+	}
+	return m, nil
+}
+
+func (m *promptModel) choose(c choice) (tea.Model, tea.Cmd) {
+	switch c {
+	case choiceOnce:
+		return m.finish(Allowed(byPrompt))
+	case choiceDeny:
+		return m.finish(Denied(byPrompt, ReasonDeniedByUser))
+	case choiceSession, choiceAlwaysAllow, choiceAlwaysDeny:
+		m.state, m.editing, m.errMsg = statePattern, c, ""
+		m.input.SetValue(m.r.Suggested.Pattern)
+		m.input.CharLimit = 0
+		m.input.CursorEnd()
+		return m, m.input.Focus()
+	case choiceDenyReason:
+		m.state, m.errMsg = stateReason, ""
+		m.input.SetValue("")
+		m.input.CharLimit = maxReasonBytes
+		return m, m.input.Focus()
+	case choiceFull:
+		m.state, m.fullTop = stateFull, 0
+	}
+	return m, nil
+}
+
+func (m *promptModel) updateInput(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if msg.Type != tea.KeyEnter {
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		m.errMsg = ""
+		return m, cmd
+	}
+	if m.state == stateReason {
+		reason := strings.TrimSpace(m.input.Value())
+		if reason == "" {
+			reason = ReasonDeniedByUser
+		}
+		return m.finish(Denied(byPrompt, reason))
+	}
+	pattern := strings.TrimSpace(m.input.Value())
+	if pattern == "" {
+		m.errMsg = "the pattern is empty"
+		return m, nil
+	}
+	surface := m.r.Suggested.Surface
+	if _, err := engine.RuleMatcher(surface, pattern, m.opts.Env); err != nil {
+		m.errMsg = "not a valid " + surface.String() + " pattern: " + err.Error()
+		return m, nil
+	}
+	sp := SessionPattern{Surface: surface, Pattern: pattern}
+	switch m.editing {
+	case choiceSession:
+		return m.finish(AllowedForSession(byPrompt, sp))
+	case choiceAlwaysAllow:
+		d := AllowedForSession(byPrompt, sp)
+		if err := m.opts.Policy.Remember(engine.Rule{Surface: surface, Pattern: pattern, Action: engine.Allow}, m.r.ID); err != nil {
+			return m.showNotice(d, "Not saved: "+err.Error(), "Allowed for this session only.")
+		}
+		return m.finish(d.withSaved(SavedRule{Surface: surface, Pattern: pattern, Action: engine.Allow, File: m.opts.Policy.Path}))
+	case choiceAlwaysDeny:
+		d := Denied(byPrompt, ReasonDeniedByUser)
+		if err := m.opts.Policy.Remember(engine.Rule{Surface: surface, Pattern: pattern, Action: engine.Deny}, m.r.ID); err != nil {
+			return m.showNotice(d, "Not saved: "+err.Error(), "Denied this once.")
+		}
+		return m.finish(d.withSaved(SavedRule{Surface: surface, Pattern: pattern, Action: engine.Deny, File: m.opts.Policy.Path}))
+	}
+	return m, nil
+}
+
+// showNotice keeps the screen until the person has read what went wrong:
+// permwrap never writes into the agent's screen, so this is the place.
+func (m *promptModel) showNotice(d Decision, lines ...string) (tea.Model, tea.Cmd) {
+	m.done, m.decision = true, d
+	m.state, m.notice = stateNotice, lines
+	m.input.Blur()
+	return m, nil
+}
+
+func (m *promptModel) updateFull(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	lines := RenderFullRequest(m.r, max(m.width-2, 20))
+	page := max(m.height-5, 1)
+	maxTop := max(len(lines)-page, 0)
+	switch msg.String() {
+	case "up", "k":
+		m.fullTop--
+	case "down", "j":
+		m.fullTop++
+	case "pgup", "b":
+		m.fullTop -= page
+	case "pgdown", " ", "f":
+		m.fullTop += page
+	case "home", "g":
+		m.fullTop = 0
+	case "end", "G":
+		m.fullTop = maxTop
+	case "enter", "backspace", "q", "left", "h":
+		m.state = stateChoose
+	}
+	m.fullTop = min(max(m.fullTop, 0), maxTop)
+	return m, nil
+}
+
+// maxHeldShown is how many held notices the prompt shows.
+const maxHeldShown = 3
+
+const (
+	styleTitle  = "\x1b[1m"
+	styleChosen = "\x1b[7m"
+	styleDim    = "\x1b[2m"
+	styleReset  = "\x1b[0m"
+)
+
+func (m *promptModel) choiceLabel(c choice, width int) string {
+	sp := display.Printable(m.r.Suggested.String())
+	file := ""
+	if m.opts.Policy != nil {
+		file = baseName(m.opts.Policy.Path)
+	}
+	switch c {
+	case choiceOnce:
+		return "Allow once"
+	case choiceSession:
+		return "Allow for this session: " + fitWidth(sp, max(width-26, 10))
+	case choiceAlwaysAllow:
+		return "Always allow (" + file + "): " + fitWidth(sp, max(width-18-len(file), 10))
+	case choiceDeny:
+		return "Deny"
+	case choiceDenyReason:
+		return "Deny with a reason…"
+	case choiceAlwaysDeny:
+		return "Always deny (" + file + "): " + fitWidth(sp, max(width-17-len(file), 10))
+	case choiceFull:
+		return "Show the full request"
+	}
+	return "?"
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// View lays the prompt out for the current size: the facts get the rows
+// the choices and help leave.
+func (m *promptModel) View() string {
+	if m.done && m.state != stateNotice {
+		return ""
+	}
+	w := max(m.width, 20)
+	var b strings.Builder
+	line := func(s string) {
+		b.WriteString(s)
+		b.WriteString("\n")
+	}
+	line(styleTitle + "permwrap: permission request" + styleReset)
+	switch m.state {
+	case stateFull:
+		line("The full request")
+		lines := RenderFullRequest(m.r, max(w-2, 20))
+		page := max(m.height-5, 1) // title, heading, blank, help, and the last line left free
+		end := min(m.fullTop+page, len(lines))
+		for _, l := range lines[m.fullTop:end] {
+			line(l)
+		}
+		line("")
+		line(styleDim + fitWidth(fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll · enter back · esc deny", m.fullTop+1, end, len(lines)), w) + styleReset)
+		return b.String()
+	case stateNotice:
+		for _, n := range m.notice {
+			for _, l := range wrapPlain(display.Printable(n), w) {
+				line(l)
+			}
+		}
+		line("")
+		line(styleDim + "enter: back to the agent" + styleReset)
+		return b.String()
+	}
+	below := 4 // blank, question, blank, help
+	shownHeld := m.held
+	if len(shownHeld) > maxHeldShown {
+		shownHeld = shownHeld[len(shownHeld)-maxHeldShown:]
+	}
+	if len(shownHeld) > 0 {
+		below += 1 + len(shownHeld)
+	}
+	switch m.state {
+	case stateChoose:
+		below += len(m.choices)
+	case statePattern:
+		below += 3 // where it goes, the input, its error line
+	default:
+		below += 2 // the input and its error line
+	}
+	for _, f := range RenderRequest(m.r, w, max(m.height-1-below, 3)) {
+		line(f)
+	}
+	line("")
+	if len(shownHeld) > 0 {
+		line(styleDim + fitWidth(fmt.Sprintf("Not shown while the agent had the screen (%d; all are printed when it exits):", len(m.held)), w) + styleReset)
+		for _, h := range shownHeld {
+			line(styleDim + fitWidth("  "+display.Printable(h), w) + styleReset)
+		}
+	}
+	switch m.state {
+	case stateChoose:
+		line("Allow this?")
+		for i, c := range m.choices {
+			label := m.choiceLabel(c, w-2)
+			if i == m.cursor {
+				line(styleChosen + "> " + label + styleReset)
+			} else {
+				line("  " + label)
+			}
+		}
+		line("")
+		line(styleDim + fitWidth("↑/↓ choose · enter confirm · esc deny", w) + styleReset)
+	case statePattern:
+		what, where := "Allow for this session", "until permwrap exits"
+		switch m.editing {
+		case choiceAlwaysAllow:
+			what, where = "Always allow", "written to "+display.Printable(m.opts.Policy.Path)
+		case choiceAlwaysDeny:
+			what, where = "Always deny", "written to "+display.Printable(m.opts.Policy.Path)
+		}
+		line(fitWidth(what+": "+m.r.Suggested.Surface.String()+" pattern", w))
+		line(styleDim + elideMiddle(where, w) + styleReset)
+		m.input.Width = max(w-4, 10)
+		line(m.input.View())
+		line(styleDim + fitWidth(m.errMsg, w) + styleReset)
+		line(styleDim + fitWidth("enter confirm · esc deny", w) + styleReset)
+	case stateReason:
+		line("Reason (the agent sees it)")
+		m.input.Width = max(w-4, 10)
+		line(m.input.View())
+		line("")
+		line(styleDim + fitWidth("enter deny with this reason · esc deny", w) + styleReset)
+	}
+	return b.String()
+}
+
+// wrapPlain cuts s into lines of at most width columns, at spaces where
+// it can.
+func wrapPlain(s string, width int) []string {
+	var out []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = word
+		case textWidth(cur)+1+textWidth(word) <= width:
+			cur += " " + word
+		default:
+			out = append(out, cur)
+			cur = word
+		}
+		for textWidth(cur) > width { // a word longer than the line
+			head := strings.TrimSuffix(fitWidth(cur, width), "…")
+			if head == "" {
+				break
+			}
+			out = append(out, head)
+			cur = cur[len(head):]
+		}
+	}
+	return append(out, cur)
 }

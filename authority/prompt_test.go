@@ -5,13 +5,16 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/mattn/go-runewidth"
 
 	"github.com/permwrap/permwrap/engine"
 )
@@ -98,19 +101,22 @@ func (s *ptyScreen) clear() { s.mu.Lock(); s.out.Reset(); s.mu.Unlock() }
 
 const (
 	keyDown  = "\x1b[B"
+	keyHome  = "\x1b[H"
 	keyEnter = "\r"
 	keyCtrlU = "\x15"
+	keyEsc   = "\x1b"
+	keyCtrlC = "\x03"
 )
 
-// choose picks the n-th option (0-based) of the select on screen. The
-// keys go in one write, so the result does not depend on how fast the
-// screen redraws. Arrow keys, not "j": bubbletea reads a run of printable
+// choose picks the n-th option (0-based) of the list on screen, from the
+// top whatever is selected now. The keys go in one write, so the result
+// does not depend on how fast the screen redraws. Arrow keys, not "j": bubbletea reads a run of printable
 // bytes that arrive together as one key ("jj"), which the select ignores;
 // escape sequences it splits one per key.
 func (s *ptyScreen) choose(t *testing.T, n int) {
 	t.Helper()
 	s.clear() // what the caller waits for next must come from the next screen
-	s.typeKeys(t, strings.Repeat(keyDown, n)+keyEnter)
+	s.typeKeys(t, keyHome+strings.Repeat(keyDown, n)+keyEnter)
 }
 
 func promptRequest() Request {
@@ -170,7 +176,7 @@ func TestPromptAllowForSessionEdited(t *testing.T) {
 	ch := runPrompt(t, s, promptRequest())
 	s.waitFor(t, "Allow once")
 	s.choose(t, 1)
-	s.waitFor(t, "Allow for this session (bash pattern)")
+	s.waitFor(t, "Allow for this session: bash pattern")
 	s.waitFor(t, "git checkout *")
 	s.typeKeys(t, keyCtrlU+"git checkout feature/*"+keyEnter)
 	d := await(t, ch)
@@ -307,4 +313,248 @@ func TestPromptScreenUnavailable(t *testing.T) {
 	if d.Action() != engine.Deny || d.DecidedBy().Kind() != "unavailable" {
 		t.Fatalf("%v", d)
 	}
+}
+
+// Esc and Ctrl-C dismiss the prompt with a deny, from the list and from
+// the text fields alike.
+func TestPromptEscAndCtrlCDeny(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		open  int // the option opened first (-1: none)
+		wait  string
+		key   string
+		extra string
+	}{
+		{"esc at the list", -1, "", keyEsc, ""},
+		{"ctrl-c at the list", -1, "", keyCtrlC, ""},
+		{"esc while typing a reason", 3, "Reason", keyEsc, ""},
+		{"ctrl-c while editing a pattern", 1, "bash pattern", keyCtrlC, ""},
+		{"esc in the full request", 4, "The full request", keyEsc, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newPtyScreen(t)
+			ch := runPrompt(t, s, promptRequest())
+			s.waitFor(t, "Allow once")
+			if c.open >= 0 {
+				s.choose(t, c.open)
+				if c.wait != "" {
+					s.waitFor(t, c.wait)
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // a lone ESC must not read as the start of a sequence
+			s.typeKeys(t, c.key)
+			d := await(t, ch)
+			if d.Action() != engine.Deny || d.Reason() != ReasonDismissed || d.DecidedBy() != (ByUser{Via: "dialog"}) {
+				t.Fatalf("%v", d)
+			}
+			if _, ok := d.SessionRule(); ok {
+				t.Fatal("a dismissal carries a session rule")
+			}
+		})
+	}
+}
+
+func policyFile(t *testing.T, text string) *PolicyFile {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "policy.jsonc")
+	if err := os.WriteFile(p, []byte(text), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return &PolicyFile{Path: p, Loaded: []byte(text)}
+}
+
+const userPolicy = `// mine
+{
+  "permission": {
+    "bash": {
+      "*": "allow",
+      "git *": "ask" // ask about git
+    }
+  }
+}
+`
+
+func runPromptWith(t *testing.T, s *ptyScreen, opts PromptOptions, r Request) (*PromptTerminal, <-chan Decision) {
+	t.Helper()
+	opts.AskTimeout = time.Minute
+	p := NewPromptTerminal(s, opts)
+	ch := make(chan Decision, 1)
+	go func() { ch <- p.Decide(context.Background(), r) }()
+	return p, ch
+}
+
+// "Always allow" writes the (edited) pattern to the policy file with a
+// comment naming the date and the request, keeps the file's comments, and
+// allows for the rest of this session too.
+func TestPromptAlwaysAllow(t *testing.T) {
+	pf := policyFile(t, userPolicy)
+	s := newPtyScreen(t)
+	r := promptRequest()
+	_, ch := runPromptWith(t, s, PromptOptions{Policy: pf}, r)
+	s.waitFor(t, "Always allow (policy.jsonc): bash:git checkout *")
+	s.waitFor(t, "Always deny (policy.jsonc): bash:git checkout *")
+	s.choose(t, 2)
+	s.waitFor(t, "Always allow: bash pattern")
+	s.waitFor(t, "written to "+pf.Path)
+	s.typeKeys(t, keyCtrlU+"git checkout feature/*"+keyEnter)
+	d := await(t, ch)
+	want := SessionPattern{engine.SurfaceBash, "git checkout feature/*"}
+	if sp, ok := d.SessionRule(); d.Action() != engine.Allow || !ok || sp != want {
+		t.Fatalf("%v", d)
+	}
+	saved, ok := d.Saved()
+	if !ok || saved != (SavedRule{engine.SurfaceBash, "git checkout feature/*", engine.Allow, pf.Path}) {
+		t.Fatalf("saved %v %v", saved, ok)
+	}
+	b, _ := os.ReadFile(pf.Path)
+	text := string(b)
+	for _, frag := range []string{"// mine", "// ask about git", `"git checkout feature/*": "allow"`,
+		"// permwrap: always allow, " + time.Now().Format("2006-01-02") + ", request " + string(r.ID)} {
+		if !strings.Contains(text, frag) {
+			t.Errorf("policy file lacks %q:\n%s", frag, text)
+		}
+	}
+	if _, _, err := engine.CheckFile(pf.Path, b, engine.FileGlobal, engine.Env{Home: "/h", Workspace: "/w", TmpDir: "/tmp"}); err != nil {
+		t.Fatalf("written policy does not load: %v", err)
+	}
+	if st, _ := os.Stat(pf.Path); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want the file's own 0640", st.Mode().Perm())
+	}
+}
+
+// "Always deny" writes a deny rule, and a later matching ask in this run
+// is denied without a prompt.
+func TestPromptAlwaysDeny(t *testing.T) {
+	pf := policyFile(t, userPolicy)
+	s := newPtyScreen(t)
+	p, ch := runPromptWith(t, s, PromptOptions{Policy: pf}, promptRequest())
+	s.waitFor(t, "Always deny")
+	s.choose(t, 5)
+	s.waitFor(t, "Always deny: bash pattern")
+	s.typeKeys(t, keyEnter)
+	d := await(t, ch)
+	if saved, ok := d.Saved(); d.Action() != engine.Deny || !ok || saved.Action != engine.Deny || saved.Pattern != "git checkout *" {
+		t.Fatalf("%v", d)
+	}
+	if b, _ := os.ReadFile(pf.Path); !strings.Contains(string(b), `"git checkout *": "deny"`) {
+		t.Fatalf("policy file:\n%s", b)
+	}
+	again := promptRequest()
+	again.Check.Value = "git checkout other"
+	d2 := p.Decide(context.Background(), again)
+	if d2.Action() != engine.Deny || d2.DecidedBy() != (ByUser{Via: "always deny"}) {
+		t.Fatalf("second ask: %v", d2)
+	}
+	if s.acquired != 1 {
+		t.Fatalf("the screen was taken %d times, want 1 (no second prompt)", s.acquired)
+	}
+}
+
+// A policy file changed since it was loaded is not written; the person
+// reads why on the prompt's own screen, and the approval holds for the
+// session.
+func TestPromptAlwaysRefusedWhenFileChanged(t *testing.T) {
+	pf := policyFile(t, userPolicy)
+	edited := strings.Replace(userPolicy, `"git *": "ask"`, `"git *": "deny"`, 1)
+	if err := os.WriteFile(pf.Path, []byte(edited), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	s := newPtyScreen(t)
+	_, ch := runPromptWith(t, s, PromptOptions{Policy: pf}, promptRequest())
+	s.waitFor(t, "Always allow")
+	s.choose(t, 2)
+	s.waitFor(t, "bash pattern")
+	s.typeKeys(t, keyEnter)
+	s.waitFor(t, "loaded it; not written")
+	s.waitFor(t, "Allowed for this session only.")
+	select {
+	case d := <-ch:
+		t.Fatalf("the screen was given back before the person read the notice: %v", d)
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.typeKeys(t, keyEnter)
+	d := await(t, ch)
+	if _, ok := d.SessionRule(); d.Action() != engine.Allow || !ok {
+		t.Fatalf("%v", d)
+	}
+	if _, ok := d.Saved(); ok {
+		t.Fatal("reported as saved")
+	}
+	if b, _ := os.ReadFile(pf.Path); string(b) != edited {
+		t.Fatalf("the changed file was written:\n%s", b)
+	}
+}
+
+// Human-only requests offer neither session nor "always" options.
+func TestPromptHumanOnlyHasNoAlways(t *testing.T) {
+	pf := policyFile(t, userPolicy)
+	s := newPtyScreen(t)
+	r := promptRequest()
+	r.HumanOnly = true
+	_, ch := runPromptWith(t, s, PromptOptions{Policy: pf}, r)
+	s.waitFor(t, "Show the full request")
+	if text := s.screenText(); strings.Contains(text, "Always") || strings.Contains(text, "session") {
+		t.Fatalf("human-only prompt offers more than once or deny:\n%s", text)
+	}
+	s.typeKeys(t, keyEsc)
+	if d := await(t, ch); d.Action() != engine.Deny {
+		t.Fatalf("%v", d)
+	}
+}
+
+// A resize lays the facts out again for the new width.
+func TestPromptRelayoutOnResize(t *testing.T) {
+	s := newPtyScreen(t)
+	r := promptRequest()
+	r.Check = engine.Check{Surface: engine.SurfaceWrite, Value: "/home/u/projects/permwrap/a-rather-long-directory-name/and/a/file-at-the-end.txt"}
+	r.Access = "create"
+	ch := runPrompt(t, s, r)
+	s.waitFor(t, "file-at-the-end.txt")
+	if strings.Contains(s.screenText(), "…/file-at-the-end.txt") {
+		t.Fatal("elided at 100 columns")
+	}
+	s.clear()
+	if err := pty.Setsize(s.ptmx, &pty.Winsize{Rows: 30, Cols: 60}); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGWINCH)
+	s.waitFor(t, "…")
+	s.waitFor(t, "file-at-the-end.txt")
+	for _, l := range strings.Split(s.screenText(), "\n") {
+		if strings.HasPrefix(l, "what:") && runewidth.StringWidth(l) > 60 {
+			t.Errorf("line wider than the new 60 columns: %q", l)
+		}
+	}
+	s.typeKeys(t, keyEsc)
+	await(t, ch)
+}
+
+type holdingScreen struct {
+	*ptyScreen
+	held []string
+}
+
+func (h holdingScreen) HeldNotices() []string { return h.held }
+
+// Notices the relay holds back while the agent draws are shown on the
+// prompt's own screen, the latest few, with how many there are.
+func TestPromptShowsHeldNotices(t *testing.T) {
+	s := newPtyScreen(t)
+	held := []string{"permwrap: denied read /a", "permwrap: denied read /b", "permwrap: denied read /c", "permwrap: denied read /d\x1b[2J"}
+	p := NewPromptTerminal(holdingScreen{s, held}, PromptOptions{AskTimeout: time.Minute})
+	ch := make(chan Decision, 1)
+	go func() { ch <- p.Decide(context.Background(), promptRequest()) }()
+	s.waitFor(t, "Allow once")
+	s.waitFor(t, "Not shown while the agent had the screen (4; all are printed when it exits):")
+	text := s.screenText()
+	for _, want := range []string{"denied read /b", "denied read /c", `denied read /d\x1b[2J`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "denied read /a") {
+		t.Errorf("more than the latest three shown:\n%s", text)
+	}
+	s.typeKeys(t, keyEsc)
+	await(t, ch)
 }

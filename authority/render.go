@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
+
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 // DefaultPromptRows is the row budget of the facts when the screen size is
@@ -58,7 +58,7 @@ func RenderFullRequest(r Request, width int) []string {
 	if r.Node != "" {
 		add("node", r.Node)
 	}
-	add("process", fmt.Sprintf("%s (pid %d)", r.Process.Comm, r.Process.PID))
+	add("process", r.Process.Comm+" ("+processIDs(r.Process)+")")
 	add("exe", r.Process.Exe)
 	add("cmdline", strings.Join(r.Process.Cmdline, " "))
 	add("agent", strings.Join(r.Agent, " "))
@@ -84,9 +84,10 @@ func RenderFullRequest(r Request, width int) []string {
 }
 
 // requestFacts are the prompt's lines in priority order: when rows run
-// out, the last ones are left for the full view.
+// out, the last ones are left for the full view. Runs and units are
+// lists, one command a line: they are separate commands, not a pipeline.
 func requestFacts(r Request, width int) []string {
-	who := fmt.Sprintf("who:   %s (pid %d)", printable(r.Process.Comm), r.Process.PID)
+	who := "who:   " + printable(r.Process.Comm) + " (" + processIDs(r.Process) + ")"
 	if len(r.Agent) > 0 {
 		who += " under " + printable(strings.Join(r.Agent, " "))
 	}
@@ -107,11 +108,19 @@ func requestFacts(r Request, width int) []string {
 		facts = append(facts, "dest:  "+printable(r.Net.String()))
 	}
 	facts = append(facts, "why:   "+whyLine(r))
-	if len(r.Runs) > 0 {
-		facts = append(facts, "runs:  "+printable(strings.Join(r.Runs, " → ")))
+	for i, x := range r.Runs {
+		label := "       "
+		if i == 0 {
+			label = "runs:  "
+		}
+		facts = append(facts, label+"- "+printable(x))
 	}
-	if len(r.Units) > 0 {
-		facts = append(facts, fmt.Sprintf("units: %s", printable(strings.Join(r.Units, " ; "))))
+	for i, u := range r.Units {
+		label := "       "
+		if i == 0 {
+			label = "units: "
+		}
+		facts = append(facts, fmt.Sprintf("%s%d. %s", label, i+1, printable(u)))
 	}
 	if r.HumanOnly {
 		facts = append(facts, "note:  protected write: allow once or deny")
@@ -119,48 +128,28 @@ func requestFacts(r Request, width int) []string {
 	return facts
 }
 
+// processIDs is "pid 4242", or "pid 4242, thread 4250" when a thread
+// other than the process's main one made the call.
+func processIDs(p Process) string {
+	s := "pid " + strconv.Itoa(p.PID)
+	if p.TID != 0 && p.TID != p.PID {
+		s += ", thread " + strconv.Itoa(p.TID)
+	}
+	return s
+}
+
 func whyLine(r Request) string {
 	if !r.HasRule() {
 		return "no rule (asking is the default)"
 	}
-	return "rule " + printable(r.Rule.String())
+	if r.Rule.Reason != "" {
+		return r.Rule.String() + ": " + printable(r.Rule.Reason)
+	}
+	return r.Rule.String()
 }
 
-// printable escapes control and format characters so that nothing from a
-// request can move the cursor, change colours or hide text on screen.
-func printable(s string) string {
-	clean := true
-	for _, c := range s {
-		if isHidden(c) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1: // a byte that is not UTF-8
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case c == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		case isHidden(c):
-			q := strconv.QuoteRuneToASCII(c)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(c)
-		}
-		i += size
-	}
-	return b.String()
-}
-
-func isHidden(c rune) bool {
-	return c == unicode.ReplacementChar || unicode.IsControl(c) || unicode.Is(unicode.Cf, c)
-}
+// printable is the one sanitiser (internal/display) under a short name.
+func printable(s string) string { return display.Printable(s) }
 
 // elideMiddle cuts s to width columns by replacing its middle with "…",
 // keeping a third of the room for the start and the rest for the end.
@@ -226,5 +215,5 @@ func wrapLine(s string, width int) []string {
 // String renders a request on one line for logs and tests:
 // "write /x/y by bash (pid 12)".
 func (r Request) String() string {
-	return fmt.Sprintf("%s %s by %s (pid %d)", r.Check.Surface, printable(r.Check.Value), printable(r.Process.Comm), r.Process.PID)
+	return fmt.Sprintf("%s %s by %s (%s)", r.Check.Surface, printable(r.Check.Value), printable(r.Process.Comm), processIDs(r.Process))
 }

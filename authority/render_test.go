@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -43,6 +44,10 @@ func TestRenderRequestGolden(t *testing.T) {
 	hostile.Process.Comm = "evil\x07"
 	hostile.HumanOnly = true
 
+	thread := renderFixture()
+	thread.Process.TID = 31340
+	thread.Rule.Reason = "deploys touch production"
+
 	cases := []struct {
 		name        string
 		r           Request
@@ -55,6 +60,8 @@ func TestRenderRequestGolden(t *testing.T) {
 		{"norule_wide_runes", noRule, 30, 24, false},
 		{"hostile", hostile, 80, 24, false},
 		{"full_narrow", renderFixture(), 40, 0, true},
+		{"thread", thread, 100, 24, false},
+		{"full_thread", thread, 100, 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,7 +132,7 @@ func FuzzRenderRequest(f *testing.F) {
 					t.Fatalf("%d columns for %d: %q", w, width, l)
 				}
 				for _, c := range l {
-					if isHidden(c) {
+					if display.Hidden(c) {
 						t.Fatalf("hidden character %U reached the screen: %q", c, l)
 					}
 				}

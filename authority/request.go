@@ -10,7 +10,8 @@ import (
 // Process is the process that made the request, as the supervisor read it
 // from /proc before deciding.
 type Process struct {
-	PID     int
+	PID     int // the process (thread group id)
+	TID     int // the thread that made the call, when it is not the process's main thread; 0 otherwise
 	Comm    string
 	Exe     string
 	Cmdline []string
@@ -113,6 +114,7 @@ type requestJSON struct {
 	Time      string    `json:"time"`
 	Process   struct {
 		PID     int      `json:"pid"`
+		TID     int      `json:"tid,omitempty"`
 		Comm    string   `json:"comm"`
 		Exe     string   `json:"exe"`
 		Cmdline []string `json:"cmdline"`
@@ -164,6 +166,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	j.RequestID = r.ID
 	j.Time = r.Time.UTC().Format(time.RFC3339Nano)
 	j.Process.PID = r.Process.PID
+	j.Process.TID = r.Process.TID
 	j.Process.Comm = elide(r.Process.Comm, maxItemBytes)
 	j.Process.Exe = elide(r.Process.Exe, maxItemBytes)
 	j.Process.Cmdline = capList(maskArgv(r.Process.Cmdline))

@@ -101,10 +101,10 @@ func TestContentRules(t *testing.T) {
 	}
 	// Explain says both answers.
 	ex := p.ExplainPath(AccessRead, "/w/a.pem").String()
-	if !strings.Contains(ex, "content looks secret") || !strings.Contains(ex, "read * → allow") {
+	if !strings.Contains(ex, "content looks secret") || !strings.Contains(ex, "rule read:* (allow") {
 		t.Errorf("explain:\n%s", ex)
 	}
-	if s := (Rule{Surface: SurfaceRead, Pattern: "*.pem", Action: Ask, Content: ContentSecret, Origin: OriginDefault}).String(); s != "read:*.pem (ask if secret, default)" {
+	if s := (Rule{Surface: SurfaceRead, Pattern: "*.pem", Action: Ask, Content: ContentSecret, Origin: OriginDefault}).String(); s != "rule read:*.pem (ask if secret, default)" {
 		t.Errorf("Rule.String = %q", s)
 	}
 }

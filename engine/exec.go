@@ -103,7 +103,7 @@ func (d ExecDecision) Reason() string {
 		b.WriteString(d.Decider)
 	}
 	b.WriteString(" — ")
-	b.WriteString(ruleLabel(d.Result.Rule))
+	b.WriteString(d.Result.Rule.String())
 	if d.Result.Rule.Reason != "" {
 		b.WriteString(": ")
 		b.WriteString(d.Result.Rule.Reason)
@@ -121,13 +121,6 @@ func (d *ExecDecision) CoversPath(a Access, p string) bool {
 		}
 	}
 	return false
-}
-
-func ruleLabel(r Rule) string {
-	if r.Pattern == "" && r.Origin == OriginBuiltin {
-		return "no rule matched"
-	}
-	return "rule " + r.String()
 }
 
 // decisionSet accumulates answers most-restrictive-wins, remembering which
@@ -266,7 +259,7 @@ func (p *Policy) guardReads(r FileReader) FileReader {
 	}
 	return func(file string, limit int) ([]byte, error) {
 		if res := p.DecidePath(AccessRead, file); res.Action != Allow {
-			return nil, fmt.Errorf("not read before it runs: reading %s is %s by %s", file, actionVerb(res.Action), ruleLabel(res.Rule))
+			return nil, fmt.Errorf("not read before it runs: reading %s is %s by %s", file, actionVerb(res.Action), res.Rule.String())
 		}
 		return r(file, limit)
 	}
@@ -893,7 +886,7 @@ func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) 
 			fmt.Fprintf(&b, "  %-5s  %s\n         judged as it runs: each exec and open it makes is checked then\n", "later", u.Unit.String())
 			continue
 		}
-		fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", u.Result.Action, u.Unit.String(), ruleLabel(u.Result.Rule))
+		fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", u.Result.Action, u.Unit.String(), u.Result.Rule.String())
 		if len(u.Spellings) > 1 || len(u.Possible) > 0 {
 			fmt.Fprintf(&b, "         judged as: %s\n", strings.Join(u.Spellings, " | "))
 		}
@@ -908,13 +901,13 @@ func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) 
 				fmt.Fprintf(&b, "  %-5s  %s\n         the file is known when it runs: the open is checked then\n", "later", r.Redirect.String())
 				continue
 			}
-			fmt.Fprintf(&b, "  %-5s  %s %s\n         %s\n", r.Result.Action, accessName(r.Redirect.Access), r.Path, ruleLabel(r.Result.Rule))
+			fmt.Fprintf(&b, "  %-5s  %s %s\n         %s\n", r.Result.Action, accessName(r.Redirect.Access), r.Path, r.Result.Rule.String())
 		}
 	}
 	if len(d.Compounds) > 0 {
 		b.WriteString("pipelines and lists named by a rule:\n")
 		for _, c := range d.Compounds {
-			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", c.Result.Action, c.Compound.Line, ruleLabel(c.Result.Rule))
+			fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", c.Result.Action, c.Compound.Line, c.Result.Rule.String())
 		}
 	}
 	if uses := argumentUses(d.PathUses); len(uses) > 0 {

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 // Explanation is how the policy answered one check: the answer, the rule
@@ -85,7 +87,7 @@ func (p *Policy) Explain(c Check) Explanation {
 
 func (ex Explanation) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s\n", ex.Check.Surface, ex.Check.Value)
+	fmt.Fprintf(&b, "%s %s\n", ex.Check.Surface, display.Printable(ex.Check.Value))
 	if ex.wholeLine {
 		fmt.Fprintf(&b, "  answer for the line as one value: %s (the analysis below decides)\n", ex.Result.Action)
 	} else {
@@ -93,7 +95,7 @@ func (ex Explanation) String() string {
 	}
 	fmt.Fprintf(&b, "  decided by: %s\n", describeRule(ex.Result))
 	if ex.Result.Rule.Reason != "" {
-		fmt.Fprintf(&b, "  reason: %s\n", ex.Result.Rule.Reason)
+		fmt.Fprintf(&b, "  reason: %s\n", display.Printable(ex.Result.Rule.Reason))
 	}
 	for _, n := range ex.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
@@ -117,24 +119,29 @@ func layerOf(r Rule) Layer {
 	return LayerPolicy
 }
 
-// describeRule renders "write ~/.bashrc → ask (origin default, default.jsonc:60:7, layer policy)".
+// describeRule is the rule as Rule.String renders it, with what explain
+// adds: where it stands among the layers and where it came from.
+// "rule write:~/.bashrc (ask, default.jsonc:60:7); origin default, layer policy".
 func describeRule(r Result) string {
 	rule := r.Rule
-	if rule.Origin == OriginBuiltin && rule.Pattern == "" {
-		return fmt.Sprintf("builtin %s (no rule matched)", rule.Action)
-	}
-	pat := rule.Pattern
 	if r.Layer == LayerFallback {
-		pat = `permission["*"]`
+		rule.Surface = SurfaceInvalid // permission["*"], whatever surface asked
 	}
-	parts := []string{"origin " + rule.Origin.String()}
-	if pos := rule.Pos.String(); pos != "" {
-		parts = append(parts, pos)
+	s := rule.String()
+	if rule.Pattern == "" && rule.Origin == OriginBuiltin {
+		return s // "no rule (builtin ask)": no layer to name
+	}
+	var parts []string
+	if rule.Origin != OriginBuiltin && rule.Origin != OriginInvalid {
+		parts = append(parts, "origin "+rule.Origin.String())
 	}
 	if r.Layer != LayerInvalid {
 		parts = append(parts, "layer "+r.Layer.String())
 	}
-	return fmt.Sprintf("%s %s → %s (%s)", rule.Surface, pat, rule.Action, strings.Join(parts, ", "))
+	if len(parts) > 0 {
+		s += "; " + strings.Join(parts, ", ")
+	}
+	return s
 }
 
 // DecisionExplanation explains a composed decision: every surface
@@ -188,7 +195,7 @@ func (d DecisionExplanation) String() string {
 	for _, ex := range d.Surfaces {
 		if len(d.Surfaces) > 1 && ex.Abstained && !all {
 			// Its fallback answer takes no part; saying "ask" would mislead.
-			fmt.Fprintf(&b, "%s %s\n  abstains: no %s rule matched\n", ex.Check.Surface, ex.Check.Value, ex.Check.Surface)
+			fmt.Fprintf(&b, "%s %s\n  abstains: no %s rule matched\n", ex.Check.Surface, display.Printable(ex.Check.Value), ex.Check.Surface)
 			for _, r := range ex.RunnerUps {
 				fmt.Fprintf(&b, "    matched but not deciding: %s\n", describeRule(Result{Rule: r, Layer: layerOf(r)}))
 			}

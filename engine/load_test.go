@@ -465,7 +465,7 @@ func TestSelfProtection(t *testing.T) {
 		t.Errorf("PathRulePrefixes lacks %s: %v", real, p.PathRulePrefixes())
 	}
 	ex := p.ExplainPath(AccessWrite, real+"/policy.jsonc").String()
-	if !strings.Contains(ex, "permwrap protects this path") || !strings.Contains(ex, "origin builtin") {
+	if !strings.Contains(ex, "permwrap protects this path") || !strings.Contains(ex, "(deny, builtin); layer hard-guard") {
 		t.Errorf("explain: %s", ex)
 	}
 }

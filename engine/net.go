@@ -199,7 +199,7 @@ func (d NetDecision) Reason(in NetIntent) string {
 	b.WriteString(": ")
 	b.WriteString(in.String())
 	b.WriteString(" — ")
-	b.WriteString(ruleLabel(d.Result.Rule))
+	b.WriteString(d.Result.Rule.String())
 	if d.Result.Rule.Reason != "" {
 		b.WriteString(": ")
 		b.WriteString(d.Result.Rule.Reason)

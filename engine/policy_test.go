@@ -622,7 +622,7 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("runner-ups %q, want %q", got, want)
 	}
 	s := ex.String()
-	for _, frag := range []string{"answer: ask", "write /w/*.go → ask (origin global, policy.jsonc:4:4, layer policy)", "runner-ups:", "write *.go → deny (origin global, policy.jsonc:5:4"} {
+	for _, frag := range []string{"answer: ask", "decided by: rule write:/w/*.go (ask, policy.jsonc:4:4); origin global, layer policy", "runner-ups:", "rule write:*.go (deny, policy.jsonc:5:4); origin global"} {
 		if !strings.Contains(s, frag) {
 			t.Errorf("explanation lacks %q:\n%s", frag, s)
 		}

@@ -8,7 +8,12 @@
 // permwrap makes can be reproduced by `permwrap explain` and by tests.
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/permwrap/permwrap/internal/display"
+)
 
 // Surface is what a rule is about.
 type Surface uint8
@@ -183,19 +188,57 @@ type Rule struct {
 	Pos     Position
 }
 
-// String renders the rule the way logs and prompts name it:
-// "write:/etc/** (deny, policy.jsonc:12:5)", and for a content rule
-// "read:*.pem (ask if secret, default.jsonc:30:7)".
+// String is the one rendering of a rule for people: the denial notice,
+// the prompt, the review log's text view and explain all use it.
+//
+//	rule write:/etc/** (deny, policy.jsonc:12:5)
+//	rule bash:git push * (allow by yolo, default.jsonc:41:7)
+//	rule write:/srv/x/** (allow, session)
+//	rule permission["*"] (ask, policy.jsonc:3:3)
+//	no rule (builtin ask)
+//
+// The place is the file position when the rule was read from a file, its
+// origin otherwise; an action that yolo or fail-closed rewrote says so.
+// The action is left out when unset (a decider names a rule without it).
+// The pattern goes through the one sanitiser: a session pattern is typed
+// by a person and may hold anything.
 func (r Rule) String() string {
-	where := r.Origin.String()
+	if r.Pattern == "" && (r.Origin == OriginBuiltin || r.Origin == OriginInvalid) {
+		if r.Action == 0 {
+			return "no rule"
+		}
+		return "no rule (builtin " + r.Action.String() + ")"
+	}
+	var b strings.Builder
+	b.WriteString("rule ")
+	if r.Surface == SurfaceInvalid {
+		b.WriteString(`permission["` + display.Printable(r.Pattern) + `"]`)
+	} else {
+		b.WriteString(r.Surface.String())
+		b.WriteByte(':')
+		b.WriteString(display.Printable(r.Pattern))
+	}
+	b.WriteString(" (")
+	if r.Action != 0 {
+		b.WriteString(r.Action.String())
+		if r.Content != ContentAny {
+			b.WriteString(" if " + r.Content.String())
+		}
+		switch r.Origin {
+		case OriginYolo:
+			b.WriteString(" by yolo")
+		case OriginFailClosed:
+			b.WriteString(" by fail-closed")
+		}
+		b.WriteString(", ")
+	}
 	if p := r.Pos.String(); p != "" {
-		where = p
+		b.WriteString(display.Printable(p))
+	} else {
+		b.WriteString(r.Origin.String())
 	}
-	act := r.Action.String()
-	if r.Content != ContentAny {
-		act += " if " + r.Content.String()
-	}
-	return fmt.Sprintf("%s:%s (%s, %s)", r.Surface, r.Pattern, act, where)
+	b.WriteByte(')')
+	return b.String()
 }
 
 // Check is one (surface, value) question put to the policy.

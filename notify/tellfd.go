@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strconv"
@@ -10,14 +11,17 @@ import (
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
-// ErrNotTold means the target's fd was not a pipe or a regular file, so
-// nothing was written: a terminal belongs to the person, not to the agent.
-var ErrNotTold = errors.New("notify: fd is not a pipe or a regular file")
+// ErrNotTold means the target's fd is not something a program reads
+// back (a pipe, a regular file, a local socket), so nothing was written:
+// a terminal belongs to the person, not to the agent.
+var ErrNotTold = errors.New("notify: fd is not a pipe, a regular file or a local socket")
 
 // TellFd writes line to what the target's fd (usually 2) refers to when
-// that is a pipe or a regular file — a tool subprocess whose output the
-// agent reads — never to a terminal, and never blocking: a full pipe
-// drops the line rather than stall the supervisor.
+// that is something the program that started the target reads back — a
+// pipe or FIFO, a regular file, or a local (AF_UNIX) socket, which is
+// what Node/libuv gives its children — and never to a terminal. It never
+// blocks: when the pipe or socket is full the line is dropped rather than
+// stall the supervisor.
 //
 // skip names a file permwrap itself writes to (its stderr): when the
 // target's fd is that same file, the person already saw the notice there
@@ -47,11 +51,18 @@ func TellFd(tid, fd int, line []byte, skip *os.File) error {
 		_, err := unix.Write(int(f.Fd()), line)
 		return err
 	case unix.S_IFIFO:
-	default:
-		return ErrNotTold
+		return tellPipe(f, line)
+	case unix.S_IFSOCK:
+		return tellSocket(f, line)
 	}
-	// A pipe has no offset; a new non-blocking description of it cannot
-	// stall on a full pipe and leaves the target's flags alone.
+	return ErrNotTold
+}
+
+// tellPipe writes to a pipe or FIFO. A pipe has no offset; a new
+// non-blocking description of it cannot stall on a full pipe and leaves
+// the target's flags alone. A line of at most PIPE_BUF bytes goes in
+// whole or not at all.
+func tellPipe(f *os.File, line []byte) error {
 	w, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return err
@@ -59,4 +70,94 @@ func TellFd(tid, fd int, line []byte, skip *os.File) error {
 	defer unix.Close(w)
 	_, err = unix.Write(w, line)
 	return err
+}
+
+// tellSocket sends on a connected local socket: a socketpair from
+// libuv (Node), Python's asyncio or socket.socketpair, or any other
+// AF_UNIX stream, seqpacket or connected datagram socket. Network
+// sockets are left alone: their reader is not on this machine's side of
+// the sandbox, and a notice is no business of a remote peer.
+//
+// The send goes through the target's own description with MSG_DONTWAIT
+// (never blocks, the target's O_NONBLOCK flag untouched) and
+// MSG_NOSIGNAL (a closed peer raises no SIGPIPE in the supervisor). A
+// unix socket queues a short line as one buffer: it is sent whole or
+// refused with EAGAIN, never cut.
+func tellSocket(f *os.File, line []byte) error {
+	fd := int(f.Fd())
+	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return err
+	}
+	if domain != unix.AF_UNIX {
+		return ErrNotTold
+	}
+	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil {
+		return err
+	}
+	if typ != unix.SOCK_STREAM && typ != unix.SOCK_SEQPACKET && typ != unix.SOCK_DGRAM {
+		return ErrNotTold
+	}
+	_, err = unix.SendmsgN(fd, line, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+	return err
+}
+
+// TellSpawner writes line to the stderr of the process that started tid
+// (its parent), for an exec refused in a child that has not run anything
+// yet. Python's subprocess, Go's os/exec and Rust's Command report a
+// failed exec as an error and close the child's pipes unread, so a line
+// on the child's stderr is lost; the spawner's own stderr is often what
+// the agent reads (a tool script). Nothing is written when that is the
+// same file as the child's stderr (the line is there already), a
+// terminal, or skip; the rules of TellFd apply.
+func TellSpawner(tid int, line []byte, skip *os.File) error {
+	ppid, err := parentOf(tid)
+	if err != nil {
+		return err
+	}
+	if ppid <= 1 {
+		return ErrNotTold
+	}
+	child, err := fdIdentity(tid, 2)
+	if err != nil {
+		return err
+	}
+	parent, err := fdIdentity(ppid, 2)
+	if err != nil {
+		return err
+	}
+	if child == parent {
+		return ErrNotTold
+	}
+	return TellFd(ppid, 2, line, skip)
+}
+
+type fileID struct{ dev, ino uint64 }
+
+func fdIdentity(tid, fd int) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(tid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{st.Dev, st.Ino}, nil
+}
+
+// parentOf reads the parent pid from /proc/TID/stat ("pid (comm) state
+// ppid ..."; comm may hold any byte, so the fields start after the last
+// ')').
+func parentOf(tid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("notify: unreadable stat")
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0, errors.New("notify: unreadable stat")
+	}
+	return strconv.Atoi(string(f[1]))
 }

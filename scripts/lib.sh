@@ -81,8 +81,10 @@ ensure_test_deps() {
 	ensure_build_deps
 	# Real programs the workload and prompt tests drive.
 	apt_install tmux git make tar python3 strace
-	# npm may come from elsewhere than Debian (nodesource, nvm): only when
-	# there is none at all.
+	# Node and npm may come from elsewhere than Debian (nodesource, nvm):
+	# installed only when there is none at all. The prompt tests drive
+	# Node terminal programs (testdata/tui); a workload test runs npm.
+	command -v node >/dev/null 2>&1 || apt_install nodejs
 	command -v npm >/dev/null 2>&1 || apt_install npm
 }
 

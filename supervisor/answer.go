@@ -76,14 +76,17 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 	if r != nil {
 		v.value = r.path
 	}
-	s.notices.denied(v, reason, "")
+	d := authority.Denied(authority.ByError{Reason: "undecodable request"}, reason)
+	var id authority.RequestID
 	if s.cfg.Log != nil {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfacePath, Value: v.value})
 		req.Access = name
 		req.Process = processInfo(int(n.Pid), true)
 		req.Node = s.nodeOf(int(n.Pid))
-		s.cfg.Log.Decided(req, false, authority.Denied(authority.ByError{Reason: "undecodable request"}, reason))
+		s.cfg.Log.Decided(req, false, d)
+		id = req.ID
 	}
+	s.notices.line(newDenial(v, d, id, "").forPerson())
 }
 
 // installFD gives the target the file the supervisor opened for it and

@@ -63,10 +63,10 @@ func TestDenialToldToTheAgent(t *testing.T) {
 	need(t, "python3")
 	s := newSandbox(t, pushDenied)
 	r := s.run("bash", "-c", `python3 -c 'open("DENIED", "w")' 2>tool.err; python3 -c 'open("DENIED", "w")' 2>&1 | cat`)
-	mustContain(t, "stdout (tool output through a pipe)", r.stdout, "permwrap: denied write "+s.path("DENIED")+" — not here")
+	mustContain(t, "stdout (tool output through a pipe)", r.stdout, "permwrap: denied write "+s.path("DENIED")+": not here — rule write:DENIED")
 	mustContain(t, "stdout (tool output through a pipe)", r.stdout, "PermissionError")
 	tool := s.read("tool.err")
-	mustContain(t, "tool stderr file", tool, "permwrap: denied write "+s.path("DENIED")+" — not here")
+	mustContain(t, "tool stderr file", tool, "permwrap: denied write "+s.path("DENIED")+": not here — rule write:DENIED")
 	if !strings.HasPrefix(tool, "permwrap: denied") || !strings.Contains(tool, "PermissionError") {
 		t.Errorf("the notice must come before the tool's own error, and neither may overwrite the other:\n%s", tool)
 	}

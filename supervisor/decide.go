@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/permwrap/permwrap/engine"
@@ -76,21 +75,4 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
-}
-
-// ruleName renders the deciding rule for people: "write:/etc/** from
-// policy.jsonc:12".
-func ruleName(res engine.Result) string {
-	r := res.Rule
-	if r.Pattern == "" {
-		if r.Origin == engine.OriginBuiltin {
-			return "no rule"
-		}
-		return r.Origin.String()
-	}
-	where := r.Origin.String()
-	if p := r.Pos.String(); p != "" {
-		where = p
-	}
-	return fmt.Sprintf("rule %s:%s from %s", r.Surface, r.Pattern, where)
 }

@@ -240,7 +240,7 @@ func (s *supervisor) ask(r *request, v verdict) {
 		}
 	}
 	if d.Action() != engine.Allow {
-		s.refuse(r, v, d.Reason(), d.DecidedBy().String())
+		s.refuse(r, v, d, req.ID)
 		return
 	}
 	// The target may have died while a person thought about it.
@@ -251,54 +251,24 @@ func (s *supervisor) ask(r *request, v verdict) {
 }
 
 // deny refuses a request with EACCES, logs it and tells the person (and
-// the agent, see tellAgent).
+// the agent, see notice.go).
 func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decision) {
-	s.record(r, v, asked, d)
-	reason := d.Reason()
-	if reason == "" {
-		reason = v.result.Rule.Reason
-	}
-	if v.exec != nil && v.exec.Decider != "" && v.exec.Decider != v.value {
-		// Name the part of the command that was refused.
-		if reason != "" {
-			reason = v.exec.Decider + ": " + reason
-		} else {
-			reason = v.exec.Decider
-		}
-	}
-	s.refuse(r, v, reason, ruleName(v.result))
+	id := s.record(r, v, asked, d)
+	s.refuse(r, v, d, id)
 }
 
-// refuse fails the call with EACCES and says why, to the person and to
-// the agent.
-func (s *supervisor) refuse(r *request, v verdict, reason, by string) {
-	s.notices.denied(v, reason, by)
-	s.tellAgent(r, v, reason, by)
-	s.respondErr(r.id, unix.EACCES)
-}
-
-// tellAgent appends one line naming the denial to the denied process's
-// stderr when that is a pipe or a regular file: a tool subprocess whose
-// output the model reads, so it learns why instead of retrying. Never the
-// agent's own terminal, never the command body. denialNotice: "off" turns
-// it off.
-func (s *supervisor) tellAgent(r *request, v verdict, reason, by string) {
-	if s.cfg.Policy.Settings().DenialNotice == "off" {
-		return
-	}
-	line := denialLine(v, v.exec == nil, reason, by)
-	_ = notify.TellFd(r.tid, 2, []byte(line+"\n"), s.cfg.Stderr)
-}
-
-// record writes the review-log record of a decision made without asking.
-func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) {
+// record writes the review-log record of a decision made without asking
+// and returns the request id it was written under ("" when not written).
+func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) authority.RequestID {
 	if s.cfg.Log == nil {
-		return
+		return ""
 	}
 	if l, ok := s.cfg.Log.(*authority.Log); ok && !l.Wants(authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
-		return // not written: do not gather it
+		return "" // not written: do not gather it
 	}
-	s.cfg.Log.Decided(s.authorityRequest(r, v), asked, d)
+	req := s.authorityRequest(r, v)
+	s.cfg.Log.Decided(req, asked, d)
+	return req.ID
 }
 
 // authorityRequest describes a request for the chain, the prompt and the
@@ -361,6 +331,9 @@ func processInfo(tid int, full bool) authority.Process {
 	}
 	if !full {
 		return p
+	}
+	if g, err := pin.Tgid(tid); err == nil && g != tid {
+		p.PID, p.TID = g, tid // the process, and the thread that asked
 	}
 	if b, err := os.ReadFile(base + "/comm"); err == nil {
 		p.Comm = strings.TrimSpace(string(b))

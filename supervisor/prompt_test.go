@@ -21,14 +21,24 @@ type tmuxSession struct {
 
 func newTmux(t *testing.T, s *sandbox, argv ...string) *tmuxSession {
 	t.Helper()
+	return newTmuxEnv(t, s, true, nil, argv...)
+}
+
+// newTmuxEnv starts argv in a tmux session of its own server, 100×30,
+// under permwrap when wrapped, with extra environment variables.
+func newTmuxEnv(t *testing.T, s *sandbox, wrapped bool, extra []string, argv ...string) *tmuxSession {
+	t.Helper()
 	kerneltest.Tool(t, "tmux")
 	ts := &tmuxSession{t: t, socket: filepath.Join(s.dir, "tmux.sock"), name: "pw"}
 	env := []string{
 		"PERMWRAP_CONFIG_DIR=" + s.configDir, "HOME=" + s.home,
 		"XDG_STATE_HOME=" + filepath.Join(s.dir, "state"), "PS1=$ ", "TERM=xterm-256color",
 	}
+	env = append(env, extra...)
 	cmd := append([]string{"env"}, env...)
-	cmd = append(cmd, permwrapBin, "--log", s.logPath, "--workspace", s.workspace, "--")
+	if wrapped {
+		cmd = append(cmd, permwrapBin, "--log", s.logPath, "--workspace", s.workspace, "--")
+	}
 	cmd = append(cmd, argv...)
 	quoted := make([]string, len(cmd))
 	for i, a := range cmd {
@@ -106,7 +116,7 @@ func TestPromptOverShell(t *testing.T) {
 	// Deny: the write fails with EACCES in the shell.
 	ts.keys("echo x > ASKME2 || echo write-refused", "Enter")
 	ts.waitFor("Allow once")
-	ts.keys("Down", "Down", "Enter") // once, session, [deny]
+	ts.answer(prompt{choose: "Deny"})
 	ts.waitFor("write-refused")
 	if s.exists("ASKME2") {
 		t.Error("denied write happened")
@@ -117,8 +127,8 @@ func TestPromptOverShell(t *testing.T) {
 	ts.keys("echo one > guarded/a && echo first-done", "Enter")
 	scr = ts.waitFor("Allow for this session")
 	mustContain(t, "session option", scr, "write:"+s.path("guarded")+"/**")
-	ts.keys("Down", "Enter") // [session]
-	ts.waitFor("Allow for this session (write pattern)")
+	ts.answer(prompt{choose: "Allow for this session"})
+	ts.waitFor("Allow for this session: write pattern")
 	ts.keys("Enter") // accept the suggested pattern
 	ts.waitFor("first-done")
 	ts.keys("echo two > guarded/b && echo second-done", "Enter")
@@ -150,48 +160,7 @@ func TestPromptOverShell(t *testing.T) {
 	}
 }
 
-// A full-screen program keeps working: the prompt takes the screen, and
-// after the answer the program is back on the alternate screen and redraws.
-func TestPromptOverFullScreenProgram(t *testing.T) {
-	s := newSandbox(t, askPolicy)
-	// A tiny full-screen program: alternate screen, draws a frame, redraws
-	// on SIGWINCH, writes the file when a key is pressed.
-	prog := `
-import os, sys, signal, tty, termios
-fd = sys.stdin.fileno()
-old = termios.tcgetattr(fd)
-tty.setraw(fd)
-def draw(*_):
-    sys.stdout.write("\x1b[H\x1b[2JFULLSCREEN-APP redraws=%d\r\n" % draw.n); sys.stdout.flush(); draw.n += 1
-draw.n = 0
-sys.stdout.write("\x1b[?1049h"); draw()
-signal.signal(signal.SIGWINCH, draw)
-os.read(fd, 1)
-try:
-    open("ASKME-full", "w").write("ok")
-    msg = "WROTE"
-except PermissionError:
-    msg = "REFUSED"
-sys.stdout.write(msg + "\r\n"); sys.stdout.flush()
-os.read(fd, 1)
-sys.stdout.write("\x1b[?1049l"); sys.stdout.flush()
-termios.tcsetattr(fd, termios.TCSADRAIN, old)
-`
-	ts := newTmux(t, s, "python3", "-c", prog)
-	ts.waitFor("FULLSCREEN-APP redraws=0")
-	ts.keys("x")
-	ts.waitFor("permwrap: permission request")
-	ts.keys("Enter")
-	scr := ts.waitFor("WROTE")
-	// The app redraws only on SIGWINCH: redraws=1 proves permwrap asked it
-	// to repaint after the prompt.
-	mustContain(t, "redrawn app", scr, "FULLSCREEN-APP redraws=1")
-	if strings.Contains(scr, "permission request") {
-		t.Errorf("prompt left on screen:\n%s", scr)
-	}
-	ts.keys("q")
-	ts.waitFor("PERMWRAP-EXIT=0")
-}
+// Full-screen and incremental programs under the prompt: tui_test.go.
 
 // A script that needs asking is asked once, before it runs, with its
 // units; after the person allows it, the execs it makes do not ask again.
@@ -214,7 +183,7 @@ func TestScriptAskedOnce(t *testing.T) {
 	// Outside that script, the same command asks again.
 	ts.keys("git version", "Enter")
 	ts.waitFor("permwrap: permission request")
-	ts.keys("Down", "Down", "Enter") // deny
+	ts.answer(prompt{choose: "Deny"})
 	ts.waitFor("Permission denied")
 	ts.keys("exit", "Enter")
 	ts.waitFor("PERMWRAP-EXIT=")

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -24,20 +26,39 @@ import (
 // buffer is full, and nothing it printed is lost or replayed out of
 // order. Input is routed by the same lock: keys typed at a prompt never
 // reach the agent.
+//
+// Nothing permwrap prints lands inside the agent's frame. A notice (relay
+// Write) is shown at once only when the agent is plainly writing lines:
+// the pty is in canonical mode (no program has taken the keyboard raw, as
+// every full-screen or incremental renderer does), the agent is on the
+// main screen, the last thing it printed was a newline, and it has not
+// drawn (cursor movement, erasing, a hidden cursor) since the terminal
+// last entered canonical mode. Otherwise the notice waits for such a
+// moment, and what never found one is printed when the command has
+// exited and the terminal is the person's again.
 type relay struct {
-	tty  *os.File // the real terminal (our stdin)
-	out  *os.File // the real terminal (our stdout)
-	ptmx *os.File // the pty master
-	pts  *os.File // the pty slave: the command's stdio until started
+	tty    *os.File // the real terminal (our stdin)
+	out    *os.File // the real terminal (our stdout)
+	outFd  int
+	ptmx   *os.File // the pty master
+	ptmxFd int
+	pts    *os.File // the pty slave: the command's stdio until started
 
 	saved *term.State
 
-	mu     sync.Mutex // held while a chunk is written to out, or to flip paused
-	cond   *sync.Cond
-	paused bool
-	modes  modeTracker
-
-	notes []byte // notices written while a prompt was up, shown after it
+	mu      sync.Mutex // held while a chunk is written to out, or to flip paused
+	cond    *sync.Cond
+	paused  bool
+	stopped bool
+	screen  termState
+	canon   bool // the pty's canonical mode when last looked at
+	notes   noteQueue
+	outSeq  uint64    // chunks of the agent's output relayed
+	lastOut time.Time // when the last one was
+	// shrunk: the pty is one column narrower than the terminal, so that
+	// giving it its real width back is a real size change (see resume).
+	shrunk   bool
+	shrinkID uint64
 
 	inMu sync.Mutex // held while a chunk of input is read and forwarded
 	wake [2]int     // a pipe that interrupts the input poll
@@ -51,10 +72,13 @@ func newRelay(tty, out *os.File) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil {
-		_ = unix.IoctlSetWinsize(int(ptmx.Fd()), unix.TIOCSWINSZ, ws)
+	// The descriptors are used in raw system calls from here on (Fd puts
+	// a file in blocking mode once, not at every call).
+	r := &relay{tty: tty, out: out, outFd: int(out.Fd()), ptmx: ptmx, ptmxFd: int(ptmx.Fd()), pts: pts,
+		done: make(chan struct{}), screen: newTermState(), canon: true}
+	if ws, err := unix.IoctlGetWinsize(r.outFd, unix.TIOCGWINSZ); err == nil {
+		_ = unix.IoctlSetWinsize(r.ptmxFd, unix.TIOCSWINSZ, ws)
 	}
-	r := &relay{tty: tty, out: out, ptmx: ptmx, pts: pts, done: make(chan struct{})}
 	r.cond = sync.NewCond(&r.mu)
 	if err := unix.Pipe2(r.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		ptmx.Close()
@@ -76,47 +100,123 @@ func (r *relay) start() error {
 	r.saved = st
 	go r.copyOut()
 	go r.copyIn()
+	go r.notesLoop()
 	return nil
 }
 
-// stop restores the terminal. Output still queued in the pty is drained
-// first (the command has exited by now).
+// stop restores the terminal and prints the notices that found no safe
+// moment while the command ran. The command has exited by now and its
+// output has been drained.
 func (r *relay) stop() {
 	unix.Write(r.wake[1], []byte{1})
 	r.mu.Lock()
 	r.paused = false
+	r.stopped = true
 	r.cond.Broadcast()
+	lines, dropped := r.notes.take()
+	alt := r.screen.alt
 	r.mu.Unlock()
 	if r.saved != nil {
 		_ = term.Restore(int(r.tty.Fd()), r.saved)
 	}
+	if len(lines) == 0 {
+		return
+	}
+	var b strings.Builder
+	if alt {
+		// The command left the alternate screen on; the summary belongs
+		// on the main one, under what the person last saw there.
+		b.WriteString("\x1b[?1049l")
+	}
+	b.WriteString("\x1b[0m\r\n")
+	n := len(lines) + dropped
+	fmt.Fprintf(&b, "permwrap: %d %s not shown while the command had the terminal:\r\n", n, plural(n, "notice was", "notices were"))
+	b.WriteString(noteText(lines, dropped))
+	_, _ = r.out.WriteString(b.String())
+}
+
+// noteText is the held notices as terminal lines, the count of those
+// dropped first.
+func noteText(lines []string, dropped int) string {
+	var b strings.Builder
+	if dropped > 0 {
+		fmt.Fprintf(&b, "permwrap: (%d earlier notices dropped; see the review log: permwrap log --denied)\r\n", dropped)
+	}
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteString("\r\n")
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // resize copies the terminal's size to the pty; the kernel signals the
-// command's foreground process group.
+// command's foreground process group. While the pty is shrunk for a
+// repaint, it stays one column narrower than the terminal.
 func (r *relay) resize() {
-	if ws, err := unix.IoctlGetWinsize(int(r.out.Fd()), unix.TIOCGWINSZ); err == nil {
-		_ = unix.IoctlSetWinsize(int(r.ptmx.Fd()), unix.TIOCSWINSZ, ws)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setSizeLocked()
+}
+
+func (r *relay) setSizeLocked() {
+	ws, err := unix.IoctlGetWinsize(r.outFd, unix.TIOCGWINSZ)
+	if err != nil {
+		return
 	}
+	if r.shrunk && ws.Col > 1 {
+		ws.Col--
+	}
+	_ = unix.IoctlSetWinsize(r.ptmxFd, unix.TIOCSWINSZ, ws)
 }
 
 func (r *relay) copyOut() {
 	defer close(r.done)
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := r.ptmx.Read(buf)
+		n, err := unix.Read(r.ptmxFd, buf)
 		if n > 0 {
 			r.mu.Lock()
 			for r.paused {
 				r.cond.Wait()
 			}
-			r.modes.scan(buf[:n])
-			_, _ = r.out.Write(buf[:n])
+			r.sampleCanonLocked()
+			r.relayLocked(buf[:n])
+			r.outSeq++
+			r.lastOut = time.Now()
+			r.flushNotesLocked(true)
 			r.mu.Unlock()
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
 			return // EIO once every holder of the slave is gone
 		}
+		if n == 0 && err == nil {
+			return
+		}
+	}
+}
+
+// relayLocked writes a chunk of the agent's output. While notices wait,
+// it goes line by line, so a notice can follow the first line the agent
+// finishes instead of waiting for a chunk that happens to end with one.
+func (r *relay) relayLocked(data []byte) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if r.notes.empty() || i < 0 {
+			r.screen.scan(data)
+			_, _ = r.out.Write(data)
+			return
+		}
+		r.screen.scan(data[:i+1])
+		_, _ = r.out.Write(data[:i+1])
+		data = data[i+1:]
+		r.flushNotesLocked(false)
 	}
 }
 
@@ -155,7 +255,7 @@ func (r *relay) copyIn() {
 		}
 		n, err := unix.Read(int(r.tty.Fd()), buf)
 		if n > 0 {
-			_, _ = r.ptmx.Write(buf[:n])
+			_, _ = unix.Write(r.ptmxFd, buf[:n])
 		}
 		r.inMu.Unlock()
 		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
@@ -181,9 +281,31 @@ func (r *relay) waitUnpaused() {
 	r.mu.Unlock()
 }
 
+// forwardTypedAhead hands the agent the keys that were typed before the
+// prompt appeared: they were meant for it, not for the question the
+// person has not seen yet. Called with inMu held.
+func (r *relay) forwardTypedAhead() {
+	fd := int(r.tty.Fd())
+	buf := make([]byte, 4096)
+	for i := 0; i < 16; i++ {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
+			return
+		}
+		n, err := unix.Read(fd, buf)
+		if n > 0 {
+			_, _ = unix.Write(r.ptmxFd, buf[:n])
+		}
+		if err != nil || n == 0 {
+			return
+		}
+	}
+}
+
 // Acquire implements authority.Screen: the agent's output stops, its
 // terminal modes are put aside, and the prompt gets the terminal on the
-// alternate screen. release undoes all of it and asks the agent to redraw.
+// alternate screen. release undoes all of it and makes the agent redraw
+// when its screen was lost.
 func (r *relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, func(), error) {
 	select {
 	case <-r.done:
@@ -191,26 +313,36 @@ func (r *relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, fu
 	default:
 	}
 	r.inMu.Lock() // no input is being forwarded past this point
-	r.mu.Lock()   // no output is being written past this point
-	r.paused = true
-	modes := r.modes
-	var pre bytes.Buffer
-	if !modes.alt {
-		pre.WriteString("\x1b[?1049h") // save the agent's screen on the main buffer
+	r.forwardTypedAhead()
+	r.mu.Lock() // no output is being written past this point
+	if r.stopped {
+		r.mu.Unlock()
+		r.inMu.Unlock()
+		return nil, nil, 0, 0, nil, errors.New("the terminal relay has stopped")
 	}
-	pre.WriteString(modes.resetSeq())
-	pre.WriteString("\x1b[H\x1b[2J")
-	_, _ = r.out.Write(pre.Bytes())
+	r.paused = true
+	screen := r.screen
+	pre, pushedKitty := screen.putAside()
+	_, _ = r.out.WriteString(pre)
+	if screen.alt && !r.shrunk {
+		// The prompt clears the agent's alternate screen, so the agent
+		// must repaint after it. Full-screen programs repaint on a real
+		// size change (Node only then); make the pty one column narrower
+		// now, while the person reads, and give the width back after.
+		r.shrunk = true
+		r.setSizeLocked()
+	}
+	r.shrinkID++ // a restore still pending from an earlier prompt is void
 	r.mu.Unlock()
 	r.inMu.Unlock()
 
 	w, h := 80, 24
-	if ws, err := unix.IoctlGetWinsize(int(r.out.Fd()), unix.TIOCGWINSZ); err == nil {
+	if ws, err := unix.IoctlGetWinsize(r.outFd, unix.TIOCGWINSZ); err == nil {
 		w, h = int(ws.Col), int(ws.Row)
 	}
 	in, err := dupFile(r.tty)
 	if err != nil {
-		r.resume(modes)
+		r.resume(screen, pushedKitty)
 		return nil, nil, 0, 0, nil, err
 	}
 	var once sync.Once
@@ -222,32 +354,187 @@ func (r *relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, fu
 			if r.saved != nil {
 				_, _ = term.MakeRaw(int(r.tty.Fd()))
 			}
-			r.resume(modes)
+			r.resume(screen, pushedKitty)
 		})
 	}
 	return in, r.out, w, h, release, nil
 }
 
-// resume gives the agent its screen back and makes it redraw.
-func (r *relay) resume(modes modeTracker) {
+// resume gives the agent its screen and modes back. A main screen comes
+// back byte for byte from the terminal's own save; an alternate screen
+// is repainted by the agent, on the real size change that giving the pty
+// its width back makes.
+func (r *relay) resume(screen termState, pushedKitty bool) {
 	r.mu.Lock()
-	var post bytes.Buffer
-	post.WriteString("\x1b[H\x1b[2J")
-	if !modes.alt {
-		post.WriteString("\x1b[?1049l")
-	}
-	post.WriteString(modes.restoreSeq())
-	post.Write(r.notes)
-	r.notes = nil
-	_, _ = r.out.Write(post.Bytes())
+	_, _ = r.out.WriteString(screen.restore(pushedKitty))
 	r.paused = false
 	r.cond.Broadcast()
-	r.mu.Unlock()
-	// A full-screen agent repaints on SIGWINCH; a line-oriented one got
-	// its screen back byte for byte from the alternate-screen switch.
-	if pgrp, err := unix.IoctlGetInt(int(r.ptmx.Fd()), unix.TIOCGPGRP); err == nil && pgrp > 0 {
-		_ = unix.Kill(-pgrp, unix.SIGWINCH)
+	r.flushNotesLocked(true)
+	if !r.shrunk {
+		r.mu.Unlock()
+		return
 	}
+	id, seq := r.shrinkID, r.outSeq
+	r.mu.Unlock()
+	go r.unshrink(id, seq)
+}
+
+// Repaint timing: the agent must see the narrow size before the real one
+// comes back, or a program that compares sizes (Node) sees no change. It
+// handles the first SIGWINCH once its output can flow again, so the
+// width is given back when its output has gone quiet after resuming (it
+// has drawn the narrow frame), and at the latest after repaintMax.
+const (
+	repaintQuiet = 100 * time.Millisecond
+	repaintMax   = time.Second
+)
+
+func (r *relay) unshrink(id, seq uint64) {
+	deadline := time.Now().Add(repaintMax)
+	for {
+		time.Sleep(repaintQuiet / 4)
+		r.mu.Lock()
+		if r.shrinkID != id || r.stopped {
+			r.mu.Unlock()
+			return // another prompt took the screen; its resume gives the width back
+		}
+		drew := r.outSeq != seq
+		quiet := time.Since(r.lastOut) >= repaintQuiet
+		if (drew && quiet) || time.Now().After(deadline) {
+			r.shrunk = false
+			r.setSizeLocked()
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+	}
+}
+
+// sampleCanonLocked looks at the pty's line discipline. A return to
+// canonical mode means no program holds the keyboard raw any more (a
+// shell runs the next command): what was drawn before is not the frame
+// of whatever writes now.
+func (r *relay) sampleCanonLocked() bool {
+	t, err := unix.IoctlGetTermios(r.ptmxFd, unix.TCGETS)
+	if err != nil {
+		return false
+	}
+	canon := t.Lflag&unix.ICANON != 0
+	if canon && !r.canon {
+		r.screen.drew = false
+	}
+	r.canon = canon
+	return canon
+}
+
+// safeLocked reports whether a line of permwrap's can be written now
+// without landing inside the agent's frame (see relay). unread: the
+// agent may have written output the relay has not read yet, which came
+// before the notice and must be shown first.
+func (r *relay) safeLocked(unread bool) bool {
+	if r.paused || r.stopped {
+		return false
+	}
+	// A notice queued while the terminal was in line mode was about a
+	// process writing lines; the output still to be relayed from then is
+	// scanned on its way (drawing would show), so line mode then counts.
+	canon := r.sampleCanonLocked() || r.notes.canon
+	if !canon || r.screen.alt || r.screen.drew || !r.screen.lineStart {
+		return false
+	}
+	// Output the agent wrote but the relay has not read yet comes first:
+	// the state above does not know it (copyOut flushes after it).
+	if unread {
+		if n, err := unix.IoctlGetInt(r.ptmxFd, unix.TIOCINQ); err != nil || n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *relay) flushNotesLocked(unread bool) {
+	if r.notes.empty() || !r.safeLocked(unread) {
+		return
+	}
+	_, _ = r.out.WriteString(noteText(r.notes.take()))
+}
+
+// notesLoop retries pending notices now and then: a shell returning to
+// canonical mode for the next command prints nothing by itself.
+func (r *relay) notesLoop() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			r.flushNotesLocked(true)
+			r.mu.Unlock()
+		}
+	}
+}
+
+// Write takes permwrap's own notices for the person (one or more lines):
+// shown now when that is safe, else kept for a safe moment or for the
+// summary at exit (see relay). It never blocks on a prompt.
+func (r *relay) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		r.notes.add(strings.TrimRight(l, "\r"))
+	}
+	if !r.stopped && r.sampleCanonLocked() {
+		r.notes.canon = true
+	}
+	if r.stopped {
+		// The terminal is the person's again (cooked): print directly.
+		lines, _ := r.notes.take()
+		_, err := r.out.WriteString(strings.Join(lines, "\n") + "\n")
+		return len(p), err
+	}
+	r.flushNotesLocked(true)
+	return len(p), nil
+}
+
+// HeldNotices lists the notices waiting for a safe moment, newest last,
+// for the prompt to show (authority.NoticeHolder): its screen is the one
+// place a person can read them while the agent draws.
+func (r *relay) HeldNotices() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]string(nil), r.notes.lines...)
+	if r.notes.dropped > 0 {
+		out = append([]string{fmt.Sprintf("(%d earlier)", r.notes.dropped)}, out...)
+	}
+	return out
+}
+
+// noteQueue holds the notices waiting to be shown, the newest
+// maxNotes of them; older ones are counted.
+type noteQueue struct {
+	lines   []string
+	dropped int
+	canon   bool // a notice was queued while the terminal was in line mode
+}
+
+const maxNotes = 50
+
+func (q *noteQueue) add(l string) {
+	if len(q.lines) == maxNotes {
+		q.lines = append(q.lines[:0], q.lines[1:]...)
+		q.dropped++
+	}
+	q.lines = append(q.lines, l)
+}
+
+func (q *noteQueue) empty() bool { return len(q.lines) == 0 && q.dropped == 0 }
+
+func (q *noteQueue) take() ([]string, int) {
+	l, d := q.lines, q.dropped
+	q.lines, q.dropped, q.canon = nil, 0, false
+	return l, d
 }
 
 func dupFile(f *os.File) (*os.File, error) {
@@ -256,118 +543,4 @@ func dupFile(f *os.File) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), f.Name()), nil
-}
-
-// modeTracker follows the DEC private modes an agent turns on and off in
-// its output, so a prompt can put them aside and restore them: the
-// alternate screen, cursor visibility, application cursor keys, mouse
-// reporting and bracketed paste. Sequences split across reads are
-// handled by keeping a short tail.
-type modeTracker struct {
-	alt   bool
-	set   map[int]bool // mode → on
-	carry []byte
-}
-
-var trackedModes = []int{1, 25, 1000, 1002, 1003, 1006, 2004}
-
-func (m *modeTracker) scan(b []byte) {
-	if m.set == nil {
-		m.set = map[int]bool{}
-	}
-	data := b
-	if len(m.carry) > 0 {
-		data = append(append([]byte(nil), m.carry...), b...)
-		m.carry = m.carry[:0]
-	}
-	for i := 0; i < len(data); i++ {
-		if data[i] != 0x1b {
-			continue
-		}
-		rest := data[i:]
-		if len(rest) < 4 {
-			m.carry = append(m.carry[:0], rest...)
-			return
-		}
-		if rest[1] != '[' || rest[2] != '?' {
-			continue
-		}
-		j := 3
-		for j < len(rest) && (rest[j] >= '0' && rest[j] <= '9' || rest[j] == ';') {
-			j++
-		}
-		if j == len(rest) {
-			if len(rest) < 32 {
-				m.carry = append(m.carry[:0], rest...)
-			}
-			return
-		}
-		on := rest[j] == 'h'
-		if !on && rest[j] != 'l' {
-			continue
-		}
-		for _, f := range bytes.Split(rest[3:j], []byte{';'}) {
-			n, err := strconv.Atoi(string(f))
-			if err != nil {
-				continue
-			}
-			switch n {
-			case 47, 1047, 1049:
-				m.alt = on
-			default:
-				m.set[n] = on
-			}
-		}
-		i += j
-	}
-}
-
-// resetSeq turns off what the agent turned on (and shows the cursor).
-func (m *modeTracker) resetSeq() string {
-	var b bytes.Buffer
-	for _, n := range trackedModes {
-		if n == 25 {
-			continue
-		}
-		if m.set[n] {
-			b.WriteString("\x1b[?" + strconv.Itoa(n) + "l")
-		}
-	}
-	b.WriteString("\x1b[?25h")
-	return b.String()
-}
-
-// restoreSeq puts the agent's modes back.
-func (m *modeTracker) restoreSeq() string {
-	var b bytes.Buffer
-	for _, n := range trackedModes {
-		on, ok := m.set[n]
-		if !ok {
-			continue
-		}
-		c := "l"
-		if on {
-			c = "h"
-		}
-		b.WriteString("\x1b[?" + strconv.Itoa(n) + c)
-	}
-	return b.String()
-}
-
-// Write shows permwrap's own notices on the relayed terminal: lines end in
-// CRLF (the terminal is raw), they never cut into the middle of a chunk of
-// the agent's output, and while a prompt is up they wait (bounded) and are
-// shown when it ends. It never blocks on a prompt.
-func (r *relay) Write(p []byte) (int, error) {
-	line := bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.paused {
-		if len(r.notes) < 64<<10 {
-			r.notes = append(r.notes, line...)
-		}
-		return len(p), nil
-	}
-	_, err := r.out.Write(line)
-	return len(p), err
 }

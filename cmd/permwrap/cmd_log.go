@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/authority"
+	"github.com/permwrap/permwrap/internal/display"
 )
 
 const logUsage = `usage: permwrap log [--file F] [--follow] [--since DUR] [--decided-by KIND] [--denied] [--json]
@@ -316,14 +317,9 @@ func formatRecord(r authority.LogRecord, color bool) string {
 }
 
 // safeText keeps a log value from driving the terminal: the log holds
-// paths and command lines the agent chose.
-func safeText(s string) string {
-	if !strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) }) {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
-}
+// paths and command lines the agent chose. It is the one sanitiser
+// (internal/display), which also escapes bidi overrides.
+func safeText(s string) string { return display.Printable(s) }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 
 	"github.com/permwrap/permwrap/authority"
@@ -67,7 +70,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer log.Close()
 	// Fail at start, not at the first ask, when the reviewers are misconfigured.
-	newDecider, err := deciderFactory(policy, settings, log, stderr)
+	newDecider, err := deciderFactory(policy, settings, log, f.configDir.v, stderr)
 	if err != nil {
 		printErr(stderr, "permwrap: authorizers: ", err)
 		return exitInternal
@@ -104,13 +107,34 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return status
 }
 
+// userPolicyFile is the policy.jsonc a person's "always allow" / "always
+// deny" at the prompt writes to, with what it held at start (the prompt
+// refuses to write a file that changed since). A missing file starts
+// empty: it extends the default profile like any policy.jsonc.
+// TODO(loader): take the bytes the loader compiled instead of reading
+// the file a second time.
+func userPolicyFile(configDir string, env engine.Env) *authority.PolicyFile {
+	dir, err := engine.ConfigDir(configDir)
+	if err != nil {
+		return nil
+	}
+	seed := []byte("// permwrap policy: your rules, on top of the default profile\n// (`permwrap policy show default` prints it; docs/policy.md).\n{}\n")
+	pf := &authority.PolicyFile{Path: filepath.Join(dir, engine.PolicyFileName), Seed: seed, Env: env}
+	if b, err := os.ReadFile(pf.Path); err == nil {
+		pf.Loaded = b
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil // unreadable: no "always" options
+	}
+	return pf
+}
+
 // deciderFactory composes, once, the parts of this node's authority
 // chain: the links the configuration names, in its order, with their
 // timeouts and the delegation envelope. The factory it returns only adds
 // the terminal — a prompt on the relayed terminal when there is one,
 // otherwise a terminal that denies ("confirmation unavailable") — and
 // cannot fail.
-func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, stderr io.Writer) (func(authority.Screen) supervisor.Decider, error) {
+func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, configDir string, stderr io.Writer) (func(authority.Screen) supervisor.Decider, error) {
 	typos := append(s.TypoPaths, authority.WorkspaceSiblings(p.Env().Workspace)...)
 	links, timeouts, err := authority.Links(s.Authorizers, typos)
 	if err != nil {
@@ -126,10 +150,19 @@ func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, std
 		r := p.Evaluate(c)
 		return authority.QueryResult{Action: r.Action, Rule: r.Rule}
 	})
+	pf := userPolicyFile(configDir, p.Env())
 	return func(screen authority.Screen) supervisor.Decider {
 		var term authority.Terminal = authority.DenyingTerminal{}
+		cc := cc
 		if screen != nil {
-			term = authority.NewPromptTerminal(screen, authority.PromptOptions{AskTimeout: s.AskTimeout})
+			pt := authority.NewPromptTerminal(screen, authority.PromptOptions{AskTimeout: s.AskTimeout})
+			pt.SetPolicyFile(pf)
+			term = pt
+			// On a relayed terminal, warnings during the run go where the
+			// relay shows notices: never into the agent's screen.
+			if w, ok := screen.(io.Writer); ok {
+				cc.Warn = func(msg string) { printLines(w, "permwrap: warning: ", msg) }
+			}
 		}
 		return authority.NewChain(cc, links, term, log, q)
 	}, nil

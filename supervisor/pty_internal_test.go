@@ -1,0 +1,171 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
+)
+
+// fakeTerminal is the person's terminal for a relay under test: the test
+// reads what the relay shows on the master side.
+type fakeTerminal struct {
+	master, slave *os.File
+	mu            sync.Mutex
+	shown         bytes.Buffer
+}
+
+func newFakeTerminal(t *testing.T) *fakeTerminal {
+	t.Helper()
+	m, s, err := pty.Open()
+	if err != nil {
+		kerneltest.Skip(t, "pseudo-terminal: "+err.Error())
+	}
+	pty.Setsize(m, &pty.Winsize{Rows: 30, Cols: 100})
+	ft := &fakeTerminal{master: m, slave: s}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := m.Read(buf)
+			ft.mu.Lock()
+			ft.shown.Write(buf[:n])
+			ft.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { m.Close(); s.Close() })
+	return ft
+}
+
+func (ft *fakeTerminal) text() string {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return ft.shown.String()
+}
+
+func (ft *fakeTerminal) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(ft.text(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal never showed %q:\n%q", want, ft.text())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ptySize(t *testing.T, fd int) int {
+	t.Helper()
+	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(ws.Col)
+}
+
+// The relay end to end in one process (and under -race): a full-screen
+// command gets no notice in its screen, is narrowed by one column while
+// a prompt is up and given its width back after, and the held notices
+// are printed when it has exited.
+func TestRelayFullScreenCommand(t *testing.T) {
+	ft := newFakeTerminal(t)
+	rl, err := newRelay(ft.slave, ft.slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A full-screen command: the alternate screen, raw mode, then it
+	// prints what it reads until it reads q.
+	cmd := exec.Command("sh", "-c", `printf '\033[?1049h\033[?1000hREADY\r\n'; stty raw -echo; while :; do c=$(dd bs=1 count=1 2>/dev/null); [ "$c" = q ] && break; printf 'got-%s\r\n' "$c"; done; printf 'BYE\r\n'`)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = rl.pts, rl.pts, rl.pts
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.start(); err != nil {
+		t.Fatal(err)
+	}
+	ft.waitFor(t, "READY")
+	// Let the command reach raw mode before the notices come.
+	time.Sleep(300 * time.Millisecond)
+
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rl.Write([]byte("permwrap: denied read /secret\n"))
+		}()
+	}
+	wg.Wait()
+	if strings.Contains(ft.text(), "permwrap: denied") {
+		t.Fatalf("a notice was written into a full-screen command's screen:\n%q", ft.text())
+	}
+
+	in, out, w, h, release, err := rl.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in == nil || out == nil || w != 100 || h != 30 {
+		t.Fatalf("Acquire: %v %v %dx%d", in, out, w, h)
+	}
+	if got := rl.HeldNotices(); len(got) != 4 {
+		t.Fatalf("held notices: %q", got)
+	}
+	ft.waitFor(t, "\x1b[?1000l") // mouse reporting off for the prompt
+	if c := ptySize(t, rl.ptmxFd); c != 99 {
+		t.Fatalf("the command's terminal is %d columns during the prompt, want 99", c)
+	}
+	// Keys go to the prompt, not the command, while it is up.
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 1)
+		n, _ := in.Read(b)
+		got <- string(b[:n])
+	}()
+	ft.master.Write([]byte("x"))
+	select {
+	case k := <-got:
+		if k != "x" {
+			t.Fatalf("the prompt read %q", k)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the prompt never got the key")
+	}
+	release()
+	ft.waitFor(t, "\x1b[?1000h") // and back on
+	deadline := time.Now().Add(5 * time.Second)
+	for ptySize(t, rl.ptmxFd) != 100 {
+		if time.Now().After(deadline) {
+			t.Fatal("the width was never given back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if strings.Contains(ft.text(), "got-x") {
+		t.Fatal("a key typed at the prompt reached the command")
+	}
+	ft.master.Write([]byte("yq"))
+	ft.waitFor(t, "BYE")
+	cmd.Wait()
+	select {
+	case <-rl.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the relay did not see the command's end")
+	}
+	rl.stop()
+	ft.waitFor(t, "permwrap: 4 notices were not shown while the command had the terminal:")
+	if n := strings.Count(ft.text(), "permwrap: denied read /secret"); n != 4 {
+		t.Fatalf("%d notices in the summary, want 4:\n%q", n, ft.text())
+	}
+}
