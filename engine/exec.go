@@ -825,6 +825,7 @@ func (p *Policy) ProgramNames() []string {
 	}
 	each(&p.hard[SurfaceBash])
 	each(&p.rules[SurfaceBash])
+	each(&p.baseRules[SurfaceBash])
 	if ss := p.session.Load(); ss != nil {
 		each(&ss.lists[SurfaceBash])
 	}

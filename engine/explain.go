@@ -44,6 +44,7 @@ func (p *Policy) Explain(c Check) Explanation {
 		matches = append(matches, ss.lists[c.Surface].matching(c.Value)...)
 	}
 	matches = append(matches, p.rules[c.Surface].matching(c.Value)...)
+	matches = append(matches, p.baseRules[c.Surface].matching(c.Value)...)
 	matches = append(matches, p.tight[c.Surface].matching(c.Value)...)
 	matches = append(matches, p.content[c.Surface].matching(c.Value)...)
 	for _, r := range matches {

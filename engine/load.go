@@ -479,7 +479,7 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	p.settings.Yolo = p.yolo
 
 	order := 0
-	var perSurface, tight, content [numSurfaces][]*compiledRule
+	var perSurface, baseRules, tight, content [numSurfaces][]*compiledRule
 	addRules := func(fc *fileConfig, o Origin, into *[numSurfaces][]*compiledRule, fallback **compiledRule) {
 		for _, rr := range fc.rules {
 			list := into
@@ -499,7 +499,7 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 		}
 	}
 	if bfc != nil {
-		addRules(bfc, baseOrigin, &perSurface, &p.fallback)
+		addRules(bfc, baseOrigin, &baseRules, &p.fallback)
 	}
 	if gfc != nil {
 		addRules(gfc, OriginGlobal, &perSurface, &p.fallback)
@@ -524,6 +524,7 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	}
 	for s := range perSurface {
 		p.rules[s] = newRuleList(perSurface[s])
+		p.baseRules[s] = newRuleList(baseRules[s])
 		p.tight[s] = newRuleList(tight[s])
 		p.content[s] = newRuleList(content[s])
 	}
@@ -632,7 +633,7 @@ func newCompiled(rr rawRule, o Origin, order int) *compiledRule {
 func (p *Policy) Summary() string {
 	n, hard := 0, 0
 	for s := range p.rules {
-		n += p.rules[s].n + p.tight[s].n + p.content[s].n
+		n += p.rules[s].n + p.baseRules[s].n + p.tight[s].n + p.content[s].n
 		hard += p.hard[s].n
 	}
 	if p.tightFallback != nil {
@@ -700,7 +701,7 @@ func (p *Policy) LandlockFloor() Floor {
 		}
 		dirs[pre[:i]] = true
 	}
-	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath], &p.protected} {
+	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.baseRules[SurfaceWrite], &p.baseRules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath], &p.protected} {
 		for _, r := range l.exact {
 			consider(r)
 		}
@@ -742,7 +743,7 @@ func (p *Policy) LandlockFloor() Floor {
 // covers is denied: a deny of `*`, `**` or `/**` on the write or path
 // surface, in the policy or the hard guards.
 func (p *Policy) hasCatchAllDeny() bool {
-	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath]} {
+	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.baseRules[SurfaceWrite], &p.baseRules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath]} {
 		for _, e := range l.rules {
 			r := e.r
 			if r.Action != Deny {

@@ -569,3 +569,34 @@ func policyRules(p *Policy) []Rule {
 	}
 	return out
 }
+
+// A tweak that tightens applies even where the base profile's rule is
+// more specific; one that loosens only where it is at least as specific;
+// a catch-all competes by specificity.
+func TestLayeringTighteningTweaks(t *testing.T) {
+	env := testEnv
+	load := func(src string) *Policy {
+		t.Helper()
+		p, _, err := Compile(Config{Global: &File{Name: "policy.jsonc", Data: []byte(src)}, DefaultExtends: DefaultProfile, Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ws := env.Workspace
+	for _, tt := range []struct {
+		policy, path string
+		want         Action
+	}{
+		{`{"permission": {"write": {"*.lock": "deny"}}}`, ws + "/Cargo.lock", Deny},
+		{`{"permission": {"write": {"*.lock": "deny"}}}`, ws + "/main.go", Allow},
+		{`{"permission": {"write": {"~/**": "allow"}}}`, env.Home + "/.bashrc", Ask},
+		{`{"permission": {"write": {"~/**": "allow"}}}`, env.Home + "/notes/x", Allow},
+		{`{"permission": {"write": {"*": "ask"}}}`, ws + "/main.go", Allow},
+		{`{"permission": {"write": {"~/.bashrc": "allow"}}}`, env.Home + "/.bashrc", Allow},
+	} {
+		if got := load(tt.policy).DecidePath(AccessWrite, tt.path); got.Action != tt.want {
+			t.Errorf("%s: write %s → %v, want %v", tt.policy, tt.path, got, tt.want)
+		}
+	}
+}

@@ -559,6 +559,7 @@ func (p *Policy) eachPathRule(session bool, f func(*compiledRule)) {
 		if Surface(s).IsPath() {
 			visit(&p.hard[s])
 			visit(&p.rules[s])
+			visit(&p.baseRules[s])
 			visit(&p.content[s])
 			visit(&p.tight[s])
 		}

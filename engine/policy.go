@@ -393,7 +393,10 @@ type Policy struct {
 	self      ruleList // permwrap's own files: write denies above everything (see Protected)
 	hard      [numSurfaces]ruleList
 	protected ruleList
-	rules     [numSurfaces]ruleList
+	rules     [numSurfaces]ruleList // policy.jsonc, trusted projects, --policy scopes
+	// base holds the base profile's rules (the embedded default unless
+	// "extends" or --profile says otherwise); see policyRule.
+	baseRules [numSurfaces]ruleList
 	fallback  *compiledRule
 	// tight holds untrusted project policies: their answer composes
 	// most-restrictive-wins with the rest, so they can only tighten.
@@ -512,6 +515,44 @@ func (p *Policy) lower(e evaluation) evaluation {
 	return e
 }
 
+// policyRule is the policy layer's rule for v. The user's rules
+// (policy.jsonc, trusted project policies, --policy scopes) and the base
+// profile's compete by specificity, as if written in one file, except in
+// one way: a user rule that matches and is at least as restrictive as the
+// base profile's answer wins even when less specific, so a tweak that
+// tightens is never a silent no-op ("DENIED*": deny still denies inside the
+// workspace the default allows with "${WORKSPACE}/**"). A catch-all ("*")
+// is a fallback, not a tweak: it competes by specificity only. A user rule
+// that loosens wins only where it is at least as specific, so a broad
+// allow ("~/**") cannot lift the default's narrower asks (~/.bashrc).
+func (p *Policy) policyRule(s Surface, v string) *compiledRule {
+	u := p.rules[s].find(v)
+	if p.baseRules[s].n == 0 {
+		return u
+	}
+	b := p.baseRules[s].find(v)
+	switch {
+	case b == nil:
+		return u
+	case u == nil:
+		return b
+	case u.Action >= b.Action && !u.catchAll():
+		return u
+	case u.beats(b):
+		return u
+	}
+	return b
+}
+
+// catchAll reports whether the rule's pattern matches every value.
+func (r *compiledRule) catchAll() bool {
+	switch r.Pattern {
+	case "*", "**", "/**":
+		return true
+	}
+	return false
+}
+
 // evaluate runs the composition for one check. See docs/policy.md.
 func (p *Policy) evaluate(c Check, mode contentMode) (e evaluation) {
 	s := c.Surface
@@ -548,7 +589,7 @@ func (p *Policy) evaluate(c Check, mode contentMode) (e evaluation) {
 		e.HumanOnly = true
 		return e
 	}
-	pol := p.rules[s].find(v)
+	pol := p.policyRule(s, v)
 	content := false
 	if p.content[s].index != nil || p.content[s].exact != nil {
 		// A content rule that would win makes the answer depend on what

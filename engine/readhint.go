@@ -36,14 +36,14 @@ func (p *Policy) ReadsAlwaysAllowed() bool {
 		return false
 	}
 	for _, s := range []Surface{SurfaceRead, SurfacePath} {
-		if !onlyAllow(&p.hard[s]) || !onlyAllow(&p.rules[s]) || !onlyAllow(&p.tight[s]) || p.content[s].n > 0 {
+		if !onlyAllow(&p.hard[s]) || !onlyAllow(&p.rules[s]) || !onlyAllow(&p.baseRules[s]) || !onlyAllow(&p.tight[s]) || p.content[s].n > 0 {
 			return false
 		}
 	}
 	if p.tightFallback != nil && p.tightFallback.Action != Allow {
 		return false
 	}
-	if catchAll(&p.rules[SurfaceRead]) || catchAll(&p.rules[SurfacePath]) {
+	if catchAll(&p.rules[SurfaceRead]) || catchAll(&p.rules[SurfacePath]) || catchAll(&p.baseRules[SurfaceRead]) || catchAll(&p.baseRules[SurfacePath]) {
 		return true
 	}
 	return p.fallback != nil && p.fallback.Action == Allow

@@ -73,7 +73,7 @@ func TestUndecidableIsRefusedAndSaid(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("reading another process's fd through /proc succeeded: %s", r.stdout)
 	}
-	mustContain(t, "stderr", r.stderr, "permwrap: denied openat "+target+" — permwrap could not decide this request")
+	mustContain(t, "stderr", r.stderr, "permwrap: denied openat "+target+": permwrap could not decide this request")
 	mustContain(t, "stderr", r.stderr, "of another process")
 	var logged bool
 	for _, rec := range s.logRecords() {

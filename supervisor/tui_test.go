@@ -40,7 +40,7 @@ func tuiProg(name string) string {
 	return filepath.Join(filepath.Dir(filepath.Dir(self)), "testdata", "tui", name)
 }
 
-const tuiPolicy = `{ "permission": { "*": "allow",
+const tuiPolicy = `{ "extends": "none", "permission": { "*": "allow",
   "write": { "*": "allow", "${WORKSPACE}/ASK/**": "ask" },
   "bash": { "*": "allow", "rm -rf nothing*": { "action": "deny", "reason": "nothing to delete here" } } } }`
 
