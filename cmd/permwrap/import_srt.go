@@ -104,7 +104,8 @@ func (im *importer) srt(files []string) error {
 				im.out.add(ns, d, "deny", "", "srt network.deniedDomains")
 			}
 			for _, p := range n.AllowUnixSockets {
-				im.out.add(ns, "unix:"+im.srtPath(p), "allow", "", "srt network.allowUnixSockets")
+				// A socket is a file, not a tree: the path itself.
+				im.out.add(ns, "unix:"+strings.TrimSuffix(im.srtPath(p), "/**"), "allow", "", "srt network.allowUnixSockets")
 			}
 		}
 		if n.AllowLocalBinding {
