@@ -48,9 +48,9 @@ type execCall struct {
 	argv     []string
 	cwd      string
 	image    pin.Image
-	identity string               // the program the image is by content ("" unknown)
-	identify func(string) string  // the same for a file run inside the process (ld.so FILE)
-	readFile engine.FileReader    // reads a sourced file as the target would
+	identity string              // the program the image is by content ("" unknown)
+	identify func(string) string // the same for a file run inside the process (ld.so FILE)
+	readFile engine.FileReader   // reads a sourced file as the target would
 }
 
 // judge: the engine judges the binary (exec and read), its command line
