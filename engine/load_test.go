@@ -455,14 +455,18 @@ func TestSelfProtection(t *testing.T) {
 	if r := p.DecidePath(AccessWrite, dir+"/binx"); r.Action != Allow {
 		t.Errorf("a neighbour of the binary: %v", r)
 	}
-	// Renaming a parent moves the protected tree: the aliasing check sees
-	// the protected directory among the rule prefixes.
-	found := false
-	for _, pre := range p.PathRulePrefixes() {
-		found = found || pre == real
-	}
-	if !found {
-		t.Errorf("PathRulePrefixes lacks %s: %v", real, p.PathRulePrefixes())
+	// Renaming a parent moves the protected tree: DecideMove sees the
+	// protected directory beneath it, on either side.
+	for _, m := range []Move{
+		{Kind: MoveRename, From: dir, To: dir + "-moved", FromDir: true},
+		{Kind: MoveRename, From: filepath.Dir(real), To: "/elsewhere/moved", FromDir: true},
+		{Kind: MoveRename, From: dir + "/empty", To: real, FromDir: true},
+		{Kind: MoveExchange, From: real, To: dir + "/other", FromDir: true, ToDir: true},
+		{Kind: MoveSymlink, From: dir + "/fake", To: real, FromDir: true},
+	} {
+		if r := p.DecideMove(m); r.Action != Deny {
+			t.Errorf("%v: %v, want deny (the self-protected tree moves)", m, r)
+		}
 	}
 	ex := p.ExplainPath(AccessWrite, real+"/policy.jsonc").String()
 	if !strings.Contains(ex, "permwrap protects this path") || !strings.Contains(ex, "(deny, builtin); layer hard-guard") {

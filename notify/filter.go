@@ -123,6 +123,50 @@ var deniedSyscalls = []deniedSyscall{
 	{unix.SYS_FINIT_MODULE, unix.EPERM},
 	{unix.SYS_DELETE_MODULE, unix.EPERM},
 	{unix.SYS_BPF, unix.EPERM},
+	// Files the kernel opens and writes on the caller's behalf, by a path
+	// it resolves itself (docs/security.md, "Kernel-opened files"):
+	// process accounting appends to any file, swap and quota files are
+	// written by the kernel. All need privileges; the EPERM is what an
+	// unprivileged caller gets. uselib opens a library by path (and no
+	// current kernel can load one): ENOSYS, as a kernel without it.
+	{unix.SYS_ACCT, unix.EPERM},
+	{unix.SYS_SWAPON, unix.EPERM},
+	{unix.SYS_SWAPOFF, unix.EPERM},
+	{unix.SYS_QUOTACTL, unix.EPERM},
+	{unix.SYS_QUOTACTL_FD, unix.EPERM},
+	{unix.SYS_USELIB, unix.ENOSYS},
+}
+
+// deniedWhen are side doors closed only for some arguments (registers).
+type deniedWhen struct {
+	nr    int32
+	errno unix.Errno
+	why   string
+	when  Match
+}
+
+// Flags of fanotify_init that make a group report file ids instead of
+// opening the file of each event.
+const fanReportFidBits = 0x200 | 0x400 // FAN_REPORT_FID | FAN_REPORT_DIR_FID
+
+// deniedConditional are refused in BPF when their condition holds.
+var deniedConditional = []deniedWhen{
+	// A fanotify group without FID reporting receives, with each event, a
+	// file descriptor the kernel opens for it on the file someone else
+	// (permwrap included) accessed: reads of files the policy denies,
+	// never judged. FID-reporting groups get handles instead, which only
+	// open_by_handle_at (refused) could open. EPERM is what an
+	// unprivileged caller gets for such a group.
+	{nr: unix.SYS_FANOTIFY_INIT, errno: unix.EPERM, why: "event fds are files opened by the kernel",
+		when: Match{{Arg: 0, Op: CmpMaskedEqual, Mask: fanReportFidBits, Value: 0}}},
+	// TIOCSTI pushes bytes into a terminal's input through any fd of it,
+	// read-only included: typed into whatever reads that terminal next,
+	// outside the sandbox (the person's shell). TIOCLINUX can paste on a
+	// virtual console. EPERM, as with dev.tty.legacy_tiocsti=0.
+	{nr: unix.SYS_IOCTL, errno: unix.EPERM, why: "TIOCSTI types into a terminal outside the sandbox",
+		when: Match{{Arg: 1, Op: CmpMaskedEqual, Mask: 0xffffffff, Value: unix.TIOCSTI}}},
+	{nr: unix.SYS_IOCTL, errno: unix.EPERM, why: "TIOCLINUX can paste into a console",
+		when: Match{{Arg: 1, Op: CmpMaskedEqual, Mask: 0xffffffff, Value: unix.TIOCLINUX}}},
 }
 
 // BuildFilter compiles the filter for o. It needs libseccomp but not the
@@ -157,6 +201,11 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 	for _, d := range denied {
 		if err := f.AddRule(seccomp.ScmpSyscall(d.nr), seccomp.ActErrno.SetReturnCode(int16(d.errno))); err != nil {
 			return nil, fmt.Errorf("notify: rule for %s: %w", SyscallName(d.nr), err)
+		}
+	}
+	for _, d := range deniedConditional {
+		if err := addRule(f, Rule{Nr: d.nr, Errno: d.errno, When: []Match{d.when}}); err != nil {
+			return nil, err
 		}
 	}
 

@@ -26,8 +26,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,17 +38,19 @@ import (
 	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
-// attackPolicy is the policy under attack: read of secret/, write of
-// secret/ and protected/, and exec of forbidden/ are denied; everything
-// else is allowed, so every denial the suite sees comes from these rules.
+// attackPolicy is the policy under attack: read of secret/, of any .env
+// and of ~/.ssh; write of secret/, protected/ and any .git/hooks; exec of
+// forbidden/ and of anything named denied-tool are denied, and `git push`
+// asks (denied: no terminal). Everything else is allowed, so every denial
+// the suite sees comes from these rules.
 const attackPolicy = `{
   "extends": "none",
   "permission": {
     "*": "allow",
-    "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny" },
-    "write": { "*": "allow", "${WORKSPACE}/secret/**": "deny", "${WORKSPACE}/protected/**": "deny" },
-    "exec":  { "*": "allow", "${WORKSPACE}/forbidden/**": "deny" },
-    "bash":  { "*": "allow" }
+    "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny", ".env": "deny", "~/.ssh/**": "deny" },
+    "write": { "*": "allow", "${WORKSPACE}/secret/**": "deny", "${WORKSPACE}/protected/**": "deny", "**/.git/hooks/**": "deny" },
+    "exec":  { "*": "allow", "${WORKSPACE}/forbidden/**": "deny", "denied-tool": "deny" },
+    "bash":  { "*": "allow", "git push *": "ask" }
   }
 }`
 
@@ -55,8 +59,10 @@ type effect uint8
 
 const (
 	leaksSecret   effect = 1 << iota // the secret's token appears in the output
-	changesDenied                    // secret/ or protected/ differ from how they were set up
+	changesDenied                    // secret/, protected/ or a .git/hooks differ from how they were set up
 	runsForbidden                    // forbidden/prog ran (its marker file exists)
+	pushes                           // the local remote's main branch moved (a `git push` ran)
+	changesVictim                    // a process outside the tree had its limits or priority changed
 )
 
 func (e effect) String() string {
@@ -64,7 +70,8 @@ func (e effect) String() string {
 	for _, x := range []struct {
 		e    effect
 		name string
-	}{{leaksSecret, "leaked the secret"}, {changesDenied, "changed a denied tree"}, {runsForbidden, "ran the forbidden program"}} {
+	}{{leaksSecret, "leaked the secret"}, {changesDenied, "changed a denied tree"}, {runsForbidden, "ran the forbidden program"},
+		{pushes, "pushed"}, {changesVictim, "changed a process outside the sandbox"}} {
 		if e&x.e != 0 {
 			parts = append(parts, x.name)
 		}
@@ -102,6 +109,15 @@ type attack struct {
 	// wantStderr must appear in the program's stderr under permwrap (the
 	// errno a side door must fail with, where the issue fixes it).
 	wantStderr string
+	// git sets up gitwork/, a clone with an unpushed commit of the bare
+	// repository remote.git (the `pushes` effect).
+	git bool
+	// victim starts a process outside the tree and passes its pid as the
+	// first argument (the `changesVictim` effect).
+	victim bool
+	// prepare adds to the workspace what the attack needs but should not
+	// have to create itself.
+	prepare func(t *testing.T, s *sandbox)
 }
 
 var attacks = []attack{
@@ -140,6 +156,9 @@ var attacks = []attack{
 	{name: "read_userns_bind", effects: leaksSecret},
 	{name: "read_userns_open_tree", effects: leaksSecret},
 	{name: "read_userns_chroot", effects: leaksSecret},
+	{name: "read_deleted_opath", effects: leaksSecret, controlOut: 1},
+	{name: "read_ssh_parent", effects: leaksSecret, controlOut: 1},
+	{name: "read_fanotify", effects: leaksSecret, unavailable: needsCap("CAP_SYS_ADMIN", 21)},
 
 	// Writes under protected/.
 	{name: "write_direct", effects: changesDenied},
@@ -180,6 +199,10 @@ var attacks = []attack{
 	{name: "write_race_path_flip", effects: changesDenied},
 	{name: "write_race_symlink_meta", effects: changesDenied},
 	{name: "write_race_dir_swap_unlink", effects: changesDenied},
+	{name: "write_git_hooks_move", effects: changesDenied, controlFile: "twin-ok"},
+	{name: "write_ioctl_fs", effects: changesDenied, controlFile: "twin-ok"},
+	{name: "write_coredump", effects: changesDenied, unavailable: coreDumpUnavailable},
+	{name: "write_acct", effects: changesDenied, unavailable: needsCap("CAP_SYS_PACCT", 20)},
 
 	// Exec of forbidden/prog.
 	{name: "exec_direct", effects: runsForbidden},
@@ -191,6 +214,19 @@ var attacks = []attack{
 	{name: "exec_shebang", effects: runsForbidden, controlFile: "ok-ran"},
 	{name: "exec_race_path_flip", effects: runsForbidden},
 	{name: "exec_race_symlink_swap", effects: runsForbidden},
+	{name: "exec_deleted", effects: runsForbidden, controlFile: "ok-ran"},
+	{name: "exec_read_denied", effects: runsForbidden, controlFile: "ok-ran"},
+	{name: "exec_race_nonelf", effects: runsForbidden, prepare: func(t *testing.T, s *sandbox) {
+		// Made outside: the attack is the exec race, not the symlink.
+		if err := os.Symlink(s.path("forbidden/prog"), s.path("free/y")); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{name: "exec_shebang_push", effects: pushes, controlFile: "twin-ok", git: true},
+	{name: "exec_identity_push", effects: pushes, controlFile: "twin-ok", git: true},
+
+	// Processes outside the tree.
+	{name: "proc_other_process", effects: changesVictim, controlFile: "twin-ok", victim: true},
 }
 
 func TestAttacks(t *testing.T) {
@@ -272,14 +308,16 @@ func buildAttacks(t *testing.T) string {
 }
 
 // attackSetup is one fresh workspace, the token hidden in it and the
-// state of the denied trees as set up.
+// state of the denied trees (and of the remote and the victim) as set up.
 type attackSetup struct {
 	s      *sandbox
 	token  string
 	before map[string]string
+	remote string // the remote's main branch, when a.git
+	victim *victim
 }
 
-func newAttackSetup(t *testing.T, bin string) *attackSetup {
+func newAttackSetup(t *testing.T, bin string, a attack) *attackSetup {
 	t.Helper()
 	s := newSandbox(t, attackPolicy)
 	var raw [16]byte
@@ -291,14 +329,77 @@ func newAttackSetup(t *testing.T, bin string) *attackSetup {
 	s.write("protected/file", "PROTECTED-ORIGINAL\n")
 	s.write("free/a", "ALLOWED\n")
 	s.write("free/evil", "EVIL\n")
+	for i := 1; i <= 6; i++ {
+		s.write(fmt.Sprintf("dotenv/%d/.env", i), token+"\n")
+	}
+	if err := os.MkdirAll(filepath.Join(s.home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.home, ".ssh", "id_test"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.write("repo/.git/config", "[core]\n")
+	s.write("repo/.git/hooks/pre-commit", "ORIGINAL-HOOK\n")
+	s.write("repo2/.git/config", "[core]\n")
 	for _, d := range []string{"protected/empty", "forbidden"} {
 		if err := os.MkdirAll(s.path(d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	copyExec(t, filepath.Join(bin, "marker"), s.path("forbidden/prog"))
+	copyExec(t, filepath.Join(bin, "marker"), s.path("free/denied-tool"))
+	copyExec(t, filepath.Join(bin, "marker"), s.path("secret/prog"))
 	copyExec(t, filepath.Join(bin, "ok"), s.path("free/ok"))
-	return &attackSetup{s: s, token: token, before: deniedState(t, s)}
+	if err := os.WriteFile(s.path("secret/tokscript"), []byte("#!/bin/true\n# "+token+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	as := &attackSetup{s: s, token: token}
+	if a.git {
+		as.remote = setupGitRemote(t, s)
+	}
+	if a.victim {
+		as.victim = startVictim(t)
+	}
+	if a.prepare != nil {
+		a.prepare(t, s)
+	}
+	as.before = deniedState(t, s)
+	return as
+}
+
+// setupGitRemote makes remote.git (bare) and gitwork, a clone of it one
+// commit ahead, and returns the remote's main branch.
+func setupGitRemote(t *testing.T, s *sandbox) string {
+	t.Helper()
+	gitBin := kerneltest.Tool(t, "git")
+	run := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitBin, append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+s.home, "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run(s.workspace, "init", "-q", "--bare", "remote.git")
+	run(s.workspace, "init", "-q", "gitwork")
+	work := s.path("gitwork")
+	run(work, "remote", "add", "origin", s.path("remote.git"))
+	run(work, "commit", "-q", "--allow-empty", "-m", "one")
+	run(work, "push", "-q", "origin", "main")
+	run(work, "commit", "-q", "--allow-empty", "-m", "two")
+	return remoteHead(t, s)
+}
+
+func remoteHead(t *testing.T, s *sandbox) string {
+	t.Helper()
+	b, err := os.ReadFile(s.path("remote.git/refs/heads/main"))
+	if err != nil {
+		t.Fatalf("remote's main branch: %v", err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func copyExec(t *testing.T, from, to string) {
@@ -318,7 +419,7 @@ func copyExec(t *testing.T, from, to string) {
 func deniedState(t *testing.T, s *sandbox) map[string]string {
 	t.Helper()
 	state := map[string]string{}
-	for _, root := range []string{"secret", "protected"} {
+	for _, root := range []string{"secret", "protected", "repo/.git/hooks", "repo2/.git/hooks"} {
 		err := filepath.WalkDir(s.path(root), func(p string, d fs.DirEntry, err error) error {
 			rel, _ := filepath.Rel(s.workspace, p)
 			if err != nil {
@@ -372,7 +473,12 @@ func inodeFlags(p string) string {
 	if err != nil {
 		return "error:" + err.Error()
 	}
-	return fmt.Sprintf("%#x", v)
+	// The inode generation (FS_IOC_GETVERSION): an ioctl can change it.
+	gen, err := unix.IoctlGetInt(fd, 0x80087601)
+	if err != nil {
+		return fmt.Sprintf("%#x gen=error:%v", v, err)
+	}
+	return fmt.Sprintf("%#x gen=%d", v, gen)
 }
 
 func xattrNames(p string) string {
@@ -419,6 +525,15 @@ func (as *attackSetup) observe(t *testing.T, r result) (effect, []string) {
 	if as.s.exists("forbidden-ran") {
 		got |= runsForbidden
 	}
+	if as.remote != "" && remoteHead(t, as.s) != as.remote {
+		got |= pushes
+	}
+	if as.victim != nil {
+		if now := as.victim.state(); now != as.victim.before {
+			got |= changesVictim
+			diffs = append(diffs, "victim: "+as.victim.before+" -> "+now)
+		}
+	}
 	return got, diffs
 }
 
@@ -426,6 +541,9 @@ func runAttack(t *testing.T, bin string, a attack) {
 	prog := filepath.Join(bin, a.name)
 	argv := func(as *attackSetup) []string {
 		v := []string{prog}
+		if as.victim != nil {
+			v = append(v, strconv.Itoa(as.victim.pid))
+		}
 		if a.args != nil {
 			v = append(v, a.args(t, as.s)...)
 		}
@@ -439,7 +557,7 @@ func runAttack(t *testing.T, bin string, a attack) {
 
 	// Bare: the attack must work, or the permwrap half proves nothing. A
 	// race keeps trying until it wins, up to raceCap.
-	bare := newAttackSetup(t, bin)
+	bare := newAttackSetup(t, bin, a)
 	if race {
 		bare.s.env = []string{fmt.Sprintf("PERMWRAP_RACE_SECONDS=%g", raceCap.Seconds())}
 	}
@@ -471,7 +589,7 @@ func runAttack(t *testing.T, bin string, a attack) {
 	// Under permwrap: nothing may get through, by any of the effects. A
 	// race gets at least as long as bare needed to win (3×, for
 	// permwrap's slower calls), and never less than 4 s.
-	as := newAttackSetup(t, bin)
+	as := newAttackSetup(t, bin, a)
 	if race {
 		budget := min(max(3*bareTook, raceMin), raceCap)
 		as.s.env = []string{fmt.Sprintf("PERMWRAP_RACE_SECONDS=%g", budget.Seconds())}
@@ -625,6 +743,78 @@ func userXattrUnavailable() string {
 	defer os.RemoveAll(dir)
 	if err := unix.Setxattr(dir, "user.permwrap-probe", []byte("1"), 0); err != nil {
 		return "user.* xattrs unsupported on the temp dir's file system: " + err.Error()
+	}
+	return ""
+}
+
+// victim is a process outside the sandboxed tree, of the same user: a
+// stand-in for permwrap itself and the user's other programs.
+type victim struct {
+	pid    int
+	before string
+}
+
+func startVictim(t *testing.T) *victim {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	v := &victim{pid: cmd.Process.Pid}
+	v.before = v.state()
+	return v
+}
+
+// state is what a sandboxed process might change about the victim: its
+// limits, nice value, scheduling policy, CPU affinity, I/O priority.
+func (v *victim) state() string {
+	base := "/proc/" + strconv.Itoa(v.pid)
+	limits, _ := os.ReadFile(base + "/limits")
+	stat, _ := os.ReadFile(base + "/stat")
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	nice, policy := "?", "?"
+	if len(fields) > 39 {
+		nice, policy = fields[16], fields[38]
+	}
+	status, _ := os.ReadFile(base + "/status")
+	affinity := ""
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "Cpus_allowed_list:") {
+			affinity = strings.TrimSpace(strings.TrimPrefix(l, "Cpus_allowed_list:"))
+		}
+	}
+	prio, _, _ := unix.Syscall(unix.SYS_IOPRIO_GET, 1, uintptr(v.pid), 0)
+	return fmt.Sprintf("nice=%s policy=%s cpus=%s ioprio=%d limits=%q", nice, policy, affinity, prio, limits)
+}
+
+// needsCap says the attack is unavailable without capability bit (the
+// test's own effective set).
+func needsCap(name string, bit uint) func() string {
+	return func() string {
+		b, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+				if n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && n&(1<<bit) != 0 {
+					return ""
+				}
+			}
+		}
+		return "the test runs without " + name
+	}
+}
+
+// coreDumpUnavailable: core dumps go to a file in the working directory
+// only when kernel.core_pattern names one (not a pipe to a helper, not an
+// absolute path elsewhere).
+func coreDumpUnavailable() string {
+	p := readSysctl("kernel.core_pattern")
+	if p == "" || strings.HasPrefix(p, "|") || strings.HasPrefix(p, "/") {
+		return "kernel.core_pattern is " + strconv.Quote(p) + ": cores are not written to the working directory"
 	}
 	return ""
 }

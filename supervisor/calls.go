@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"path"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -89,19 +90,121 @@ func (c *openCall) judge(p *engine.Policy) verdict {
 	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path}
 }
 
+// perform opens what was checked and installs it in the target. An open
+// that can block indefinitely (a FIFO waiting for its other end, a
+// character device such as a serial line waiting for carrier, any file
+// on a network file system) is done off the receiving pool, so that
+// `mkfifo p; cat p & cat p & echo hi > p` cannot leave the sandbox
+// without a receiver; if its target dies meanwhile, a FIFO open is
+// released by opening the other end (unblockFIFO), so nothing is left
+// waiting for ever.
 func (c *openCall) perform(s *supervisor, id uint64) {
+	if !c.mayBlock(s) {
+		c.open(s, id, c.path)
+		return
+	}
+	path := c.path
+	c.path = nil // the goroutine owns it now
+	go func() {
+		defer path.Close()
+		done := make(chan struct{})
+		if path.Stat.Mode&unix.S_IFMT == unix.S_IFIFO {
+			go s.unblockFIFO(id, path, c.flags, done)
+		}
+		c.open(s, id, path)
+		close(done)
+	}()
+}
+
+func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved) {
 	flags := c.flags
 	if c.access&engine.AccessWrite == 0 && flags&unix.O_CREAT != 0 {
 		// The write check was skipped because the file existed: make sure
 		// the open cannot create it if it vanished since.
 		flags &^= unix.O_CREAT | unix.O_EXCL
 	}
-	f, err := pin.Open(c.path, flags, c.mode, c.umask)
+	f, err := pin.Open(path, flags, c.mode, c.umask)
 	if err != nil {
 		s.respondErr(id, errnoOf(err))
 		return
 	}
 	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0)
+}
+
+// mayBlock reports whether opening the pinned object can wait
+// indefinitely.
+func (c *openCall) mayBlock(s *supervisor) bool {
+	r := c.path
+	if !r.Exists {
+		return false // a new regular file
+	}
+	nonblock := c.flags&unix.O_NONBLOCK != 0
+	switch r.Stat.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return !nonblock && c.flags&unix.O_ACCMODE != unix.O_RDWR // O_RDWR never waits on Linux
+	case unix.S_IFCHR:
+		return !nonblock && !quickCharDevice(r.Stat.Rdev)
+	case unix.S_IFREG, unix.S_IFDIR:
+		return s.remoteFS(r)
+	}
+	return false
+}
+
+// quickCharDevice: character devices whose open never waits — the memory
+// devices (null, zero, full, random, urandom), /dev/tty, the console, ptmx
+// and the pseudo-terminals.
+func quickCharDevice(rdev uint64) bool {
+	switch major := unix.Major(rdev); {
+	case major == 1, major == 5, major >= 136 && major <= 143:
+		return true
+	}
+	return false
+}
+
+// remoteFS reports whether r is on a network or FUSE file system, where
+// an open waits on a server; cached per device.
+func (s *supervisor) remoteFS(r *pin.Resolved) bool {
+	if v, ok := s.remote.Load(r.Stat.Dev); ok {
+		return v.(bool)
+	}
+	remote, err := pin.RemoteFS(r)
+	if err != nil {
+		return true // unknown: keep it off the pool
+	}
+	s.remote.Store(r.Stat.Dev, remote)
+	return remote
+}
+
+// unblockFIFO waits until the open of FIFO path for notification id is
+// done; if the target is gone before, it opens the FIFO's other end for a
+// moment, so the supervisor's own blocked open returns (and its fd, which
+// nobody can take any more, is closed).
+func (s *supervisor) unblockFIFO(id uint64, path *pin.Resolved, flags int, done <-chan struct{}) {
+	delay := time.Millisecond
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(delay):
+		}
+		if s.l.IDValid(id) != nil {
+			break
+		}
+		delay = min(2*delay, time.Second)
+	}
+	for {
+		peer, err := pin.OpenFIFOPeer(path, flags)
+		if err == nil {
+			<-done
+			peer.Close()
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func (c *openCall) close() { c.path.Close() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -39,6 +40,10 @@ type decoder struct {
 	tid int
 	// pinned are the resolutions made so far, released if decoding fails.
 	pinned []*pin.Resolved
+	// ids recognises known programs by content (nil: not at all).
+	ids *programIDs
+	// tree says which processes are the sandbox's (nil: none are).
+	tree *tree
 }
 
 func (d *decoder) arg(i int) uint64 { return d.n.Args[i] }
@@ -304,8 +309,10 @@ func openAccess(f int, exists bool) engine.Access {
 // Exec.
 
 // decodeExec is execve/execveat: the binary (resolved as the kernel's
-// exec will), argv, the caller's cwd (for relative paths in scripts) and
-// the image: its identity and, for a #! script, the interpreter chain.
+// exec will), argv, the caller's cwd (for relative paths in scripts), the
+// image (what the kernel will load: the binary, or a #! chain, each
+// member resolved and read through pinned fds) and the program the image
+// is by content.
 func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 	return func(d *decoder) (call, error) {
 		flags := d.optFlags(flagsArg)
@@ -317,16 +324,85 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		if !r.Exists {
 			return nil, kernelErr(unix.ENOENT, "exec of a missing file")
 		}
+		if r.Stat.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil, kernelErr(unix.EACCES, "exec of a file that is not regular")
+		}
 		argv, err := notify.ReadArgv(d.tid, d.arg(argvArg), maxArgs, maxArgvBytes)
 		if err != nil {
 			return nil, &refusal{errno: unix.E2BIG, why: "reading argv", kernel: true, err: err}
 		}
 		img, err := pin.ReadImage(d.tid, r)
 		if err != nil {
-			return nil, &refusal{errno: pin.Errno(err), why: "reading the executable", err: err}
+			return nil, imageRefusal(r.Path, err)
 		}
-		return &execCall{tid: d.tid, path: r, raw: raw, argv: argv, cwd: cwdOf(d.tid), image: img}, nil
+		dirfd := unix.AT_FDCWD
+		if dirArg != argNone {
+			dirfd = d.fdArg(dirArg)
+		}
+		c := &execCall{tid: d.tid, path: r, raw: raw, filename: pin.KernelFilename(dirfd, raw, int(flags)),
+			argv: argv, cwd: cwdOf(d.tid), image: img, readFile: sourceReader(d.tid)}
+		if d.ids != nil {
+			c.identity = d.ids.identity(img.ID, img.Size, r)
+			c.identify = d.ids.identifier(d.tid)
+		}
+		return c, nil
 	}
+}
+
+// imageRefusal classifies a failure to predict what an exec runs. The
+// kernel's own answers (a missing interpreter, a #! line it rejects, too
+// deep a chain) are given silently. An image only binfmt_misc could run
+// is refused with ENOEXEC, which is also what the kernel says when no
+// handler is registered; when handlers are, the person is told why
+// (docs/security.md, "Exec"). A head permwrap could not read is refused:
+// what cannot be read cannot be verified.
+func imageRefusal(path string, err error) error {
+	var bare unix.Errno
+	if errors.As(err, &bare) && error(bare) == err {
+		return kernelErr(bare, "exec")
+	}
+	if errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.ELOOP) {
+		if errors.Is(err, unix.ENOEXEC) && len(pin.BinfmtMiscHandlers()) > 0 {
+			return &refusal{errno: unix.ENOEXEC, why: "exec of an image permwrap cannot verify (binfmt_misc handlers are not followed; run its interpreter explicitly)", err: err, path: path}
+		}
+		return kernelErr(pin.Errno(err), "exec")
+	}
+	return &refusal{errno: pin.Errno(err), why: "reading the executable", err: err, path: path}
+}
+
+// sourceReader reads a file a script sources as thread tid would: the
+// path resolved for it, regular files only, read with its credentials,
+// without blocking, at most limit+1 bytes. Each file is read once per
+// exec (the engine may ask again).
+func sourceReader(tid int) engine.FileReader {
+	type read struct {
+		b   []byte
+		err error
+	}
+	var mu sync.Mutex
+	seen := map[string]read{}
+	return func(p string, limit int) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r, ok := seen[p]; ok {
+			return r.b, r.err
+		}
+		b, err := readAsTarget(tid, p, limit)
+		seen[p] = read{b, err}
+		return b, err
+	}
+}
+
+func readAsTarget(tid int, p string, limit int) ([]byte, error) {
+	r, err := pin.Resolve(tid, unix.AT_FDCWD, p, pin.FollowLast)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if !r.Exists {
+		return nil, unix.ENOENT
+	}
+	return pin.ReadRegular(r, limit+1)
 }
 
 // decodeExecStop: arch_prctl(ARCH_SET_FS) is only a stop for exec
@@ -630,23 +706,4 @@ func (d *decoder) xattrObject(pathArg int, follow bool) (object, error) {
 		rf = pin.FollowLast
 	}
 	return d.pathObject(argNone, pathArg, rf)
-}
-
-// decodeIoctl: the filter sends only the setattrIoctls; the argument
-// struct is read once.
-func decodeIoctl(d *decoder) (call, error) {
-	cmd := d.arg(1) & 0xffffffff
-	size, ok := setattrIoctls[cmd]
-	if !ok {
-		return nil, &refusal{errno: unix.EPERM, why: fmt.Sprintf("unexpected ioctl %#x", cmd)}
-	}
-	arg, err := d.bytes(2, size, "the ioctl argument")
-	if err != nil {
-		return nil, err
-	}
-	obj, err := d.fdObject(d.fdArg(0))
-	if err != nil {
-		return nil, err
-	}
-	return &ioctlCall{obj: obj, cmd: cmd, arg: arg}, nil
 }

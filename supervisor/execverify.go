@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,60 +20,78 @@ import (
 // calling process. So an allowed exec is continued, and because the
 // kernel then reads the path and argv again (a second thread may have
 // changed them since the check), the result is verified: the process's
-// /proc/PID/exe must be the file that was checked (or, for a #! script,
-// its interpreter) and its argv the one that was checked. A process that
-// fails is killed with SIGKILL.
+// /proc/PID/exe must be the file the judged image loads (the binary, or
+// the last interpreter of its #! chain) and its command line exactly the
+// argv the kernel builds from the judged one. A process that fails is
+// killed with SIGKILL; so is one whose state cannot be read (a starved
+// supervisor, a process that made itself unreadable): an exec that cannot
+// be verified is treated as one that failed, never forgotten.
 //
 // Verification happens at the first of: the process's next notification
 // (held until verified) — normally arch_prctl(ARCH_SET_FS), which every
 // libc and the Go runtime make before main and before any constructor, so
 // argv is checked before the program can rewrite it (mkdir -p does) — or
 // a poller that watches /proc right after the continue, for images that
-// never make that call. The residual window is in docs/security.md.
+// never make that call. The process is held by a pidfd, so a pid reused by
+// another process is never verified or killed in its place. The residual
+// window is in docs/security.md.
 
 // execCall is an execve/execveat as decoded: the binary as invoked and as
-// resolved, argv, the caller's cwd, and the image the kernel will run.
+// resolved, argv, the caller's cwd, the image the kernel will run, and
+// what the engine needs to judge it (the program it is by content, a
+// reader for the files a script sources).
 type execCall struct {
-	tid   int
-	path  *pin.Resolved
-	raw   string // the path as the target passed it
-	argv  []string
-	cwd   string
-	image pin.Image
+	tid      int
+	path     *pin.Resolved
+	raw      string // the path as the target passed it
+	filename string // the kernel's name for the file (what a #! interpreter receives)
+	argv     []string
+	cwd      string
+	image    pin.Image
+	identity string              // the program the image is by content ("" unknown)
+	identify func(string) string // the same for a file run inside the process (ld.so FILE)
+	readFile engine.FileReader   // reads a sourced file as the target would
 }
 
-// judge: the command line meets the bash rules and the binary the exec
-// rules; a #! script runs its interpreter, so each one of the chain is an
-// exec too, judged like the script itself.
+// judge: the engine judges the binary (exec and read), its command line
+// in every spelling, what its wrappers and scripts run, and for a #!
+// script each interpreter and the command line the kernel builds for it.
 func (c *execCall) judge(p *engine.Policy) verdict {
-	d := p.DecideExec(engine.ExecIntent{Path: c.raw, Resolved: c.path.Path, Argv: c.argv, Cwd: c.cwd})
-	argv := displayArgv(c.raw, c.path.Path, c.argv)
-	v := verdict{result: d.Result, access: "exec", value: engine.RenderArgv(argv), exec: &d, argv: argv}
-	for _, in := range c.image.Interps {
-		v.result = moreRestrictive(v.result, p.DecidePath(engine.AccessExec, in.Path))
+	in := engine.ExecIntent{Path: c.raw, Resolved: c.path.Path, Argv: c.argv, Cwd: c.cwd,
+		Identity: c.identity, Identify: c.identify, ReadFile: c.readFile}
+	for _, ip := range c.image.Interps {
+		in.Interpreters = append(in.Interpreters, engine.Interp{Path: ip.Path, Arg: ip.Arg, Resolved: ip.Resolved})
 	}
-	return v
+	d := p.DecideExec(in)
+	argv := displayArgv(c.raw, c.path.Path, c.argv)
+	return verdict{result: d.Result, access: "exec", value: engine.RenderArgv(argv), exec: &d, argv: argv}
 }
 
 func (c *execCall) perform(s *supervisor, id uint64) { s.continueExec(id, c) }
 func (c *execCall) close()                           { c.path.Close() }
 
 type pendingExec struct {
-	tgid      int
-	pre       pin.Running  // what the process ran before the exec
-	wantExe   []pin.FileID // any of these (the binary, or the chain of #! interpreters)
-	anyExe    bool         // not ELF nor #!: binfmt_misc may pick the interpreter; argv is still checked
-	wantTail  [][]byte     // the checked argv; for scripts only argv[1:] is compared (as a suffix)
-	script    bool
-	command   string // for messages
-	verified  atomic.Bool
+	proc    *pin.Process // the exec'ing process, held so its pid cannot be mistaken
+	tgid    int
+	tid     int         // the thread that called exec
+	pre     pin.Running // what the process ran before the exec
+	wantExe pin.FileID  // what /proc/PID/exe must become
+	wantCmd []byte      // the command line the kernel builds, NUL-terminated strings
+	command string      // for messages
+	// done: verified, killed or gone; the poller stops and nobody acts
+	// on it again.
+	done      atomic.Bool
 	startedAt time.Time
+	// refs counts who may still use proc (the poller, checkers); guarded
+	// by execVerifier.mu. The pidfd is closed when it drops to 0 after
+	// done, so a checker never signals a pidfd number reused meanwhile.
+	refs int
 }
 
 type execVerifier struct {
 	s       *supervisor
 	mu      sync.Mutex
-	pending map[int]*pendingExec // by the exec'ing thread's id (the leader after exec)
+	pending map[int]*pendingExec // by the exec'ing thread's id, and by its process's
 	count   atomic.Int32
 }
 
@@ -82,33 +101,36 @@ func (v *execVerifier) init(s *supervisor) {
 }
 
 // continueExec lets an allowed exec run and arranges its verification.
+// Whatever keeps it from being verified refuses the exec instead.
 func (s *supervisor) continueExec(id uint64, c *execCall) {
-	p := &pendingExec{startedAt: time.Now(), command: engine.RenderArgv(displayArgv(c.raw, c.path.Path, c.argv))}
+	p := &pendingExec{tid: c.tid, startedAt: time.Now(), command: engine.RenderArgv(displayArgv(c.raw, c.path.Path, c.argv))}
+	refuse := func(why string, err error) {
+		s.respondErr(id, unix.EACCES)
+		s.notices.line("permwrap: refused exec of " + p.command + ": " + why + ": " + err.Error())
+	}
 	tgid, err := pin.Tgid(c.tid)
 	if err != nil {
-		s.respondErr(id, unix.EACCES)
+		refuse("its process could not be identified", err)
 		return
 	}
 	p.tgid = tgid
-	p.pre, _, _ = pin.ReadRunning(tgid)
-
-	// What the kernel must end up running (identified when decoded).
-	p.wantExe = []pin.FileID{c.image.ID}
-	switch c.image.Kind {
-	case pin.ImageScript:
-		p.script = true
-		p.wantExe = p.wantExe[:0]
-		for _, in := range c.image.Interps {
-			p.wantExe = append(p.wantExe, in.ID)
-		}
-	case pin.ImageOther:
-		p.anyExe = true
+	if p.proc, err = pin.OpenProcess(tgid); err != nil {
+		refuse("it could not be held for verification", err)
+		return
 	}
-	for _, a := range c.argv {
-		p.wantTail = append(p.wantTail, []byte(a))
+	run, ok, err := p.proc.Running()
+	if err == nil && !ok {
+		err = errors.New("its executable kept changing")
 	}
-	if p.script && len(p.wantTail) > 0 {
-		p.wantTail = p.wantTail[1:]
+	if err != nil {
+		p.proc.Close()
+		refuse("what it runs now could not be read", err)
+		return
+	}
+	p.pre = run
+	p.wantExe = c.image.Loaded()
+	for _, a := range c.image.KernelArgv(c.filename, c.argv) {
+		p.wantCmd = append(append(p.wantCmd, a...), 0)
 	}
 
 	// The exec'ing thread becomes the leader: key by the thread that
@@ -116,87 +138,136 @@ func (s *supervisor) continueExec(id uint64, c *execCall) {
 	// image finds it either way.
 	v := &s.execs
 	v.mu.Lock()
-	v.pending[c.tid] = p
-	if tgid != c.tid {
-		v.pending[tgid] = p
+	if old := v.pending[tgid]; old != nil && old != p {
+		// An earlier exec of this process that never showed (it failed):
+		// this exec's verification supersedes it.
+		v.dropLocked(old)
 	}
+	v.pending[c.tid] = p
+	v.pending[tgid] = p
 	v.count.Store(int32(len(v.pending)))
+	p.refs = 1 // the poller's
 	v.mu.Unlock()
 
 	if err := s.l.Continue(id); err != nil {
-		v.forget(p, c.tid)
+		v.finish(p)
+		v.release(p)
 		return
 	}
-	go v.poll(p, c.tid)
+	go v.poll(p)
 }
 
-func (v *execVerifier) forget(p *pendingExec, tid int) {
+// acquire looks up the pending exec of thread tid and takes a reference
+// to it (nil when there is none).
+func (v *execVerifier) acquire(tid int) *pendingExec {
 	v.mu.Lock()
-	if v.pending[tid] == p {
-		delete(v.pending, tid)
+	defer v.mu.Unlock()
+	p := v.pending[tid]
+	if p == nil || p.done.Load() {
+		return nil
 	}
-	if v.pending[p.tgid] == p {
-		delete(v.pending, p.tgid)
+	p.refs++
+	return p
+}
+
+// release drops a reference; the last one after done closes the pidfd.
+func (v *execVerifier) release(p *pendingExec) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p.refs--
+	if p.refs == 0 && p.done.Load() {
+		p.proc.Close()
+	}
+}
+
+// finish ends p's verification: it is forgotten and its pidfd released.
+func (v *execVerifier) finish(p *pendingExec) {
+	p.done.Store(true)
+	v.mu.Lock()
+	v.dropLocked(p)
+	v.mu.Unlock()
+}
+
+func (v *execVerifier) dropLocked(p *pendingExec) {
+	p.done.Store(true)
+	for _, k := range []int{p.tid, p.tgid} {
+		if v.pending[k] == p {
+			delete(v.pending, k)
+		}
 	}
 	v.count.Store(int32(len(v.pending)))
-	v.mu.Unlock()
+	if p.refs == 0 {
+		p.proc.Close()
+	}
 }
 
 type execState int
 
 const (
-	execUnchanged execState = iota // still the old image: not yet exec'd, or the exec failed
-	execGood
-	execBad
-	execGone
+	execUnchanged  execState = iota // not (visibly) exec'd yet, or the exec failed
+	execGood                        // runs exactly what was judged
+	execBad                         // runs something else
+	execGone                        // exited
+	execUnreadable                  // alive, but /proc could not be read
 )
 
-func (v *execVerifier) state(p *pendingExec) execState {
-	run, ok, err := pin.ReadRunning(p.tgid)
-	if err != nil {
-		return execGone
-	}
-	if !ok {
-		return execUnchanged // still moving; look again later
-	}
-	exe, cmd := run.Exe, run.Cmdline
-	if exe == p.pre.Exe && bytes.Equal(cmd, p.pre.Cmdline) {
-		return execUnchanged
-	}
-	if len(cmd) == 0 {
-		// Mid-exec: the new image's exe is set before its argv area
-		// (begin_new_exec, then the loader's create_elf_tables). A
+// state compares what p's process runs with what was judged. returned
+// says the exec'ing thread itself has made another call, so its exec is
+// over (done or failed).
+func (v *execVerifier) state(p *pendingExec, returned bool) (execState, error) {
+	run, ok, err := p.proc.Running()
+	switch {
+	case errors.Is(err, pin.ErrExited):
+		return execGone, nil
+	case err != nil:
+		return execUnreadable, err
+	case !ok, len(run.Cmdline) == 0:
+		// Still moving, or mid-exec: the new image's exe is set before
+		// its argv area (begin_new_exec, then create_elf_tables); a
 		// finished exec always has at least one byte (an empty argv[0]).
-		return execUnchanged
+		return execUnchanged, nil
 	}
-	exeOK := p.anyExe
-	for _, w := range p.wantExe {
-		if exe == w {
-			exeOK = true
+	isPre := run.Exe == p.pre.Exe && bytes.Equal(run.Cmdline, p.pre.Cmdline)
+	if run.Exe == p.wantExe && bytes.Equal(run.Cmdline, p.wantCmd) {
+		if isPre && !returned {
+			// The judged image is what ran before: the exec may not
+			// have happened yet. Only its end tells.
+			return execUnchanged, nil
+		}
+		return execGood, nil
+	}
+	if isPre {
+		return execUnchanged, nil
+	}
+	return execBad, nil
+}
+
+// settle decides p from its state, re-reading once before a kill (a
+// process seen mid-change is looked at again). It returns whether the
+// process may go on (false: it was killed).
+func (v *execVerifier) settle(p *pendingExec, returned bool) bool {
+	st, err := v.state(p, returned)
+	if st == execBad || st == execUnreadable {
+		time.Sleep(200 * time.Microsecond)
+		st, err = v.state(p, returned)
+	}
+	switch st {
+	case execGood, execGone:
+		v.finish(p)
+	case execBad:
+		v.fail(p, "what it executed is not what was checked", nil)
+		return false
+	case execUnreadable:
+		v.fail(p, "its exec could not be verified", err)
+		return false
+	case execUnchanged:
+		if returned {
+			// The exec'ing thread is making another call and still runs
+			// the old image: its exec failed.
+			v.finish(p)
 		}
 	}
-	if !exeOK {
-		return execBad
-	}
-	args := bytes.Split(bytes.TrimSuffix(cmd, []byte{0}), []byte{0})
-	if len(cmd) == 0 {
-		args = nil
-	}
-	if p.script || p.anyExe {
-		if len(args) < len(p.wantTail) {
-			return execBad
-		}
-		args = args[len(args)-len(p.wantTail):]
-	}
-	if len(args) != len(p.wantTail) {
-		return execBad
-	}
-	for i := range args {
-		if !bytes.Equal(args[i], p.wantTail[i]) {
-			return execBad
-		}
-	}
-	return execGood
+	return true
 }
 
 // check is called for every notification before it is handled; it
@@ -207,64 +278,84 @@ func (v *execVerifier) check(n *notify.Notif) bool {
 		return true
 	}
 	tid := int(n.Pid)
-	v.mu.Lock()
-	p := v.pending[tid]
-	v.mu.Unlock()
+	p := v.acquire(tid)
 	if p == nil {
 		return true
 	}
-	switch v.state(p) {
-	case execGood:
-		p.verified.Store(true)
-		v.forget(p, tid)
-	case execBad:
-		v.fail(p, tid)
+	defer v.release(p)
+	if tid != p.tgid {
+		// The exec'ing thread's own id: after an exec by a thread that is
+		// not the leader, that id is free and may name another process.
+		tg, err := pin.Tgid(tid)
+		if err != nil {
+			// Whose call this is cannot be told; refuse it, keep p.
+			v.s.respondErr(n.ID, unix.EACCES)
+			return false
+		}
+		if tg != p.tgid {
+			v.mu.Lock()
+			if v.pending[tid] == p {
+				delete(v.pending, tid)
+				v.count.Store(int32(len(v.pending)))
+			}
+			v.mu.Unlock()
+			return true
+		}
+	}
+	if !v.settle(p, tid == p.tid) {
 		v.s.respondErr(n.ID, unix.EACCES)
 		return false
-	case execGone:
-		v.forget(p, tid)
 	}
 	return true
 }
 
-// poll watches a continued exec until it is verified, fails, or the old
-// image is still running after a while (the exec failed in the kernel).
-func (v *execVerifier) poll(p *pendingExec, tid int) {
+// poll watches a continued exec until it is verified, killed or gone:
+// quickly at first (most images are verified within microseconds), then
+// ever more slowly, but never giving up while the process lives — an exec
+// that has not shown yet may still happen (a starved thread) and must not
+// run unverified. An exec that failed leaves the old image running, which
+// the poller keeps looking at (at most once a second) until the process
+// exits or makes its next call.
+func (v *execVerifier) poll(p *pendingExec) {
+	defer v.release(p)
 	delay := 20 * time.Microsecond
-	for time.Since(p.startedAt) < 5*time.Second {
-		if p.verified.Load() {
-			return
-		}
-		switch v.state(p) {
-		case execGood:
-			p.verified.Store(true)
-			v.forget(p, tid)
-			return
-		case execBad:
-			v.fail(p, tid)
-			return
-		case execGone:
-			v.forget(p, tid)
+	for !p.done.Load() {
+		if !v.settle(p, false) || p.done.Load() {
 			return
 		}
 		time.Sleep(delay)
-		delay = min(delay*2, 10*time.Millisecond)
+		limit := 10 * time.Millisecond
+		if time.Since(p.startedAt) > 5*time.Second {
+			limit = time.Second
+		}
+		delay = min(delay*2, limit)
 	}
-	v.forget(p, tid)
 }
 
-func (v *execVerifier) fail(p *pendingExec, tid int) {
-	if !p.verified.CompareAndSwap(false, true) {
+// fail kills p's process (once) and tells the person and the log.
+func (v *execVerifier) fail(p *pendingExec, what string, err error) {
+	if !p.done.CompareAndSwap(false, true) {
 		return
 	}
-	_ = pin.Kill(p.tgid)
-	v.forget(p, tid)
+	kerr := p.proc.Kill()
+	v.finish(p)
 	s := v.s
-	s.notices.line("permwrap: killed process " + strconv.Itoa(p.tgid) + ": what it executed is not what was checked (" + p.command + ")")
+	msg := "permwrap: killed process " + strconv.Itoa(p.tgid) + ": " + what + " (" + p.command + ")"
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	if kerr != nil {
+		msg += "; killing it failed: " + kerr.Error()
+	}
+	s.notices.line(msg)
 	if s.cfg.Log != nil {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfaceExec, Value: p.command})
 		req.Access = "exec"
 		req.Process = authority.Process{PID: p.tgid}
-		s.cfg.Log.Decided(req, false, authority.Denied(authority.ByError{Reason: "exec verification failed"}, "the executed image or argv differs from the checked one"))
+		reason := "the executed image or argv differs from the checked one"
+		if err != nil {
+			reason = "the exec could not be verified: " + err.Error()
+		}
+		s.cfg.Log.Decided(req, false, authority.Denied(authority.ByError{Reason: "exec verification failed"}, reason))
 	}
 }

@@ -131,6 +131,13 @@ func runSandboxStage() int {
 		}
 		return fail(initExitNotFound, "%s: %v", spec.Argv[0], err)
 	}
+	// No core dumps: the kernel writes them itself, in the process's
+	// working directory, past every check (docs/security.md). The hard
+	// limit 0 holds for the whole tree; raising it is refused
+	// (process.go).
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0}); err != nil {
+		return fail(initExitInternal, "limiting core dumps: %v", err)
+	}
 	if err := applyLandlock(spec); err != nil {
 		return fail(initExitInternal, "landlock: %v", err)
 	}

@@ -209,6 +209,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	listener := notify.NewListener(lfd)
 	sup := newSupervisor(cfg, listener, pid)
+	sup.tree = &tree{watchdog: watchdog}
 	sup.waitKillable = handoff&handoffWaitKillable != 0
 	done := make(chan struct{})
 	go func() {

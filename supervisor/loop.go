@@ -49,10 +49,18 @@ type supervisor struct {
 	// for its answer cannot be interrupted (see installFD).
 	waitKillable bool
 	scripts      scriptApprovals
+	// ids recognises known programs by content (exec identity).
+	ids *programIDs
+	// tree says which processes are the sandbox's (process.go).
+	tree *tree
 	// troubleSaid: a failed receive was reported (once per run).
 	troubleSaid atomic.Bool
 
 	asks sync.WaitGroup
+	pool pool
+	// remote caches, per device, whether a file system is remote
+	// (calls.go, openCall.mayBlock).
+	remote sync.Map
 }
 
 func newSupervisor(cfg Config, l *notify.Listener, mainPid int) *supervisor {
@@ -60,26 +68,106 @@ func newSupervisor(cfg Config, l *notify.Listener, mainPid int) *supervisor {
 	s := &supervisor{cfg: cfg, l: l, mainPid: mainPid, ctx: ctx, cancel: cancel}
 	s.notices = newNoticer(cfg.Notices)
 	s.execs.init(s)
+	s.ids = newProgramIDs(cfg.Policy, os.Getenv("PATH"))
 	return s
+}
+
+// The receiving pool. workers() goroutines receive at all times. A worker
+// busy handling a call that takes long (an open on a hung network file
+// system, a slow /proc) must not leave the sandbox without a receiver:
+// the monitor starts another worker when none has been free to receive
+// and none has finished a call for a tick, up to maxWorkers; workers
+// beyond workers() end once there is another free receiver. Opens that
+// can block indefinitely (FIFOs, character devices, network file
+// systems) are not done by a worker at all (calls.go, openCall.perform).
+const (
+	maxWorkers  = 256
+	monitorTick = 20 * time.Millisecond
+)
+
+type pool struct {
+	base    int32
+	total   atomic.Int32
+	idle    atomic.Int32  // workers waiting in Receive
+	handled atomic.Uint64 // calls finished, for the monitor
+	wg      sync.WaitGroup
 }
 
 // serve runs the receiving pool until the filter has no users left.
 func (s *supervisor) serve() {
-	var wg sync.WaitGroup
-	for i := 0; i < workers(); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.worker()
-		}()
+	s.pool.base = int32(workers())
+	for i := int32(0); i < s.pool.base; i++ {
+		s.startWorker()
 	}
-	wg.Wait()
+	stop := make(chan struct{})
+	go s.monitor(stop)
+	s.pool.wg.Wait()
+	close(stop)
+}
+
+func (s *supervisor) startWorker() {
+	s.pool.total.Add(1)
+	s.pool.idle.Add(1)
+	s.pool.wg.Add(1)
+	go func() {
+		defer s.pool.wg.Done()
+		s.worker()
+	}()
+}
+
+// monitor starts a worker when every worker has been busy, with nothing
+// finished, for a whole tick.
+func (s *supervisor) monitor(stop <-chan struct{}) {
+	t := time.NewTicker(monitorTick)
+	defer t.Stop()
+	last := s.pool.handled.Load()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := s.pool.handled.Load()
+		if s.pool.idle.Load() == 0 && now == last && s.pool.total.Load() < maxWorkers {
+			s.startWorker()
+		}
+		last = now
+	}
 }
 
 func (s *supervisor) worker() {
 	// Not locked to a thread: RECV blocks in the kernel like any syscall,
 	// and a locked goroutine costs a thread hand-off at every wake-up.
-	receiveLoop(s.l, s.handle, s.receiveTrouble, time.Sleep)
+	surplus := false
+	receiveLoop(s.l, func(n *notify.Notif) bool {
+		s.pool.idle.Add(-1)
+		s.handle(n)
+		s.pool.handled.Add(1)
+		if surplus = s.pool.leave(); surplus {
+			return false
+		}
+		s.pool.idle.Add(1)
+		return true
+	}, s.receiveTrouble, time.Sleep)
+	if !surplus {
+		s.pool.idle.Add(-1)
+		s.pool.total.Add(-1)
+	}
+}
+
+// leave reports whether a worker that just finished a call may end: the
+// pool is above its base size and another worker is free to receive. It
+// takes the worker out of the count when so.
+func (p *pool) leave() bool {
+	for {
+		t := p.total.Load()
+		if t <= p.base || p.idle.Load() == 0 {
+			return false
+		}
+		if p.total.CompareAndSwap(t, t-1) {
+			return true
+		}
+	}
 }
 
 // receiver is the listener as the receiving loop sees it.
@@ -96,12 +184,13 @@ const (
 )
 
 // receiveLoop receives and handles notifications until the listener is
-// closed (Close) or has no targets left (POLLHUP, io.EOF). Any other
+// closed (Close) or has no targets left (POLLHUP, io.EOF), or handle says
+// to stop (its worker is surplus; then it returns at once). Any other
 // error — EINVAL, ENOMEM, EMFILE from poll or RECV when the tree starves
 // the supervisor of a resource — is transient: the worker reports it and
 // tries again after a backoff, because a worker that gave up would leave
 // the sandbox's calls blocked with nobody to answer them.
-func receiveLoop(l receiver, handle func(*notify.Notif), trouble func(error), sleep func(time.Duration)) {
+func receiveLoop(l receiver, handle func(*notify.Notif) bool, trouble func(error), sleep func(time.Duration)) {
 	var n notify.Notif
 	backoff := receiveBackoffMin
 	for {
@@ -109,7 +198,9 @@ func receiveLoop(l receiver, handle func(*notify.Notif), trouble func(error), sl
 		switch {
 		case err == nil:
 			backoff = receiveBackoffMin
-			handle(&n)
+			if !handle(&n) {
+				return
+			}
 		case errors.Is(err, notify.ErrGone):
 			// The target was interrupted between poll and receive.
 		case errors.Is(err, io.EOF), errors.Is(err, notify.ErrClosed):
@@ -165,7 +256,7 @@ func (s *supervisor) handle(n *notify.Notif) {
 		s.fail(n, row, &refusal{errno: unix.ENOSYS, why: "a syscall permwrap does not watch"})
 		return
 	}
-	d := decoder{n: n, tid: int(n.Pid)}
+	d := decoder{n: n, tid: int(n.Pid), ids: s.ids, tree: s.tree}
 	c, err := row.decode(&d)
 	if err != nil {
 		d.release()

@@ -61,7 +61,7 @@ func TestReceiveLoopSurvivesTransientErrors(t *testing.T) {
 		go func() {
 			defer close(done)
 			receiveLoop(l,
-				func(n *notify.Notif) { handled = append(handled, n.ID) },
+				func(n *notify.Notif) bool { handled = append(handled, n.ID); return true },
 				func(err error) { troubles = append(troubles, err) },
 				func(d time.Duration) { sleeps = append(sleeps, d) })
 		}()
@@ -94,7 +94,7 @@ func TestReceiveLoopBackoffIsBounded(t *testing.T) {
 	}
 	l := &scriptedListener{steps: steps, end: io.EOF}
 	var last time.Duration
-	receiveLoop(l, func(*notify.Notif) { t.Error("nothing to handle") }, func(error) {}, func(d time.Duration) { last = d })
+	receiveLoop(l, func(*notify.Notif) bool { t.Error("nothing to handle"); return true }, func(error) {}, func(d time.Duration) { last = d })
 	if last != receiveBackoffMax {
 		t.Errorf("backoff after 40 errors: %v, want the cap %v", last, receiveBackoffMax)
 	}

@@ -37,19 +37,11 @@ type sysRow struct {
 	enosys string
 }
 
-// The ioctls that change a file's attributes through any fd, even one
-// opened read-only (chattr's flags, the fsxattr). x/sys lacks the second.
+// fsIocFssetxattr is _IOW('X', 32, struct fsxattr), which x/sys lacks.
 const (
-	fsIocFssetxattr = 0x401c5820 // _IOW('X', 32, struct fsxattr)
+	fsIocFssetxattr = 0x401c5820
 	sizeofFsxattr   = 28
 )
-
-// setattrIoctls maps each notified ioctl to the size of the struct its
-// argument points to.
-var setattrIoctls = map[uint64]int{
-	unix.FS_IOC_SETFLAGS: 4, // the kernel reads an int, despite the _IOW(long) encoding
-	fsIocFssetxattr:      sizeofFsxattr,
-}
 
 // archSetFS is arch_prctl's ARCH_SET_FS.
 const archSetFS = 0x1002
@@ -110,7 +102,22 @@ var syscalls = []sysRow{
 	{nr: unix.SYS_FCHOWN, name: "fchown", decode: decodeFchown},
 	{nr: unix.SYS_FSETXATTR, name: "fsetxattr", decode: decodeSetxattr(argNone, false)},
 	{nr: unix.SYS_FREMOVEXATTR, name: "fremovexattr", decode: decodeRemovexattr(argNone, false)},
-	{nr: unix.SYS_IOCTL, name: "ioctl", when: always(ioctlCmds()...), decode: decodeIoctl},
+	{nr: unix.SYS_IOCTL, name: "ioctl", when: always(ioctlWatched()...), decode: decodeIoctl},
+
+	// Other processes. Landlock scopes signals and ptrace to the sandbox,
+	// but not resource limits, priorities, CPU affinity or I/O priority:
+	// a sandboxed process could starve permwrap itself (a file limit makes
+	// its /proc reads fail) or any other process of the user. A call on
+	// the caller itself (pid 0) is left alone in BPF; any other is checked
+	// to name a process of the sandboxed tree (process.go).
+	{nr: unix.SYS_PRLIMIT64, name: "prlimit64", when: always(argNotZero(0), coreLimitSet(1, 2)), decode: decodePrlimit},
+	{nr: unix.SYS_SETRLIMIT, name: "setrlimit", when: always(argEquals(0, unix.RLIMIT_CORE)), decode: decodeSetrlimit},
+	{nr: unix.SYS_SETPRIORITY, name: "setpriority", when: always(argNotZero(0), argNotZero(1)), decode: decodeWhich(prioProcess, prioPgrp)},
+	{nr: unix.SYS_IOPRIO_SET, name: "ioprio_set", when: always(argNot(0, ioprioWhoProcess), argNotZero(1)), decode: decodeWhich(ioprioWhoProcess, ioprioWhoPgrp)},
+	{nr: unix.SYS_SCHED_SETAFFINITY, name: "sched_setaffinity", when: always(argNotZero(0)), decode: decodeOtherPid},
+	{nr: unix.SYS_SCHED_SETSCHEDULER, name: "sched_setscheduler", when: always(argNotZero(0)), decode: decodeOtherPid},
+	{nr: unix.SYS_SCHED_SETPARAM, name: "sched_setparam", when: always(argNotZero(0)), decode: decodeOtherPid},
+	{nr: unix.SYS_SCHED_SETATTR, name: "sched_setattr", when: always(argNotZero(0)), decode: decodeOtherPid},
 
 	// Newer *at variants permwrap does not emulate yet. ENOSYS is what a
 	// kernel without them answers, and every caller of a syscall this new
@@ -167,12 +174,25 @@ func argEquals(arg uint, v uint64) notify.Match {
 	return notify.Match{{Arg: arg, Op: notify.CmpMaskedEqual, Mask: 0xffffffff, Value: v}}
 }
 
-func ioctlCmds() []notify.Match {
-	var ms []notify.Match
-	for _, cmd := range []uint64{unix.FS_IOC_SETFLAGS, fsIocFssetxattr} {
-		ms = append(ms, argEquals(1, cmd))
+// argNotZero matches an int argument (its low 32 bits) that is not 0.
+func argNotZero(arg uint) notify.Match { return argNot(arg, 0) }
+
+// argNot matches an int argument (its low 32 bits) other than v. BPF
+// compares 32-bit halves, and libseccomp has no masked not-equal: the
+// low half is compared whole (a full-width compare of a register whose
+// upper half the kernel ignores would notify too often, never too
+// seldom, and the decoder reads the int).
+func argNot(arg uint, v uint64) notify.Match {
+	return notify.Match{{Arg: arg, Op: notify.CmpNotEqual, Value: v}}
+}
+
+// coreLimitSet matches a prlimit64 that sets RLIMIT_CORE (resource in
+// argument res, a new limit pointer in argument ptr).
+func coreLimitSet(res, ptr uint) notify.Match {
+	return notify.Match{
+		{Arg: res, Op: notify.CmpMaskedEqual, Mask: 0xffffffff, Value: unix.RLIMIT_CORE},
+		{Arg: ptr, Op: notify.CmpNotEqual, Value: 0},
 	}
-	return ms
 }
 
 // oTmpfileBit is __O_TMPFILE (O_TMPFILE also sets O_DIRECTORY).

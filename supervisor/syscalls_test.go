@@ -23,7 +23,9 @@ func sideDoor(nr int32) bool {
 		unix.SYS_OPEN_TREE_ATTR, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT,
 		unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR, unix.SYS_CLONE3, unix.SYS_SETNS, unix.SYS_KEXEC_LOAD,
 		unix.SYS_KEXEC_FILE_LOAD, unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
-		unix.SYS_BPF, unix.SYS_PTRACE:
+		unix.SYS_BPF, unix.SYS_PTRACE, unix.SYS_ACCT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_QUOTACTL,
+		unix.SYS_QUOTACTL_FD, unix.SYS_USELIB,
+		unix.SYS_FANOTIFY_INIT: // with flags 0: a group whose events carry fds
 		return true
 	}
 	return false
@@ -78,12 +80,34 @@ func TestFilterIsTheTable(t *testing.T) {
 			}
 		}
 		// The conditional rows.
-		for cmd := range setattrIoctls {
-			want("ioctl setattr", unix.SYS_IOCTL, [6]uint64{3, cmd}, notif)
-			want("ioctl setattr, garbage above the int", unix.SYS_IOCTL, [6]uint64{3, 0xdead_0000_0000_0000 | cmd}, notif)
+		for cmd := range ioctlClasses {
+			want("ioctl of a file system type", unix.SYS_IOCTL, [6]uint64{3, uint64(cmd)}, notif)
+			want("ioctl of a file system type, garbage above the int", unix.SYS_IOCTL, [6]uint64{3, 0xdead_0000_0000_0000 | uint64(cmd)}, notif)
+		}
+		for _, typ := range ioctlTypes {
+			want("unknown ioctl of a file system type", unix.SYS_IOCTL, [6]uint64{3, uint64(ioc(iocWrite, typ, 0xee, 8))}, notif)
 		}
 		want("ioctl TCGETS", unix.SYS_IOCTL, [6]uint64{0, unix.TCGETS}, allow)
-		want("ioctl FS_IOC_GETFLAGS", unix.SYS_IOCTL, [6]uint64{3, unix.FS_IOC_GETFLAGS}, allow)
+		want("ioctl FIONREAD", unix.SYS_IOCTL, [6]uint64{0, 0x541b}, allow)
+		want("ioctl TIOCSTI", unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSTI}, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+		want("ioctl TIOCSTI, garbage above the int", unix.SYS_IOCTL, [6]uint64{0, 0xdead_0000_0000_0000 | unix.TIOCSTI}, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+		want("fanotify_init with fids", unix.SYS_FANOTIFY_INIT, [6]uint64{0x200}, allow)
+		want("fanotify_init with fds", unix.SYS_FANOTIFY_INIT, [6]uint64{0x4}, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+		for _, nr := range []int32{unix.SYS_SCHED_SETAFFINITY, unix.SYS_SCHED_SETSCHEDULER, unix.SYS_SCHED_SETPARAM, unix.SYS_SCHED_SETATTR, unix.SYS_PRLIMIT64} {
+			want(rows[nr].name+" on itself", nr, [6]uint64{0, 7, 0}, allow)
+			want(rows[nr].name+" on another", nr, [6]uint64{1234}, notif)
+		}
+		want("prlimit64 RLIMIT_CORE set on itself", unix.SYS_PRLIMIT64, [6]uint64{0, unix.RLIMIT_CORE, 0x1000}, notif)
+		want("prlimit64 RLIMIT_CORE get on itself", unix.SYS_PRLIMIT64, [6]uint64{0, unix.RLIMIT_CORE, 0, 0x1000}, allow)
+		want("setrlimit RLIMIT_CORE", unix.SYS_SETRLIMIT, [6]uint64{unix.RLIMIT_CORE, 0x1000}, notif)
+		want("setrlimit RLIMIT_NOFILE", unix.SYS_SETRLIMIT, [6]uint64{unix.RLIMIT_NOFILE, 0x1000}, allow)
+		want("setpriority self", unix.SYS_SETPRIORITY, [6]uint64{0, 0, 10}, allow)
+		want("setpriority pid", unix.SYS_SETPRIORITY, [6]uint64{0, 1234, 10}, notif)
+		want("setpriority pgrp", unix.SYS_SETPRIORITY, [6]uint64{1, 0, 10}, notif)
+		want("setpriority user", unix.SYS_SETPRIORITY, [6]uint64{2, 0, 10}, notif)
+		want("ioprio_set self", unix.SYS_IOPRIO_SET, [6]uint64{1, 0, 0x6000}, allow)
+		want("ioprio_set pid", unix.SYS_IOPRIO_SET, [6]uint64{1, 1234, 0x6000}, notif)
+		want("ioprio_set pgrp", unix.SYS_IOPRIO_SET, [6]uint64{2, 0, 0x6000}, notif)
 		want("arch_prctl SET_FS", unix.SYS_ARCH_PRCTL, [6]uint64{archSetFS}, notif)
 		want("arch_prctl GET_FS", unix.SYS_ARCH_PRCTL, [6]uint64{0x1003}, allow)
 		for _, c := range []struct {

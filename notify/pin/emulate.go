@@ -601,3 +601,61 @@ func Removexattr(r *Resolved, name string) error {
 		return retry(func() error { return unix.Removexattr(selfFd(obj), name) })
 	})
 }
+
+// remoteMagics are the statfs types of file systems where an open waits
+// on a server (or a user-space daemon): NFS, SMB/CIFS, FUSE, Ceph, AFS,
+// 9P, Coda, GlusterFS (FUSE), OCFS2, GFS2.
+var remoteMagics = map[int64]bool{
+	0x6969:     true, // NFS
+	0xfe534d42: true, // SMB2
+	0xff534d42: true, // CIFS
+	0x517b:     true, // SMB
+	0x65735546: true, // FUSE
+	0x65735543: true, // FUSE control
+	0x00c36400: true, // Ceph
+	0x5346414f: true, // AFS
+	0x6b414653: true, // kAFS
+	0x01021997: true, // 9P
+	0x73757245: true, // Coda
+	0x7461636f: true, // OCFS2
+	0x01161970: true, // GFS2
+}
+
+// RemoteFS reports whether r's object (or, for a missing name, its
+// directory) is on a network or FUSE file system.
+func RemoteFS(r *Resolved) (bool, error) {
+	f := r.Object
+	if f == nil {
+		f = r.Dir
+	}
+	if f == nil {
+		return false, fmt.Errorf("pin: %s was closed: %w", r.Path, unix.EBADF)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &sfs); err != nil {
+		return false, err
+	}
+	return remoteMagics[int64(sfs.Type)], nil
+}
+
+// OpenFIFOPeer opens, without blocking, the other end of the FIFO r for
+// an open with flags: a reader for a writer that waits, a writer for a
+// reader (which succeeds only while a reader is there). It releases an
+// open of the FIFO blocked in the supervisor whose target is gone.
+func OpenFIFOPeer(r *Resolved, flags int) (*os.File, error) {
+	if err := checkPinned(r); err != nil {
+		return nil, err
+	}
+	if r.Object == nil {
+		return nil, unix.ENOENT
+	}
+	mode := unix.O_WRONLY
+	if flags&unix.O_ACCMODE == unix.O_WRONLY {
+		mode = unix.O_RDONLY
+	}
+	fd, err := openPathRetry(selfFd(r.Object), mode|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), r.Path), nil
+}

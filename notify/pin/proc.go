@@ -248,3 +248,12 @@ func errnoOf(err error) error {
 	}
 	return err
 }
+
+// CapEff returns thread tid's effective capability set.
+func CapEff(tid int) (uint64, error) {
+	st, err := readStatus(tid)
+	if err != nil {
+		return 0, err
+	}
+	return st.cred.CapEff, nil
+}

@@ -107,9 +107,11 @@ type Kind uint8
 const (
 	// KindPath is a filesystem object named by Path.
 	KindPath Kind = iota
-	// KindAnon is an object with no usable path, reached through a /proc
-	// magic link or AT_EMPTY_PATH: pipe:[…], socket:[…], anon_inode:…, a
-	// deleted file or directory, a memfd. Path holds the readlink text.
+	// KindAnon is an object that never had a name, reached through a
+	// /proc magic link or AT_EMPTY_PATH: pipe:[…], socket:[…],
+	// anon_inode:…, a memfd or other file of a kernel-internal mount.
+	// Path holds the readlink text. (An object whose name was removed is
+	// KindPath, with Deleted set: see classify.)
 	KindAnon
 )
 
@@ -160,6 +162,10 @@ type Resolved struct {
 	Cred *Cred
 	// Tgid is the thread's process id.
 	Tgid int
+	// Deleted: the object (reached by its fd) had a name that has been
+	// removed since; Path is the name it had (d_path without the
+	// " (deleted)" the kernel appends), by which it is judged.
+	Deleted bool
 
 	last  lastType
 	tid   int
@@ -823,9 +829,11 @@ func (w *walker) finishObject(fd int, text string, slash bool) (*Resolved, error
 		unix.Close(fd)
 		return nil, fmt.Errorf("pin: fstat %s: %w", text, err)
 	}
+	kind, p, deleted := w.classify(fd, text, &st)
 	r := &Resolved{
-		Path:          text,
-		Kind:          kindOf(text, &st),
+		Path:          p,
+		Kind:          kind,
+		Deleted:       deleted,
 		Exists:        true,
 		Stat:          st,
 		Object:        os.NewFile(uintptr(fd), text),
@@ -833,7 +841,7 @@ func (w *walker) finishObject(fd int, text string, slash bool) (*Resolved, error
 		last:          lastObject,
 	}
 	if r.Kind == KindPath {
-		r.Name = text[strings.LastIndexByte(text, '/')+1:]
+		r.Name = p[strings.LastIndexByte(p, '/')+1:]
 	}
 	return r, nil
 }
@@ -856,9 +864,11 @@ func (w *walker) finishSpecial(last lastType, name string, slash bool) (*Resolve
 			return nil, unix.EXDEV
 		}
 	}
+	kind, p, deleted := w.classify(fd, w.curPath, &st)
 	return &Resolved{
-		Path:          w.curPath,
-		Kind:          kindOf(w.curPath, &st),
+		Path:          p,
+		Kind:          kind,
+		Deleted:       deleted,
 		Exists:        true,
 		Stat:          st,
 		Object:        os.NewFile(uintptr(fd), w.curPath),
@@ -888,16 +898,65 @@ func (w *walker) finishAbsent(name string, slash bool) (*Resolved, error) {
 	}, nil
 }
 
-// kindOf classifies a readlink text: anything not an absolute path, or a
-// removed object, has no path the policy could name.
-func kindOf(text string, st *unix.Stat_t) Kind {
+// deletedSuffix is what d_path appends to the path of an object whose
+// name was removed.
+const deletedSuffix = " (deleted)"
+
+// classify says what the kernel's d_path text of an object the walk
+// reached by its fd (fd, stat st) names:
+//   - not an absolute path (pipe:[…], socket:[…], anon_inode:…): an
+//     object that never had a name, KindAnon;
+//   - a path ending in " (deleted)" that is not the object's real name:
+//     the name it had was removed (unlinked, renamed over), with other
+//     hard links or none. It is judged by that name, whatever became of
+//     it, so keeping an O_PATH handle to a read-denied file and removing
+//     the name gains nothing. Only an object on a mount that is in no
+//     mount namespace (a memfd, SysV or anonymous shared memory: made
+//     without a name) is KindAnon. An O_TMPFILE file reads as
+//     "DIR/#INO (deleted)" and is judged as that name in DIR, where its
+//     creation was judged as a write;
+//   - any other path: the object's current name, KindPath.
+func (w *walker) classify(fd int, text string, st *unix.Stat_t) (Kind, string, bool) {
 	if !strings.HasPrefix(text, "/") {
-		return KindAnon
+		return KindAnon, text, false
 	}
-	if st.Nlink == 0 && strings.HasSuffix(text, " (deleted)") {
-		return KindAnon
+	if !strings.HasSuffix(text, deletedSuffix) {
+		return KindPath, text, false
 	}
-	return KindPath
+	// A name that really ends in " (deleted)" leads back to the object.
+	var real unix.Stat_t
+	if unix.Fstatat(unix.AT_FDCWD, text, &real, unix.AT_SYMLINK_NOFOLLOW) == nil && real.Dev == st.Dev && real.Ino == st.Ino {
+		return KindPath, text, false
+	}
+	if internal, err := onInternalMount(w.tid, fd); err == nil && internal {
+		return KindAnon, text, false
+	}
+	return KindPath, strings.TrimSuffix(text, deletedSuffix), true
+}
+
+// onInternalMount reports whether fd's object is on a mount that is not
+// in thread tid's mount namespace: the kernel's internal mounts (shmem for
+// memfd and shared anonymous memory), which no name can reach. Any doubt
+// (mountinfo unreadable) says no, so the object is judged by its old name.
+func onInternalMount(tid, fd int) (bool, error) {
+	var sx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &sx); err != nil {
+		return false, err
+	}
+	if sx.Mask&unix.STATX_MNT_ID == 0 {
+		return false, unix.ENOTSUP
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	want := strconv.FormatUint(sx.Mnt_id, 10) + " "
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, want) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func openatRetry(dirfd int, name string, flags int) (int, error) {

@@ -1,0 +1,165 @@
+package pin
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Process is a process held by a pidfd, so that what is read about it by
+// pid can be checked to be about it (a pid is reused once its process is
+// reaped; a live process keeps its pid), and so that a signal reaches it
+// and never a process that got its pid later.
+type Process struct {
+	pid  int
+	fd   int
+	base string // /proc/PID
+}
+
+// ErrExited reports that a Process has exited: whatever was read about
+// its pid may be about another process since.
+var ErrExited = errors.New("pin: the process has exited")
+
+// OpenProcess holds process pid (a thread-group id). An error is ESRCH
+// when there is no such process, or why it could not be held (EMFILE...).
+func OpenProcess(pid int) (*Process, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pin: pidfd_open(%d): %w", pid, err)
+	}
+	return &Process{pid: pid, fd: fd, base: "/proc/" + strconv.Itoa(pid)}, nil
+}
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.pid }
+
+// Close releases the pidfd.
+func (p *Process) Close() error {
+	if p == nil || p.fd < 0 {
+		return nil
+	}
+	err := unix.Close(p.fd)
+	p.fd = -1
+	return err
+}
+
+// Exited reports whether the process has exited (a zombie included). An
+// error means it could not be told.
+func (p *Process) Exited() (bool, error) {
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("pin: poll pidfd of %d: %w", p.pid, err)
+		}
+		return n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0, nil
+	}
+}
+
+// Kill sends SIGKILL to the process (and only to it).
+func (p *Process) Kill() error {
+	err := unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
+	if err == unix.ESRCH {
+		return nil // already gone
+	}
+	return err
+}
+
+// Running is what a process runs now, as /proc shows it: its executable's
+// identity and its command line (argv as NUL-terminated strings).
+type Running struct {
+	Exe     FileID
+	Cmdline []byte
+}
+
+// maxCmdline bounds the command line read: the kernel's own limit on
+// argv and the environment together is a quarter of the stack limit,
+// and more than this is refused at exec (decode.go, maxArgvBytes).
+const maxCmdline = 8 << 20
+
+// Running reads /proc/PID/exe and /proc/PID/cmdline as one consistent
+// pair. The command line is read with one read() into a buffer large
+// enough for all of it, which the kernel serves from one address space
+// (several reads could straddle an exec and splice two argvs together);
+// exe is read before and after it, and the pair is retried when exe
+// changed in between. ok is false when it kept changing (look again
+// later). err is ErrExited once the process has exited, and otherwise
+// means /proc could not be read: never a reason to assume anything.
+func (p *Process) Running() (run Running, ok bool, err error) {
+	defer func() {
+		// What was read by pid is about this process only if it was still
+		// alive afterwards.
+		if gone, xerr := p.Exited(); xerr == nil && gone {
+			run, ok, err = Running{}, false, ErrExited
+		} else if xerr != nil && err == nil {
+			run, ok, err = Running{}, false, xerr
+		}
+	}()
+	for try := 0; try <= 10; try++ {
+		e1, err := exeID(p.base)
+		if err != nil {
+			return Running{}, false, err
+		}
+		c, err := readCmdline(p.base)
+		if err != nil {
+			return Running{}, false, err
+		}
+		e2, err := exeID(p.base)
+		if err != nil {
+			return Running{}, false, err
+		}
+		if e1 == e2 {
+			return Running{Exe: e1, Cmdline: c}, true, nil
+		}
+	}
+	return Running{}, false, nil
+}
+
+// readCmdline reads /proc/PID/cmdline in one read() (growing the buffer
+// and reading again, from the start, only for a command line that fills
+// it).
+func readCmdline(base string) ([]byte, error) {
+	fd, err := openPathRetry(base+"/cmdline", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pin: open %s/cmdline: %w", base, err)
+	}
+	defer unix.Close(fd)
+	for size := 64 << 10; ; size *= 4 {
+		buf := make([]byte, size+1)
+		var n int
+		for {
+			n, err = unix.Pread(fd, buf, 0)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pin: read %s/cmdline: %w", base, err)
+		}
+		if n <= size {
+			return buf[:n], nil
+		}
+		if size >= maxCmdline {
+			return nil, fmt.Errorf("pin: %s/cmdline is over %d bytes: %w", base, maxCmdline, unix.E2BIG)
+		}
+	}
+}
+
+func exeID(base string) (FileID, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Stat(base+"/exe", &st)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return FileID{}, fmt.Errorf("pin: stat %s/exe: %w", base, err)
+		}
+		return FileID{st.Dev, st.Ino}, nil
+	}
+}
