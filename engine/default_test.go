@@ -36,6 +36,9 @@ func TestDefaultPolicy(t *testing.T) {
 		{AccessWrite, "/proc/4242/gid_map", Allow},
 		{AccessWrite, "/proc/4242/setgroups", Allow},
 		{AccessWrite, "/proc/4242/oom_score_adj", Ask},
+		// Memory: its own, or a tracee's (gdb).
+		{AccessRead | AccessWrite, "/proc/4242/mem", Allow},
+		{AccessRead | AccessWrite, "/proc/4242/task/4243/mem", Allow},
 		// Agent and tool state.
 		{AccessWrite, "/home/u/.claude/projects/x.jsonl", Allow},
 		{AccessWrite, "/home/u/.claude/.credentials.json", Allow},
