@@ -16,8 +16,8 @@ import (
 // and an automated one must leave different records.
 //
 // The interface is sealed; the concrete kinds are ByUser, ByAuthorizer,
-// ByRule, BySessionApproval, ByYolo, ByUnavailable, ByError and
-// ByForwarded.
+// ByRule, BySessionApproval, ByYolo, ByAudit, ByKernel, ByUnavailable,
+// ByError and ByForwarded.
 type DecidedBy interface {
 	// Kind is the JSON discriminator: "user", "authorizer", "rule", ...
 	Kind() string
@@ -69,6 +69,18 @@ type ByAudit struct {
 	Pos     engine.Position
 }
 
+// ByKernel: the request could change nothing, so it was answered as the
+// kernel answers it, without asking anyone: a mkdir of a directory that
+// exists (EEXIST), an open of a missing file (ENOENT), a write the file's
+// own permissions refuse (EACCES). Errno is the errno's name, Reason
+// what made the answer certain. The log calls it "answered without
+// asking" (EventAnswered); nobody is told, as nobody is when the kernel
+// itself refuses.
+type ByKernel struct {
+	Errno  string
+	Reason string
+}
+
 // ByUnavailable: nobody could be asked (headless, timed out), so the
 // request was denied.
 type ByUnavailable struct {
@@ -94,6 +106,7 @@ func (ByRule) decidedBy()            {}
 func (BySessionApproval) decidedBy() {}
 func (ByYolo) decidedBy()            {}
 func (ByAudit) decidedBy()           {}
+func (ByKernel) decidedBy()          {}
 func (ByUnavailable) decidedBy()     {}
 func (ByError) decidedBy()           {}
 func (ByForwarded) decidedBy()       {}
@@ -104,12 +117,13 @@ func (ByRule) Kind() string            { return "rule" }
 func (BySessionApproval) Kind() string { return "session_approval" }
 func (ByYolo) Kind() string            { return "yolo" }
 func (ByAudit) Kind() string           { return "audit" }
+func (ByKernel) Kind() string          { return "kernel" }
 func (ByUnavailable) Kind() string     { return "unavailable" }
 func (ByError) Kind() string           { return "error" }
 func (ByForwarded) Kind() string       { return "forwarded" }
 
 // DecidedByKinds lists every kind, for flag validation in `permwrap log`.
-var DecidedByKinds = []string{"user", "authorizer", "rule", "session_approval", "yolo", "audit", "unavailable", "error", "forwarded"}
+var DecidedByKinds = []string{"user", "authorizer", "rule", "session_approval", "yolo", "audit", "kernel", "unavailable", "error", "forwarded"}
 
 func (b ByUser) String() string { return "user (" + b.Via + ")" }
 func (b ByAuthorizer) String() string {
@@ -131,6 +145,13 @@ func (b ByAudit) String() string {
 		}
 	}
 	return fmt.Sprintf("audit: would %s, %s", b.Would, rule)
+}
+func (b ByKernel) String() string {
+	s := "the kernel: " + b.Errno
+	if b.Reason != "" {
+		s += " (" + b.Reason + ")"
+	}
+	return s + ", answered without asking"
 }
 func (b ByUnavailable) String() string { return "unavailable: " + b.Reason }
 func (b ByError) String() string       { return "error: " + b.Reason }
@@ -196,6 +217,14 @@ func (b ByAudit) MarshalJSON() ([]byte, error) {
 	}{b.Kind(), b.Would.String(), b.Surface.String(), b.Pattern, b.Pos.String()})
 }
 
+func (b ByKernel) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind   string `json:"kind"`
+		Errno  string `json:"errno"`
+		Reason string `json:"reason"`
+	}{b.Kind(), b.Errno, b.Reason})
+}
+
 func (b ByUnavailable) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Kind   string `json:"kind"`
@@ -259,6 +288,7 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 		Responder string          `json:"responder"`
 		Decision  json.RawMessage `json:"decision"`
 		Would     string          `json:"would"`
+		Errno     string          `json:"errno"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("decidedBy: %w", err)
@@ -303,6 +333,11 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 			return nil, fmt.Errorf("decidedBy audit: would %q is not ask or deny", w.Would)
 		}
 		return ByAudit{Would: a, Surface: s, Pattern: w.Pattern, Pos: parsePosition(w.Position)}, nil
+	case "kernel":
+		if w.Errno == "" {
+			return nil, errors.New("decidedBy kernel: missing errno")
+		}
+		return ByKernel{Errno: w.Errno, Reason: w.Reason}, nil
 	case "unavailable":
 		return ByUnavailable{Reason: w.Reason}, nil
 	case "error":
@@ -398,6 +433,14 @@ func AllowedForSession(by DecidedBy, p SessionPattern) Decision {
 // (a link's teaching reason, a person's typed reason, a rule's reason).
 func Denied(by DecidedBy, reason string) Decision {
 	return Decision{by: by, reason: reason}
+}
+
+// Answered is the kernel's own answer to a request that could change
+// nothing (ByKernel): the call fails with that errno, and nobody was
+// asked. Its Action is Deny — the call did not happen — but it is not a
+// denial of the policy's: its record is EventAnswered.
+func Answered(by ByKernel) Decision {
+	return Decision{by: by}
 }
 
 // Action is engine.Allow or engine.Deny, never Ask.

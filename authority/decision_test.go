@@ -35,6 +35,7 @@ func TestDecidedByJSONRoundTrip(t *testing.T) {
 		ByAudit{Would: engine.Deny, Surface: engine.SurfaceWrite, Pattern: "~/.bashrc", Pos: engine.Position{File: "default.jsonc", Line: 60, Column: 7}},
 		ByAudit{Would: engine.Ask, Surface: engine.SurfaceWrite},
 		ByRule{Surface: engine.SurfaceWrite, Pattern: "/a/**", Origin: engine.OriginProject, Pos: engine.Position{File: "C:odd:name.jsonc", Line: 3}},
+		ByKernel{Errno: "EEXIST", Reason: "the directory exists"},
 		ByUnavailable{Reason: ReasonUnavailable},
 		ByError{Reason: "unresolvable path"},
 		ByForwarded{Responder: "node-1", Decision: ByForwarded{Responder: "node-0", Decision: ByUser{Via: "dialog"}}},
@@ -94,8 +95,28 @@ func TestAuditDecisionsAreLoggedAsWould(t *testing.T) {
 	}
 }
 
+// A request that could change nothing is answered, not denied: its own
+// event, an errno, and no reason that would read as a policy's.
+func TestKernelAnswerIsItsOwnEvent(t *testing.T) {
+	d := Answered(ByKernel{Errno: "ENOENT", Reason: "the file does not exist"})
+	if d.Action() != engine.Deny {
+		t.Fatalf("answered: action %s, want deny (the call did not happen)", d.Action())
+	}
+	for _, asked := range []bool{false, true} {
+		if got := OutcomeEvent(asked, d); got != EventAnswered {
+			t.Errorf("asked=%v: event %s, want %s", asked, got, EventAnswered)
+		}
+	}
+	if got := d.DecidedBy().String(); got != "the kernel: ENOENT (the file does not exist), answered without asking" {
+		t.Errorf("String() = %q", got)
+	}
+	if d.Reason() != "" {
+		t.Errorf("reason %q: the kernel's answer carries none", d.Reason())
+	}
+}
+
 func TestParseDecidedByRejects(t *testing.T) {
-	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"nett"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`, `{"kind":"audit","surface":"write","would":"allow"}`} {
+	for _, in := range []string{``, `null`, `{}`, `{"kind":"martian"}`, `{"kind":"rule","surface":"nett"}`, `{"kind":"authorizer","verdict":"defer"}`, `[1]`, `{"kind":"audit","surface":"write","would":"allow"}`, `{"kind":"kernel","reason":"no errno"}`} {
 		if _, err := ParseDecidedBy([]byte(in)); err == nil {
 			t.Errorf("%q accepted", in)
 		}

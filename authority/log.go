@@ -26,6 +26,9 @@ const (
 	EventApproved Event = "permission_request.approved"  // an ask was answered allow
 	EventRejected Event = "permission_request.rejected"  // an ask was answered deny
 	EventTimedOut Event = "permission_request.timed_out" // an ask got no answer in time
+	// EventAnswered: the request could change nothing and was answered
+	// as the kernel answers it, without asking (decidedBy ByKernel).
+	EventAnswered Event = "permission_request.answered"
 	// Audit mode (--audit): the policy would have asked or denied, and
 	// the request was allowed.
 	EventWouldAsk  Event = "permission_request.would_ask"
@@ -310,6 +313,9 @@ func OutcomeEvent(asked bool, d Decision) Event {
 		}
 		return EventWouldAsk
 	}
+	if _, ok := d.DecidedBy().(ByKernel); ok {
+		return EventAnswered
+	}
 	allow := d.Action() == engine.Allow
 	switch {
 	case !asked && allow:
@@ -535,6 +541,9 @@ func (l *Log) capDecidedByDepth(d DecidedBy, depth int) DecidedBy {
 		return x
 	case ByAudit:
 		x.Pattern, x.Pos.File = l.str(x.Pattern), l.str(x.Pos.File)
+		return x
+	case ByKernel:
+		x.Errno, x.Reason = l.str(x.Errno), l.str(x.Reason)
 		return x
 	case ByUnavailable:
 		x.Reason = l.str(x.Reason)

@@ -31,6 +31,14 @@ func TestDefaultPolicy(t *testing.T) {
 		{AccessRead | AccessWrite, "/dev/tty", Allow},
 		{AccessWrite, "/dev/pts/3", Allow},
 		{AccessWrite, "/dev/shm/sem.x", Allow},
+		// A process's own user-namespace maps (unshare -Ur).
+		{AccessWrite, "/proc/4242/uid_map", Allow},
+		{AccessWrite, "/proc/4242/gid_map", Allow},
+		{AccessWrite, "/proc/4242/setgroups", Allow},
+		{AccessWrite, "/proc/4242/oom_score_adj", Ask},
+		// Memory: its own, or a tracee's (gdb).
+		{AccessRead | AccessWrite, "/proc/4242/mem", Allow},
+		{AccessRead | AccessWrite, "/proc/4242/task/4243/mem", Allow},
 		// Agent and tool state.
 		{AccessWrite, "/home/u/.claude/projects/x.jsonl", Allow},
 		{AccessWrite, "/home/u/.claude/.credentials.json", Allow},

@@ -23,8 +23,11 @@ type FilterOptions struct {
 	// Rules say which syscalls are sent to the supervisor (or refused in
 	// BPF), and under which argument conditions.
 	Rules []Rule
-	// DenyPtrace makes ptrace fail with EPERM, so no sandboxed process can
-	// rewrite another's memory while the supervisor decides on it.
+	// DenyPtrace makes every ptrace fail with EPERM. Without it, ptrace
+	// is allowed (Landlock confines it to the sandbox's own processes),
+	// except the one option that would switch seccomp off for a tracee:
+	// PTRACE_O_SUSPEND_SECCOMP, refused in PTRACE_SEIZE and
+	// PTRACE_SETOPTIONS (docs/security.md says why the rest is sound).
 	DenyPtrace bool
 }
 
@@ -197,6 +200,8 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 	denied := deniedSyscalls
 	if o.DenyPtrace {
 		denied = append(denied[:len(denied):len(denied)], deniedSyscall{unix.SYS_PTRACE, unix.EPERM})
+	} else if err := addPtraceRules(f); err != nil {
+		return nil, err
 	}
 	for _, d := range denied {
 		if err := f.AddRule(seccomp.ScmpSyscall(d.nr), seccomp.ActErrno.SetReturnCode(int16(d.errno))); err != nil {
@@ -230,6 +235,34 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ptraceOSuspendSeccomp is PTRACE_O_SUSPEND_SECCOMP (1 << 21): a tracee
+// with it set skips every seccomp filter, ours included. The kernel grants
+// it only to a tracer with CAP_SYS_ADMIN that is not itself under seccomp
+// (so never to a sandboxed one); the filter refuses it too, so the
+// sandbox does not rest on that one check.
+const ptraceOSuspendSeccomp = 1 << 21
+
+// addPtraceRules refuses PTRACE_SEIZE and PTRACE_SETOPTIONS whose options
+// (the data argument, a register) hold PTRACE_O_SUSPEND_SECCOMP. The
+// request is a long: compared in all 64 bits, as the kernel's switch does.
+func addPtraceRules(f *seccomp.ScmpFilter) error {
+	for _, req := range []uint64{unix.PTRACE_SEIZE, unix.PTRACE_SETOPTIONS} {
+		isReq, err := seccomp.MakeCondition(0, seccomp.CompareEqual, req)
+		if err != nil {
+			return fmt.Errorf("notify: seccomp condition: %w", err)
+		}
+		suspend, err := seccomp.MakeCondition(3, seccomp.CompareMaskedEqual, ptraceOSuspendSeccomp, ptraceOSuspendSeccomp)
+		if err != nil {
+			return fmt.Errorf("notify: seccomp condition: %w", err)
+		}
+		if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_PTRACE),
+			seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{isReq, suspend}); err != nil {
+			return fmt.Errorf("notify: rule for ptrace: %w", err)
+		}
+	}
+	return nil
 }
 
 // addRule adds one caller's rule: libseccomp ANDs the conditions of one

@@ -149,6 +149,11 @@ var attacks = []attack{
 	{name: "read_race_dirfd_flip", effects: leaksSecret},
 	{name: "read_race_vm_writev", effects: leaksSecret},
 	{name: "read_race_ptrace_poke", effects: leaksSecret},
+	// ptrace is allowed in the sandbox (gdb, strace): a tracer rewriting
+	// a tracee's registers or memory after a check gets nothing.
+	{name: "read_ptrace_setregs", effects: leaksSecret, controlOut: 2},
+	{name: "read_ptrace_suspend_seccomp", effects: leaksSecret, controlOut: 1, unavailable: notRoot,
+		wantStderr: "PTRACE_O_SUSPEND_SECCOMP: Operation not permitted"},
 	{name: "read_race_proc_mem", effects: leaksSecret},
 	{name: "read_nested_listener", effects: leaksSecret, wantStderr: "NEW_LISTENER): Operation not permitted"},
 	{name: "read_int80", effects: leaksSecret, impossible: ia32Impossible, sigsys: true},
@@ -227,6 +232,7 @@ var attacks = []attack{
 
 	// Processes outside the tree.
 	{name: "proc_other_process", effects: changesVictim, controlFile: "twin-ok", victim: true},
+	{name: "exec_race_ptrace_poke", effects: runsForbidden},
 }
 
 func TestAttacks(t *testing.T) {
@@ -735,6 +741,15 @@ func ia32Impossible(t *testing.T) string {
 
 // userXattrUnavailable: the workspace's file system may not take user.*
 // attributes (tmpfs before 6.6, some overlay set-ups).
+// notRoot: PTRACE_O_SUSPEND_SECCOMP needs CAP_SYS_ADMIN, so the bare
+// half works only as root (as CI runs).
+func notRoot() string {
+	if os.Geteuid() != 0 {
+		return "PTRACE_O_SUSPEND_SECCOMP needs CAP_SYS_ADMIN (run as root)"
+	}
+	return ""
+}
+
 func userXattrUnavailable() string {
 	dir, err := os.MkdirTemp("", "xattr-probe-")
 	if err != nil {

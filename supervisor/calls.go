@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"os"
 	"path"
 	"time"
 
@@ -78,6 +79,17 @@ type openCall struct {
 	mode   uint32
 	umask  uint32 // when the open can create
 	access engine.Access
+
+	// Content rules (content.go): the file opened early to look at,
+	// installed by perform; the kernel's refusal of that open; or the
+	// note that it was decided on as holding no content.
+	opened       *os.File
+	openErr      error
+	assumedPlain bool
+	// retry: an existing file opened without O_CREAT vanished before
+	// perform opened it; the call is decided again as the create it now
+	// is (once: retried).
+	retry, retried bool
 }
 
 func (c *openCall) judge(p *engine.Policy) verdict {
@@ -90,6 +102,17 @@ func (c *openCall) judge(p *engine.Policy) verdict {
 	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path}
 }
 
+// openFlags are the flags perform opens with: an O_CREAT whose write
+// check was skipped because the file existed is dropped, so the open
+// cannot create the file if it vanished since.
+func (c *openCall) openFlags() int {
+	flags := c.flags
+	if c.access&engine.AccessWrite == 0 && flags&unix.O_CREAT != 0 {
+		flags &^= unix.O_CREAT | unix.O_EXCL
+	}
+	return flags
+}
+
 // perform opens what was checked and installs it in the target. An open
 // that can block indefinitely (a FIFO waiting for its other end, a
 // character device such as a serial line waiting for carrier, any file
@@ -99,8 +122,12 @@ func (c *openCall) judge(p *engine.Policy) verdict {
 // released by opening the other end (unblockFIFO), so nothing is left
 // waiting for ever.
 func (c *openCall) perform(s *supervisor, id uint64) {
-	if !c.mayBlock(s) {
-		c.open(s, id, c.path)
+	if c.opened == nil && c.access&engine.AccessWrite == 0 && c.flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
+		s.respondErr(id, unix.EEXIST) // it existed: O_EXCL fails
+		return
+	}
+	if c.opened != nil || !c.mayBlock(s) {
+		c.open(s, id, c.path, true)
 		return
 	}
 	path := c.path
@@ -111,21 +138,38 @@ func (c *openCall) perform(s *supervisor, id uint64) {
 		if path.Stat.Mode&unix.S_IFMT == unix.S_IFIFO {
 			go s.unblockFIFO(id, path, c.flags, done)
 		}
-		c.open(s, id, path)
+		c.open(s, id, path, false)
 		close(done)
 	}()
 }
 
-func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved) {
-	flags := c.flags
-	if c.access&engine.AccessWrite == 0 && flags&unix.O_CREAT != 0 {
-		// The write check was skipped because the file existed: make sure
-		// the open cannot create it if it vanished since.
-		flags &^= unix.O_CREAT | unix.O_EXCL
+// open opens path (or takes the file judgeContent opened) and installs
+// it. mayRetry: the caller is the receiving loop, which decides again when
+// an existing file vanished and the open would now create it.
+func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry bool) {
+	f := c.opened
+	c.opened = nil
+	if f == nil {
+		var err error
+		f, err = pin.Open(path, c.openFlags(), c.mode, c.umask)
+		if err != nil {
+			if errnoOf(err) == unix.ENOENT && c.flags&unix.O_CREAT != 0 && c.access&engine.AccessWrite == 0 && !c.retried && mayRetry {
+				// It existed when it was judged as a read; the kernel
+				// would now create it, which is a write: decide again.
+				c.retry, c.retried = true, true
+				c.access |= engine.AccessWrite
+				path.Exists = false
+				return
+			}
+			s.respondErr(id, errnoOf(err))
+			return
+		}
 	}
-	f, err := pin.Open(path, flags, c.mode, c.umask)
-	if err != nil {
-		s.respondErr(id, errnoOf(err))
+	if !c.plainStill(path, f) {
+		// Swapped for a file that looks secret since it was decided on.
+		f.Close()
+		s.notices.line("permwrap: refused read " + path.Path + ": it was replaced while permwrap decided")
+		s.respondErr(id, unix.EACCES)
 		return
 	}
 	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0)
@@ -207,7 +251,20 @@ func (s *supervisor) unblockFIFO(id uint64, path *pin.Resolved, flags int, done 
 	}
 }
 
-func (c *openCall) close() { c.path.Close() }
+// again: perform found the file gone and wants a second decision.
+func (c *openCall) again() bool {
+	a := c.retry
+	c.retry = false
+	return a
+}
+
+func (c *openCall) close() {
+	if c.opened != nil {
+		c.opened.Close()
+		c.opened = nil
+	}
+	c.path.Close()
+}
 
 // Names.
 
@@ -295,13 +352,20 @@ func (c *mknodCall) close() { c.path.Close() }
 type symlinkCall struct {
 	target string // the link's content, not a path permwrap resolves
 	at     *pin.Resolved
+	// plainTarget: when decoded, the target existed and was not a
+	// directory (pin.SymlinkTarget, following symlinks).
+	plainTarget bool
 }
 
 // judge: the link's name is written, and everything beneath it will
 // reach the target: judged as a move (DecideMove), so `ln -s /tmp/h
 // .git/hooks` asks like writing a hook. The target is placed lexically
-// against the link's directory; a target that is not a directory at all
-// only makes this stricter.
+// against the link's directory. A link to a file has nothing beneath it:
+// when the target is a file now and the policy would not let the sandbox
+// put anything else in its place (a write of it is not allowed), it is
+// judged as a link to a file (`python3 -m venv` links .venv/bin/python3
+// to /usr/bin/python3); otherwise as a link to a directory, which only
+// makes it stricter.
 func (c *symlinkCall) judge(p *engine.Policy) verdict {
 	link, target := c.at.Path, c.target
 	if path.IsAbs(target) {
@@ -309,7 +373,8 @@ func (c *symlinkCall) judge(p *engine.Policy) verdict {
 	} else {
 		target = path.Join(path.Dir(link), target)
 	}
-	res := p.DecideMove(engine.Move{Kind: engine.MoveSymlink, From: target, To: link, FromDir: true})
+	dir := !c.plainTarget || p.DecidePath(engine.AccessWrite, target).Action == engine.Allow
+	res := p.DecideMove(engine.Move{Kind: engine.MoveSymlink, From: target, To: link, FromDir: dir})
 	return verdict{result: res, access: "symlink", value: link}
 }
 func (c *symlinkCall) perform(s *supervisor, id uint64) {

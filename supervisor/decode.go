@@ -526,7 +526,11 @@ func decodeSymlink(targetArg, dirArg, pathArg int) decodeFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &symlinkCall{target: target, at: at}, nil
+		c := &symlinkCall{target: target, at: at}
+		if st, err := pin.SymlinkTarget(at, target); err == nil {
+			c.plainTarget = st.Mode&unix.S_IFMT != unix.S_IFDIR
+		}
+		return c, nil
 	}
 }
 
@@ -621,16 +625,22 @@ func decodeFchown(d *decoder) (call, error) {
 }
 
 // decodeUtimes reads the times (in the syscall's own struct) before the
-// path, as the kernel does. utimensat with a NULL path changes its dirfd's
+// flags and the path, as the kernel does; utimensat with both times
+// UTIME_OMIT changes nothing and is answered 0 at once. utimensat with a NULL path changes its dirfd's
 // open file.
 func decodeUtimes(dirArg, pathArg, timesArg, flagsArg int, form timesForm) decodeFunc {
 	return func(d *decoder) (call, error) {
 		flags := d.optFlags(flagsArg)
-		rf, err := atFlags(flags, atMeta, true)
+		ts, err := d.times(timesArg, form)
 		if err != nil {
 			return nil, err
 		}
-		ts, err := d.times(timesArg, form)
+		if form == timesTimespec && ts != nil && ts[0].Nsec == unix.UTIME_OMIT && ts[1].Nsec == unix.UTIME_OMIT {
+			// "Nothing to do, we must not even check the path" (the
+			// kernel's utimensat returns 0 before flags or path).
+			return settled{}, nil
+		}
+		rf, err := atFlags(flags, atMeta, true)
 		if err != nil {
 			return nil, err
 		}

@@ -263,8 +263,13 @@ func (s *supervisor) handle(n *notify.Notif) {
 		s.fail(n, row, err)
 		return
 	}
-	if c, ok := c.(continued); ok {
+	switch c := c.(type) {
+	case continued:
 		// Decided without reading any argument from memory (answer.go).
+		c.perform(s, n.ID)
+		return
+	case settled:
+		// The kernel's answer without looking any further (kernel.go).
 		c.perform(s, n.ID)
 		return
 	}
@@ -275,20 +280,46 @@ func (s *supervisor) handle(n *notify.Notif) {
 		r.close()
 		return
 	}
+	s.decide(r)
+}
+
+// decide judges a request and answers it, or hands an ask off. It owns r
+// (closes it once answered).
+//
+// The order: the call's judge (pure); when the answer depends on what the
+// file holds (a content rule), the call looks at the very file it will
+// hand over and the policy answers again (content.go); when the policy
+// would not simply allow, the call may show that the kernel would refuse
+// it anyway, or that it can change nothing (kernel.go): then it is
+// answered as the kernel answers, without asking; then audit mode.
+func (s *supervisor) decide(r *request) {
+	c := r.call
 	v := c.judge(s.cfg.Policy)
+	if v.result.DependsOnContent {
+		if cc, ok := c.(contentCall); ok {
+			v = cc.judgeContent(s.cfg.Policy, v)
+		}
+	}
+	if v.result.Action != engine.Allow {
+		if kc, ok := c.(kernelCall); ok {
+			if ans := kc.kernelAnswer(); ans.errno != 0 {
+				s.answered(r, v, ans)
+				r.close()
+				return
+			}
+		}
+	}
 	// Audit mode (--audit), the composition's last stage: an ask or deny
 	// of the composed answer is let through and logged as would_*.
 	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
 		s.record(r, v, false, authority.FromRule(v.result.Rule))
-		c.perform(s, r.id)
-		r.close()
+		s.perform(r)
 	case engine.Ask:
 		s.asks.Add(1)
 		go func() {
 			defer s.asks.Done()
-			defer r.close()
 			s.ask(r, v)
 		}()
 	default:
@@ -301,7 +332,29 @@ func (s *supervisor) handle(n *notify.Notif) {
 	}
 }
 
-// ask takes a request whose answer is ask to the decider.
+// perform carries an allowed request out and closes it, unless the call
+// found that what it was decided on changed under it and must be decided
+// again (retrier): then it goes round decide once more.
+func (s *supervisor) perform(r *request) {
+	r.call.perform(s, r.id)
+	if rc, ok := r.call.(retrier); ok && rc.again() {
+		if err := s.l.IDValid(r.id); err == nil {
+			s.decide(r)
+			return
+		}
+	}
+	r.close()
+}
+
+// answered fails a request that could change nothing with the kernel's
+// own errno: no ask, no denial line; the review log says it was answered
+// without asking.
+func (s *supervisor) answered(r *request, v verdict, ans kernelAnswer) {
+	s.record(r, v, false, authority.Answered(authority.ByKernel{Errno: unix.ErrnoName(ans.errno), Reason: ans.why}))
+	s.respondErr(r.id, ans.errno)
+}
+
+// ask takes a request whose answer is ask to the decider. It owns r.
 func (s *supervisor) ask(r *request, v verdict) {
 	req := s.authorityRequest(r, v)
 	if s.cfg.Log != nil {
@@ -332,13 +385,15 @@ func (s *supervisor) ask(r *request, v verdict) {
 	}
 	if d.Action() != engine.Allow {
 		s.refuse(r, v, d, req.ID)
+		r.close()
 		return
 	}
 	// The target may have died while a person thought about it.
 	if err := s.l.IDValid(r.id); err != nil {
+		r.close()
 		return
 	}
-	r.call.perform(s, r.id)
+	s.perform(r)
 }
 
 // deny refuses a request with EACCES, logs it and tells the person (and

@@ -29,7 +29,7 @@ value, and who decided.
   --file F           the log to read (default $XDG_STATE_HOME/permwrap/review.jsonl)
   --follow           keep printing decisions as they are written
   --since DUR        only records newer than DUR ago (90s, 15m, 2h, 3d) or than a time (RFC 3339)
-  --decided-by KIND  only decisions made by KIND: ` + "user, authorizer, rule, session_approval, yolo, audit, unavailable, error, forwarded" + `
+  --decided-by KIND  only decisions made by KIND: ` + "user, authorizer, rule, session_approval, yolo, audit, kernel, unavailable, error, forwarded" + `
   --denied           only denials
   --json             print the matching records as they are stored (every record kind)
 `
@@ -46,7 +46,7 @@ type logFilter struct {
 func isDecision(e authority.Event) bool {
 	switch e {
 	case authority.EventAllowed, authority.EventDenied, authority.EventApproved, authority.EventRejected, authority.EventTimedOut,
-		authority.EventWouldAsk, authority.EventWouldDeny:
+		authority.EventWouldAsk, authority.EventWouldDeny, authority.EventAnswered:
 		return true
 	}
 	return false
@@ -61,7 +61,7 @@ func (f logFilter) match(r authority.LogRecord) bool {
 			return false
 		}
 	}
-	if f.denied && r.Action != "deny" {
+	if f.denied && (r.Action != "deny" || r.Event == authority.EventAnswered) {
 		return false
 	}
 	if f.decidedBy != "" && (r.DecidedBy == nil || r.DecidedBy.Kind() != f.decidedBy) {
@@ -264,6 +264,8 @@ var outcomeWords = map[authority.Event]string{
 	authority.EventApproved: "approved",
 	authority.EventRejected: "rejected",
 	authority.EventTimedOut: "timed out",
+	// Nothing could change: the kernel's own answer, nobody asked.
+	authority.EventAnswered: "answered",
 	// Audit mode: allowed, but the policy would not have.
 	authority.EventWouldAsk:  "would ask",
 	authority.EventWouldDeny: "would deny",
@@ -304,6 +306,8 @@ func formatRecord(r authority.LogRecord, color bool) string {
 		code = ansiRed
 	case authority.EventTimedOut, authority.EventWouldAsk, authority.EventWouldDeny:
 		code = ansiYellow
+	case authority.EventAnswered:
+		code = ansiDim
 	}
 	b.WriteString(paint(code, fmt.Sprintf("%-9s", word)))
 	fmt.Fprintf(&b, "  %-5s  %s  by %s", safeText(r.Surface), safeText(r.Value), safeText(by))

@@ -87,6 +87,9 @@ func Open(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
 	if err := procGuard(r, readOnly); err != nil {
 		return nil, err
 	}
+	if r.Exists && flags&unix.O_PATH == 0 && isIDMapFile(r) {
+		return openInUserNS(r, flags)
+	}
 	if r.Exists && flags&unix.O_PATH == 0 && isDevTty(&r.Stat) {
 		var f *os.File
 		err := asCred(r.Cred, func() error {

@@ -141,7 +141,7 @@ func ReadImage(tid int, r *Resolved) (Image, error) {
 		if depth >= maxInterpDepth {
 			return img, fmt.Errorf("pin: %s: more than %d nested #! interpreters: %w", r.Path, maxInterpDepth-1, unix.ELOOP)
 		}
-		head, err := ReadHead(obj)
+		head, err := readImageHead(obj)
 		if err != nil {
 			return img, fmt.Errorf("pin: reading the head of %s to see what it runs: %w", path, err)
 		}
@@ -180,9 +180,9 @@ func ReadImage(tid int, r *Resolved) (Image, error) {
 	}
 }
 
-// ReadHead reads the first bytes of a file (what the kernel's binary
+// readImageHead reads the first bytes of a file (what the kernel's binary
 // format handlers see) through its pinned O_PATH fd, without blocking.
-func ReadHead(obj *os.File) ([]byte, error) {
+func readImageHead(obj *os.File) ([]byte, error) {
 	fd, err := openPathRetry(selfFd(obj), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package pin
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -109,6 +110,12 @@ func procGuard(r *Resolved, readOnly bool) error {
 	if tg, err := Tgid(pid); err == nil && tg == r.Tgid {
 		return nil // a thread of the target, named by its TID
 	}
+	if tracedBy(r, r.Tgid) {
+		// The target traces that process: ptrace already gave it the
+		// process's memory and registers, so its /proc entries give it
+		// nothing more (gdb reads and writes /proc/PID/mem).
+		return nil
+	}
 	if readOnly {
 		parts := strings.Split(rest, "/")
 		// /proc/N, /proc/N/task, /proc/N/task/T and the safe files of
@@ -126,6 +133,38 @@ func procGuard(r *Resolved, readOnly bool) error {
 		}
 	}
 	return fmt.Errorf("pin: refusing to open %s of another process on the target's behalf: %w", r.Path, unix.EACCES)
+}
+
+// tracedBy reports whether the process (or thread) whose /proc directory
+// holds r's last component is ptrace-traced by a thread of process tgid.
+// The status file is read through the pinned directory, so it describes
+// the very process instance whose entry was pinned (a pid reused since
+// has another directory).
+func tracedBy(r *Resolved, tgid int) bool {
+	if r.Dir == nil {
+		return false
+	}
+	fd, err := unix.Openat(int(r.Dir.Fd()), "status", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), "status")
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, _ := io.ReadFull(f, b)
+	for line := range bytes.SplitSeq(b[:n], []byte("\n")) {
+		v, ok := bytes.CutPrefix(line, []byte("TracerPid:"))
+		if !ok {
+			continue
+		}
+		tracer, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+		if err != nil || tracer <= 0 {
+			return false
+		}
+		tg, err := Tgid(tracer)
+		return err == nil && tg == tgid
+	}
+	return false
 }
 
 // isDevTty reports the /dev/tty device (5:0), which names the opener's
