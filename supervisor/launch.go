@@ -43,6 +43,10 @@ type Config struct {
 	// Self is the permwrap binary re-executed for the init stage; empty
 	// means /proc/self/exe.
 	Self string
+
+	// serve, when set, serves the listener instead of the supervisor
+	// (RunFloor).
+	serve func(l *notify.Listener)
 }
 
 // Exit codes for permwrap's own failures, shared with cmd/permwrap.
@@ -212,7 +216,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	sup.waitKillable = handoff&handoffWaitKillable != 0
 	done := make(chan struct{})
 	go func() {
-		sup.serve()
+		if cfg.serve != nil {
+			cfg.serve(listener)
+		} else {
+			sup.serve()
+		}
 		close(done)
 	}()
 
