@@ -90,19 +90,23 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 }
 
 // installFD gives the target the file the supervisor opened for it and
-// completes its open. With WAIT_KILLABLE_RECV the fd is installed first and
-// the call answered after the supervisor's own copy is closed: a program
-// that writes a script, closes it and runs it at once must not find the
-// supervisor still holding it open for writing (ETXTBSY). Without it, the
-// install and the answer must be one step (SEND), or an interrupted target
-// could be left with an fd it does not know about.
-func (s *supervisor) installFD(id uint64, f *os.File, cloexec bool) {
-	if !s.waitKillable {
+// completes its open. A file open for writing is installed first and the
+// call answered after the supervisor's own copy is closed (with
+// WAIT_KILLABLE_RECV): a program that writes a script, closes it and runs
+// it at once must not find the supervisor still holding it open for
+// writing (ETXTBSY). Every other file is installed and answered in one
+// step (ADDFD with SEND), which wakes the target once instead of twice; a
+// read-only copy held a moment longer blocks nothing. Without
+// WAIT_KILLABLE_RECV the install and the answer must always be one step,
+// or an interrupted target could be left with an fd it does not know
+// about.
+func (s *supervisor) installFD(id uint64, f *os.File, cloexec, writable bool) {
+	if !s.waitKillable || !writable {
 		_, err := s.l.AddFD(id, int(f.Fd()), cloexec)
 		f.Close()
-		if err != nil && !errors.Is(err, unix.ENOENT) {
+		if err != nil && !errors.Is(err, notify.ErrGone) {
 			// The target is still waiting: fail its call rather than leave
-			// it hanging. (ENOENT: it is gone or was interrupted.)
+			// it hanging. (ErrGone: it is gone or was interrupted.)
 			s.respondErr(id, errnoOf(err))
 		}
 		return
@@ -110,7 +114,7 @@ func (s *supervisor) installFD(id uint64, f *os.File, cloexec bool) {
 	fd, err := s.l.InstallFD(id, int(f.Fd()), cloexec)
 	f.Close()
 	if err != nil {
-		if !errors.Is(err, unix.ENOENT) {
+		if !errors.Is(err, notify.ErrGone) {
 			s.respondErr(id, errnoOf(err))
 		}
 		return

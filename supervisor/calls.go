@@ -101,7 +101,7 @@ func (c *openCall) perform(s *supervisor, id uint64) {
 		s.respondErr(id, errnoOf(err))
 		return
 	}
-	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0)
+	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0, c.flags&unix.O_ACCMODE != unix.O_RDONLY)
 }
 
 func (c *openCall) close() { c.path.Close() }
