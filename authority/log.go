@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +97,9 @@ type Log struct {
 	errMu   sync.Mutex
 	err     error
 	now     func() time.Time
+
+	encMu    sync.Mutex
+	encCache map[any][]byte // see sanitizeCached
 }
 
 // OpenLog opens (creating directories and the file as needed) the log at
@@ -434,20 +436,71 @@ func (l *Log) encode(ev Event, f fields) []byte {
 // writer got to it).
 func (l *Log) encodeAt(t time.Time, ev Event, f fields) []byte {
 	all := append(fields{{"time", t.UTC().Format(time.RFC3339Nano)}, {"event", string(ev)}}, f...)
-	var b strings.Builder
-	b.WriteByte('{')
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
 	for i, kv := range all {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, _ := json.Marshal(kv.k)
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(l.sanitize(kv.k, kv.v))
+		b = append(b, jsonKey(kv.k)...)
+		b = append(b, ':')
+		b = append(b, l.sanitizeCached(kv.k, kv.v)...)
 	}
-	b.WriteString("}\n")
-	return []byte(b.String())
+	return append(b, "}\n"...)
 }
+
+// jsonKeys holds the encoded record keys (a fixed, small set).
+var jsonKeys sync.Map // string → []byte
+
+func jsonKey(k string) []byte {
+	if b, ok := jsonKeys.Load(k); ok {
+		return b.([]byte)
+	}
+	b := appendJSONString(nil, k)
+	jsonKeys.Store(k, b)
+	return b
+}
+
+// sanitizeCached is sanitize, remembering the encodings of the values
+// that repeat from record to record — the rule and the provenance of a
+// decision (every allowed read of a session is decided by one rule) —
+// keyed by the key and the whole value, so a cached encoding is the one
+// sanitize would produce now. It holds at most sanitizeCacheMax entries.
+func (l *Log) sanitizeCached(key string, v any) []byte {
+	var ck any
+	switch x := v.(type) {
+	case *ruleJSON:
+		if x != nil {
+			ck = *x
+		}
+	case ByRule:
+		ck = x
+	}
+	if ck == nil {
+		return l.sanitize(key, v)
+	}
+	type cacheKey struct {
+		key string
+		val any
+	}
+	k := cacheKey{key, ck}
+	l.encMu.Lock()
+	b, ok := l.encCache[k]
+	l.encMu.Unlock()
+	if ok {
+		return b
+	}
+	b = l.sanitize(key, v)
+	l.encMu.Lock()
+	if l.encCache == nil || len(l.encCache) >= sanitizeCacheMax {
+		l.encCache = map[any][]byte{}
+	}
+	l.encCache[k] = b
+	l.encMu.Unlock()
+	return b
+}
+
+const sanitizeCacheMax = 256
 
 // sanitize encodes v with every string capped at the field width and
 // every value under a secret-looking key masked. It round-trips through

@@ -17,7 +17,7 @@ import (
 // supervisor on exactly the paths that were resolved and checked (pinned
 // by fds), never continued: a continued call would make the kernel
 // re-read pointer arguments a second thread may have changed since the
-// check. Three calls are continued, and none of them on a decision that
+// check. Four calls are continued, and none of them on a decision that
 // read memory:
 //   - execve/execveat, which cannot be emulated: continued, then verified
 //     (execverify.go);
@@ -32,7 +32,10 @@ import (
 //     refused with ENOSYS (decodeOpenat2), and callers fall back to
 //     openat;
 //   - arch_prctl(ARCH_SET_FS), only a stop for exec verification
-//     (decodeExecStop).
+//     (decodeExecStop);
+//   - unshare(CLONE_NEWNS), which BPF allowed before it was watched; it
+//     is notified only so the resolution cache forgets the thread's root
+//     (decodeUnshare). Its flags are in a register.
 // Their decoders return `continued`; handle (loop.go) continues them
 // before anything is judged or logged.
 
@@ -81,7 +84,7 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 	if s.cfg.Log != nil {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfacePath, Value: v.value})
 		req.Access = name
-		req.Process = processInfo(int(n.Pid), true)
+		req.Process = processInfo(nil, int(n.Pid), true)
 		req.Node = s.nodeOf(int(n.Pid))
 		s.cfg.Log.Decided(req, false, d)
 		id = req.ID

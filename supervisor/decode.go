@@ -37,8 +37,30 @@ type decodeFunc func(d *decoder) (call, error)
 type decoder struct {
 	n   *notify.Notif
 	tid int
+	// th is the calling thread, looked up (and validated) once per
+	// notification when something needs it; the request keeps it.
+	th *pin.Thread
 	// pinned are the resolutions made so far, released if decoding fails.
 	pinned []*pin.Resolved
+}
+
+// thread looks the calling thread up once.
+func (d *decoder) thread() (*pin.Thread, error) {
+	if d.th == nil {
+		th, err := pin.LookupThread(d.tid)
+		if err != nil {
+			return nil, err
+		}
+		d.th = th
+	}
+	return d.th, nil
+}
+
+// takeThread hands the looked-up thread (or nil) to the request.
+func (d *decoder) takeThread() *pin.Thread {
+	th := d.th
+	d.th = nil
+	return th
 }
 
 func (d *decoder) arg(i int) uint64 { return d.n.Args[i] }
@@ -52,6 +74,8 @@ func (d *decoder) release() {
 		r.Close()
 	}
 	d.pinned = nil
+	d.th.Release()
+	d.th = nil
 }
 
 // refusal is a notification the decoder could not turn into a call: the
@@ -130,7 +154,11 @@ func (d *decoder) bytes(i, n int, what string) ([]byte, error) {
 // kernel would give the target (ENOENT, ENOTDIR, ELOOP, ...) come back
 // from pin as bare errnos; anything else is permwrap's refusal.
 func (d *decoder) resolve(dirfd int, path string, flags pin.ResolveFlags) (*pin.Resolved, error) {
-	r, err := pin.Resolve(d.tid, dirfd, path, flags)
+	th, err := d.thread()
+	var r *pin.Resolved
+	if err == nil {
+		r, err = pin.ResolveThread(th, dirfd, path, flags)
+	}
 	if err != nil {
 		var bare unix.Errno
 		kernel := errors.As(err, &bare) && error(bare) == err
@@ -332,6 +360,15 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 // decodeExecStop: arch_prctl(ARCH_SET_FS) is only a stop for exec
 // verification, which runs before any notification is handled.
 func decodeExecStop(*decoder) (call, error) {
+	return continued{}, nil
+}
+
+// decodeUnshare: unshare(CLONE_NEWNS) changes the calling thread's root
+// to a copy of the mount tree. The thread waits in the call now, so
+// telling the resolution cache before continuing leaves no window in which
+// a lookup for it could use the old root.
+func decodeUnshare(d *decoder) (call, error) {
+	pin.RootChanged(d.tid)
 	return continued{}, nil
 }
 

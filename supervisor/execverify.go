@@ -84,12 +84,16 @@ func (v *execVerifier) init(s *supervisor) {
 // continueExec lets an allowed exec run and arranges its verification.
 func (s *supervisor) continueExec(id uint64, c *execCall) {
 	p := &pendingExec{startedAt: time.Now(), command: engine.RenderArgv(displayArgv(c.raw, c.path.Path, c.argv))}
-	tgid, err := pin.Tgid(c.tid)
-	if err != nil {
+	// The thread group as the resolution read it (through the thread's
+	// pidfd, while it waited in this very call).
+	tgid := c.path.Tgid
+	if tgid <= 0 {
 		s.respondErr(id, unix.EACCES)
 		return
 	}
 	p.tgid = tgid
+	// Whatever the log remembers of the old image is stale from now on.
+	pin.ExecChanged(tgid)
 	p.pre, _, _ = pin.ReadRunning(tgid)
 
 	// What the kernel must end up running (identified when decoded).
@@ -216,6 +220,7 @@ func (v *execVerifier) check(n *notify.Notif) bool {
 	switch v.state(p) {
 	case execGood:
 		p.verified.Store(true)
+		pin.ExecChanged(p.tgid)
 		v.forget(p, tid)
 	case execBad:
 		v.fail(p, tid)
@@ -238,6 +243,7 @@ func (v *execVerifier) poll(p *pendingExec, tid int) {
 		switch v.state(p) {
 		case execGood:
 			p.verified.Store(true)
+			pin.ExecChanged(p.tgid)
 			v.forget(p, tid)
 			return
 		case execBad:

@@ -147,10 +147,15 @@ func (s *supervisor) finish() {
 type request struct {
 	id   uint64
 	tid  int
+	th   *pin.Thread // the calling thread as decoding looked it up, or nil
 	call call
 }
 
-func (r *request) close() { r.call.close() }
+func (r *request) close() {
+	r.call.close()
+	r.th.Release()
+	r.th = nil
+}
 
 // handle decides one notification and answers it (or hands an ask off):
 // decode (the row's decoder reads every argument once), check the
@@ -174,10 +179,11 @@ func (s *supervisor) handle(n *notify.Notif) {
 	}
 	if c, ok := c.(continued); ok {
 		// Decided without reading any argument from memory (answer.go).
+		d.release()
 		c.perform(s, n.ID)
 		return
 	}
-	r := &request{id: n.ID, tid: int(n.Pid), call: c}
+	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c}
 	// Everything read from /proc and the target's memory is trusted only
 	// if the target is still the one that made this call.
 	if err := s.l.IDValid(n.ID); err != nil {
@@ -280,7 +286,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	}
 	req := authority.NewRequest(check)
 	req.Access = v.access
-	req.Process = processInfo(r.tid, v.result.Action != engine.Allow)
+	req.Process = processInfo(r.th, r.tid, v.result.Action != engine.Allow)
 	req.Agent = s.cfg.Argv
 	req.Node = s.nodeOf(r.tid)
 	req.Rule = v.result.Rule
@@ -309,8 +315,9 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 
 // tgidOf is the thread group of a thread (the thread itself when unknown).
 func (s *supervisor) tgidOf(tid int) int {
-	if g, err := pin.Tgid(tid); err == nil {
-		return g
+	if th, err := pin.LookupThread(tid); err == nil {
+		defer th.Release()
+		return th.Tgid
 	}
 	return tid
 }
@@ -323,18 +330,24 @@ func (s *supervisor) nodeOf(tid int) string { return "" }
 // processInfo reads who made a request, for people and the log. It is
 // informational only: nothing here is used to decide. Allows (the hot
 // path) get the executable only; asks and denials get the whole picture.
-func processInfo(tid int, full bool) authority.Process {
+func processInfo(th *pin.Thread, tid int, full bool) authority.Process {
 	p := authority.Process{PID: tid}
-	base := "/proc/" + strconv.Itoa(tid)
-	if exe, err := os.Readlink(base + "/exe"); err == nil {
-		p.Exe = exe
+	if th == nil {
+		var err error
+		if th, err = pin.LookupThread(tid); err != nil {
+			return p
+		}
+		defer th.Release()
 	}
+	// Cached per thread, forgotten when the process execs.
+	p.Exe = th.Exe()
 	if !full {
 		return p
 	}
-	if g, err := pin.Tgid(tid); err == nil && g != tid {
-		p.PID, p.TID = g, tid // the process, and the thread that asked
+	if th.Tgid != tid {
+		p.PID, p.TID = th.Tgid, tid // the process, and the thread that asked
 	}
+	base := "/proc/" + strconv.Itoa(tid)
 	if b, err := os.ReadFile(base + "/comm"); err == nil {
 		p.Comm = strings.TrimSpace(string(b))
 	}

@@ -69,6 +69,12 @@ var syscalls = []sysRow{
 	// compare; nothing is read).
 	{nr: unix.SYS_ARCH_PRCTL, name: "arch_prctl", when: always(argEquals(0, archSetFS)), decode: decodeExecStop},
 
+	// unshare(CLONE_NEWNS) gives the thread a copy of the mount tree as its
+	// root: the resolution cache must check that thread's root again
+	// (pin.RootChanged). Continued: the flags are in a register and the
+	// call was allowed before; only the cache learns of it.
+	{nr: unix.SYS_UNSHARE, name: "unshare", when: always(argHas(0, unix.CLONE_NEWNS)), decode: decodeUnshare},
+
 	// Names: removal, renaming, creation, links.
 	{nr: unix.SYS_UNLINK, name: "unlink", decode: decodeUnlink(argNone, 0, argNone)},
 	{nr: unix.SYS_UNLINKAT, name: "unlinkat", decode: decodeUnlink(0, 1, 2)},
@@ -165,6 +171,11 @@ func always(m ...notify.Match) func(bool) []notify.Match {
 // reads of it) equal to v.
 func argEquals(arg uint, v uint64) notify.Match {
 	return notify.Match{{Arg: arg, Op: notify.CmpMaskedEqual, Mask: 0xffffffff, Value: v}}
+}
+
+// argHas matches an int argument with every bit of mask set.
+func argHas(arg uint, mask uint64) notify.Match {
+	return notify.Match{{Arg: arg, Op: notify.CmpMaskedEqual, Mask: mask, Value: mask}}
 }
 
 func ioctlCmds() []notify.Match {
