@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -337,7 +335,9 @@ func openAccess(f int, exists bool) engine.Access {
 func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 	return func(d *decoder) (call, error) {
 		flags := d.optFlags(flagsArg)
-		rf := pin.AtResolveFlags(int(flags), true)
+		// Exec acts on the object reached (its identity, its head), never
+		// on a name in a directory: the fast path may resolve it.
+		rf := pin.AtResolveFlags(int(flags), true) | pin.ObjectOnly
 		r, raw, err := d.path(dirArg, pathArg, rf)
 		if err != nil {
 			return nil, err
@@ -353,7 +353,11 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		if err != nil {
 			return nil, &refusal{errno: pin.Errno(err), why: "reading the executable", err: err}
 		}
-		return &execCall{tid: d.tid, path: r, raw: raw, argv: argv, cwd: cwdOf(d.tid), image: img}, nil
+		cwd := ""
+		if th, err := d.thread(); err == nil {
+			cwd = th.Cwd()
+		}
+		return &execCall{tid: d.tid, path: r, raw: raw, argv: argv, cwd: cwd, image: img}, nil
 	}
 }
 
@@ -370,16 +374,6 @@ func decodeExecStop(*decoder) (call, error) {
 func decodeUnshare(d *decoder) (call, error) {
 	pin.RootChanged(d.tid)
 	return continued{}, nil
-}
-
-// cwdOf is the thread's working directory, for messages and for relative
-// paths in scripts; "" when it cannot be read.
-func cwdOf(tid int) string {
-	p, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/cwd")
-	if err != nil {
-		return ""
-	}
-	return p
 }
 
 // Names.

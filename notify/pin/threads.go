@@ -40,7 +40,7 @@ import (
 // least recently used half.
 
 // maxThreads bounds the cache (each entry holds two fds).
-const maxThreads = 1024
+var maxThreads = 1024
 
 // Thread is a validated view of one target thread. Release it when done.
 type Thread struct {
@@ -381,4 +381,15 @@ func readStatusAt(dir, tid int) (*procStatus, error) {
 	}
 	defer unix.Close(fd)
 	return readStatusFd(fd, tid)
+}
+
+// Cwd is the path of the thread's working directory, read now, for
+// messages and for relative paths in scripts; "" when unreadable.
+func (t *Thread) Cwd() string {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(t.e.procDir, "cwd", buf)
+	if err != nil {
+		return ""
+	}
+	return string(buf[:n])
 }
