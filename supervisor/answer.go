@@ -17,7 +17,7 @@ import (
 // supervisor on exactly the paths that were resolved and checked (pinned
 // by fds), never continued: a continued call would make the kernel
 // re-read pointer arguments a second thread may have changed since the
-// check. Four calls are continued, and none of them on a decision that
+// check. Five kinds of call are continued, and none of them on a decision that
 // read memory:
 //   - execve/execveat, which cannot be emulated: continued, then verified
 //     (execverify.go);
@@ -33,9 +33,10 @@ import (
 //     openat;
 //   - arch_prctl(ARCH_SET_FS), only a stop for exec verification
 //     (decodeExecStop);
-//   - unshare(CLONE_NEWNS), which BPF allowed before it was watched; it
-//     is notified only so the resolution cache forgets the thread's root
-//     (decodeUnshare). Its flags are in a register.
+//   - unshare(CLONE_NEWNS), chdir and fchdir, which BPF allowed before
+//     they were watched; they are notified only so the resolution cache
+//     forgets the thread's root or cwd (decodeUnshare, decodeChdir).
+//     Nothing is read or judged.
 // Their decoders return `continued`; handle (loop.go) continues them
 // before anything is judged or logged.
 

@@ -367,6 +367,15 @@ func decodeExecStop(*decoder) (call, error) {
 	return continued{}, nil
 }
 
+// decodeChdir: chdir and fchdir are continued as they are (they were
+// allowed in BPF before they were watched); the resolution cache is told
+// first, while the thread waits in the call, so no cached cwd is used
+// across the change (notify/pin/cwd.go).
+func decodeChdir(d *decoder) (call, error) {
+	pin.CwdChanging(d.tid)
+	return continued{}, nil
+}
+
 // decodeUnshare: unshare(CLONE_NEWNS) changes the calling thread's root
 // to a copy of the mount tree. The thread waits in the call now, so
 // telling the resolution cache before continuing leaves no window in which

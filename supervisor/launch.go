@@ -258,6 +258,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 	}
 	listener.Close()
+	// Let the workers finish what they hold: an allowed call is answered
+	// before it is recorded, so the last records of the run may still be
+	// on their way to the log. (Every target is gone: a receiver cannot
+	// wait long. The bound is for the unforeseen.)
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
 	sup.finish()
 	return status, runErr
 }

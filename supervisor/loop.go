@@ -161,6 +161,8 @@ func (r *request) close() {
 // decode (the row's decoder reads every argument once), check the
 // notification is still valid, judge (pure), then perform or refuse.
 func (s *supervisor) handle(n *notify.Notif) {
+	// The thread is in a new call: a chdir of its own has run.
+	pin.CallSeen(int(n.Pid))
 	// A process that just exec'd is verified before anything it asks for.
 	if !s.execs.check(n) {
 		return
@@ -196,8 +198,11 @@ func (s *supervisor) handle(n *notify.Notif) {
 	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
-		s.record(r, v, false, authority.FromRule(v.result.Rule))
+		// Answered first, recorded after: the target runs on while its
+		// record is gathered (the log is written asynchronously either
+		// way, so this loses nothing a crash would not).
 		c.perform(s, r.id)
+		s.record(r, v, false, authority.FromRule(v.result.Rule))
 		r.close()
 	case engine.Ask:
 		s.asks.Add(1)
@@ -303,7 +308,9 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 			}
 		}
 		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)}
-	} else if check.Surface.IsPath() {
+	} else if check.Surface.IsPath() && v.result.Action == engine.Ask {
+		// Only a prompt offers the suggestion; a record of a decision
+		// made without asking does not carry it.
 		acc := engine.AccessWrite
 		if check.Surface == engine.SurfaceRead {
 			acc = engine.AccessRead

@@ -75,6 +75,12 @@ var syscalls = []sysRow{
 	// call was allowed before; only the cache learns of it.
 	{nr: unix.SYS_UNSHARE, name: "unshare", when: always(argHas(0, unix.CLONE_NEWNS)), decode: decodeUnshare},
 
+	// chdir and fchdir change the cwd the resolution cache keeps per thread
+	// (pin.CwdChanging, notify/pin/cwd.go). Continued: nothing is judged
+	// (changing directory reads nothing); only the cache learns of it.
+	{nr: unix.SYS_CHDIR, name: "chdir", decode: decodeChdir},
+	{nr: unix.SYS_FCHDIR, name: "fchdir", decode: decodeChdir},
+
 	// Names: removal, renaming, creation, links.
 	{nr: unix.SYS_UNLINK, name: "unlink", decode: decodeUnlink(argNone, 0, argNone)},
 	{nr: unix.SYS_UNLINKAT, name: "unlinkat", decode: decodeUnlink(0, 1, 2)},

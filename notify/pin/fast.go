@@ -69,11 +69,11 @@ func fastResolve(t *Thread, st *procStatus, dirfd int, p string, flags ResolveFl
 			return nil, false, nil
 		}
 	case dirfd == unix.AT_FDCWD:
-		fd, err := t.openProc("cwd", 0)
+		fd, done, err := t.cwd()
 		if err != nil {
 			return nil, false, nil
 		}
-		defer unix.Close(fd)
+		defer done()
 		start = fd
 	case dirfd >= 0:
 		fd, err := unix.PidfdGetfd(t.Pidfd(), dirfd, 0)

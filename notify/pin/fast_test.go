@@ -136,3 +136,59 @@ func TestFastPathOpenReopensTheObject(t *testing.T) {
 		t.Errorf("reopened %q, want the judged file's content %q", b[:n], "F")
 	}
 }
+
+// BenchmarkResolveFast is BenchmarkResolve5 and BenchmarkResolveOpen with
+// ObjectOnly, as the supervisor resolves an open without O_CREAT: the
+// walk (walk/...) against the fast path (fast/...). Count its syscalls
+// with strace -c -f on the test binary.
+//
+//	go test ./notify/pin -run '^$' -bench ResolveFast -benchtime 2000x
+func BenchmarkResolveFast(b *testing.B) {
+	requireResolveKernel(b)
+	base := makeTree(b)
+	if err := os.MkdirAll(base+"/p1/p2/p3/p4", 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(base+"/p1/p2/p3/p4/file.go", nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	pid := os.Getpid()
+	for _, how := range []struct {
+		name  string
+		flags ResolveFlags
+	}{{"walk", FollowLast}, {"fast", FollowLast | ObjectOnly}} {
+		for _, tc := range []struct {
+			name, path string
+			dirfd      int
+			open       bool
+		}{
+			{"absolute", base + "/p1/p2/p3/p4/file.go", unix.AT_FDCWD, false},
+			{"relative", "p1/p2/p3/p4/file.go", int(f.Fd()), false},
+			{"absolute+open", base + "/p1/p2/p3/p4/file.go", unix.AT_FDCWD, true},
+		} {
+			b.Run(how.name+"/"+tc.name, func(b *testing.B) {
+				cpu := cpuTime()
+				for b.Loop() {
+					r, err := Resolve(pid, tc.dirfd, tc.path, how.flags)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if tc.open {
+						f, err := Open(r, unix.O_RDONLY, 0, 0)
+						if err != nil {
+							b.Fatal(err)
+						}
+						f.Close()
+					}
+					r.Close()
+				}
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}

@@ -76,6 +76,7 @@ type threadEntry struct {
 	used    uint64
 	root    rootState
 	exe     string
+	cwd     *cwdFd // see cwd.go
 }
 
 type rootState uint8
@@ -93,9 +94,14 @@ type threadCache struct {
 	// exeGen changes whenever an exe is forgotten, so a reader that began
 	// before cannot store what it read.
 	exeGen atomic.Uint64
+
+	// The cwd protocol (cwd.go).
+	cwdGen   uint64
+	chdirs   map[int]chdirInFlight
+	inFlight atomic.Int32
 }
 
-var threads = &threadCache{m: map[int]*threadEntry{}}
+var threads = &threadCache{m: map[int]*threadEntry{}, chdirs: map[int]chdirInFlight{}}
 
 // LookupThread returns thread tid, validated now: its pidfd answered, so
 // Tgid and Cred are the live thread's. A thread that is gone is ESRCH.
@@ -216,6 +222,7 @@ func (c *threadCache) dropLocked(e *threadEntry) {
 	}
 	if !e.dropped {
 		e.dropped = true
+		c.dropCwdLocked(e)
 		if e.refs == 0 {
 			closeEntry(e)
 		}
