@@ -100,6 +100,10 @@ type Log struct {
 
 	encMu    sync.Mutex
 	encCache map[any][]byte // see sanitizeCached
+
+	// batch: the writer may write several queued records at once (a file;
+	// a NewLogWriter's writer gets one record per Write).
+	batch bool
 }
 
 // OpenLog opens (creating directories and the file as needed) the log at
@@ -121,14 +125,14 @@ func OpenLog(path string, opts LogOptions) (*Log, error) {
 		f.Close()
 		return nil, err
 	}
-	return newLog(f, f, opts), nil
+	return newLog(f, f, opts, true), nil
 }
 
 // NewLogWriter is a Log over any writer (tests, a pipe). Each record is
 // one Write call.
-func NewLogWriter(w io.Writer, opts LogOptions) *Log { return newLog(w, nil, opts) }
+func NewLogWriter(w io.Writer, opts LogOptions) *Log { return newLog(w, nil, opts, false) }
 
-func newLog(w io.Writer, c io.Closer, opts LogOptions) *Log {
+func newLog(w io.Writer, c io.Closer, opts LogOptions, batch bool) *Log {
 	if opts.FieldWidth <= 0 {
 		opts.FieldWidth = defaultFieldWidth
 	}
@@ -141,7 +145,7 @@ func newLog(w io.Writer, c io.Closer, opts LogOptions) *Log {
 	if opts.ReadAllows == "" {
 		opts.ReadAllows = readAllowsAll
 	}
-	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), done: make(chan struct{}), now: time.Now}
+	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), done: make(chan struct{}), now: time.Now, batch: batch}
 	go l.writer()
 	return l
 }
@@ -175,8 +179,29 @@ func repairTail(f *os.File, path string) error {
 func (l *Log) writer() {
 	defer close(l.done)
 	lastReport := time.Time{}
+	var batch []byte
 	for enc := range l.ch {
-		l.write(enc())
+		if !l.batch {
+			l.write(enc())
+		} else {
+			// A file log takes what is already queued in one write: whole
+			// records, so a line is never split between writes, and one
+			// syscall instead of several while the supervisor is busy.
+			batch = append(batch[:0], enc()...)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case more, ok := <-l.ch:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, more()...)
+				default:
+					break drain
+				}
+			}
+			l.write(batch)
+		}
 		if n := l.dropped.Load(); n > 0 && time.Since(lastReport) >= dropReportInterval {
 			l.dropped.Add(-n)
 			lastReport = time.Now()
@@ -187,6 +212,9 @@ func (l *Log) writer() {
 		l.write(l.encode(EventDropped, l.droppedFields(n)))
 	}
 }
+
+// maxBatch bounds one batched write of a file log.
+const maxBatch = 64 << 10
 
 func (l *Log) write(line []byte) {
 	if _, err := l.w.Write(line); err != nil {

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -26,12 +25,8 @@ type FloorOptions struct {
 // RunFloor runs cfg.Argv as Run does, answering every notification with
 // CONTINUE.
 func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
+	cfg.SyncWakeUp = o.SyncWakeUp
 	cfg.serve = func(l *notify.Listener) {
-		if o.SyncWakeUp {
-			if err := l.SetSyncWakeUp(); err != nil {
-				fmt.Fprintf(cfg.Stderr, "permwrap floor: %v\n", err)
-			}
-		}
 		var wg sync.WaitGroup
 		for range workers() {
 			wg.Add(1)

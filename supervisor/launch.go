@@ -44,6 +44,10 @@ type Config struct {
 	// means /proc/self/exe.
 	Self string
 
+	// SyncWakeUp sets SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener
+	// (an experiment; docs/kernel.md, "Performance").
+	SyncWakeUp bool
+
 	// serve, when set, serves the listener instead of the supervisor
 	// (RunFloor).
 	serve func(l *notify.Listener)
@@ -212,6 +216,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		defer rl.stop()
 	}
 	listener := notify.NewListener(lfd)
+	if cfg.SyncWakeUp {
+		if err := listener.SetSyncWakeUp(); err != nil {
+			fmt.Fprintf(cfg.Stderr, "permwrap: %v\n", err)
+		}
+	}
 	sup := newSupervisor(cfg, listener, pid)
 	sup.waitKillable = handoff&handoffWaitKillable != 0
 	done := make(chan struct{})
