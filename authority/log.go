@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +100,13 @@ type Log struct {
 	errMu   sync.Mutex
 	err     error
 	now     func() time.Time
+
+	encMu    sync.Mutex
+	encCache map[any][]byte // see sanitizeCached
+
+	// batch: the writer may write several queued records at once (a file;
+	// a NewLogWriter's writer gets one record per Write).
+	batch bool
 }
 
 // OpenLog opens (creating directories and the file as needed) the log at
@@ -122,14 +128,14 @@ func OpenLog(path string, opts LogOptions) (*Log, error) {
 		f.Close()
 		return nil, err
 	}
-	return newLog(f, f, opts), nil
+	return newLog(f, f, opts, true), nil
 }
 
 // NewLogWriter is a Log over any writer (tests, a pipe). Each record is
 // one Write call.
-func NewLogWriter(w io.Writer, opts LogOptions) *Log { return newLog(w, nil, opts) }
+func NewLogWriter(w io.Writer, opts LogOptions) *Log { return newLog(w, nil, opts, false) }
 
-func newLog(w io.Writer, c io.Closer, opts LogOptions) *Log {
+func newLog(w io.Writer, c io.Closer, opts LogOptions, batch bool) *Log {
 	if opts.FieldWidth <= 0 {
 		opts.FieldWidth = defaultFieldWidth
 	}
@@ -142,7 +148,7 @@ func newLog(w io.Writer, c io.Closer, opts LogOptions) *Log {
 	if opts.ReadAllows == "" {
 		opts.ReadAllows = readAllowsAll
 	}
-	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), done: make(chan struct{}), now: time.Now}
+	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), done: make(chan struct{}), now: time.Now, batch: batch}
 	go l.writer()
 	return l
 }
@@ -176,8 +182,29 @@ func repairTail(f *os.File, path string) error {
 func (l *Log) writer() {
 	defer close(l.done)
 	lastReport := time.Time{}
+	var batch []byte
 	for enc := range l.ch {
-		l.write(enc())
+		if !l.batch {
+			l.write(enc())
+		} else {
+			// A file log takes what is already queued in one write: whole
+			// records, so a line is never split between writes, and one
+			// syscall instead of several while the supervisor is busy.
+			batch = append(batch[:0], enc()...)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case more, ok := <-l.ch:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, more()...)
+				default:
+					break drain
+				}
+			}
+			l.write(batch)
+		}
 		if n := l.dropped.Load(); n > 0 && time.Since(lastReport) >= dropReportInterval {
 			l.dropped.Add(-n)
 			lastReport = time.Now()
@@ -188,6 +215,9 @@ func (l *Log) writer() {
 		l.write(l.encode(EventDropped, l.droppedFields(n)))
 	}
 }
+
+// maxBatch bounds one batched write of a file log.
+const maxBatch = 64 << 10
 
 func (l *Log) write(line []byte) {
 	if _, err := l.w.Write(line); err != nil {
@@ -440,20 +470,71 @@ func (l *Log) encode(ev Event, f fields) []byte {
 // writer got to it).
 func (l *Log) encodeAt(t time.Time, ev Event, f fields) []byte {
 	all := append(fields{{"time", t.UTC().Format(time.RFC3339Nano)}, {"event", string(ev)}}, f...)
-	var b strings.Builder
-	b.WriteByte('{')
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
 	for i, kv := range all {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, _ := json.Marshal(kv.k)
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(l.sanitize(kv.k, kv.v))
+		b = append(b, jsonKey(kv.k)...)
+		b = append(b, ':')
+		b = append(b, l.sanitizeCached(kv.k, kv.v)...)
 	}
-	b.WriteString("}\n")
-	return []byte(b.String())
+	return append(b, "}\n"...)
 }
+
+// jsonKeys holds the encoded record keys (a fixed, small set).
+var jsonKeys sync.Map // string → []byte
+
+func jsonKey(k string) []byte {
+	if b, ok := jsonKeys.Load(k); ok {
+		return b.([]byte)
+	}
+	b := appendJSONString(nil, k)
+	jsonKeys.Store(k, b)
+	return b
+}
+
+// sanitizeCached is sanitize, remembering the encodings of the values
+// that repeat from record to record — the rule and the provenance of a
+// decision (every allowed read of a session is decided by one rule) —
+// keyed by the key and the whole value, so a cached encoding is the one
+// sanitize would produce now. It holds at most sanitizeCacheMax entries.
+func (l *Log) sanitizeCached(key string, v any) []byte {
+	var ck any
+	switch x := v.(type) {
+	case *ruleJSON:
+		if x != nil {
+			ck = *x
+		}
+	case ByRule:
+		ck = x
+	}
+	if ck == nil {
+		return l.sanitize(key, v)
+	}
+	type cacheKey struct {
+		key string
+		val any
+	}
+	k := cacheKey{key, ck}
+	l.encMu.Lock()
+	b, ok := l.encCache[k]
+	l.encMu.Unlock()
+	if ok {
+		return b
+	}
+	b = l.sanitize(key, v)
+	l.encMu.Lock()
+	if l.encCache == nil || len(l.encCache) >= sanitizeCacheMax {
+		l.encCache = map[any][]byte{}
+	}
+	l.encCache[k] = b
+	l.encMu.Unlock()
+	return b
+}
+
+const sanitizeCacheMax = 256
 
 // sanitize encodes v with every string capped at the field width and
 // every value under a secret-looking key masked. It round-trips through

@@ -356,3 +356,23 @@ func (l *Listener) IDValid(id uint64) error {
 		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ID_VALID: %w", err)
 	}
 }
+
+// SetSyncWakeUp asks the kernel to wake the target on the answering CPU
+// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6+). It wins on serial
+// workloads and loses on parallel ones (docs/kernel.md, "Cost"). On an
+// older kernel the error wraps ErrNotSupported. The flag stays set for the
+// listener's life.
+func (l *Listener) SetSyncWakeUp() error {
+	if err := l.acquire(); err != nil {
+		return err
+	}
+	defer l.release()
+	err := ioctlNotifSetFlags(l.fd, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	switch err {
+	case nil:
+		return nil
+	case unix.EINVAL, unix.ENOTTY, unix.EOPNOTSUPP:
+		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS(SYNC_WAKE_UP) needs Linux 6.6+: %w: %w", ErrNotSupported, err)
+	}
+	return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS: %w", err)
+}

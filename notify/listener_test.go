@@ -161,36 +161,6 @@ func ExampleSyscallName() {
 	// Output: openat execve
 }
 
-// Kept for the benchmarks that compare wake-up modes; the supervisor does
-// not use sync wake-up (measured slower with emulated opens, docs/kernel.md).
-
-// SetSyncWakeUp asks the kernel to wake the target on the answering CPU
-// (Linux 6.6+). It wins on serial workloads and loses on parallel ones; see
-// kernel-facts §7. On an older kernel the error wraps ErrNotSupported.
-func (l *Listener) SetSyncWakeUp() error {
-	if err := l.acquire(); err != nil {
-		return err
-	}
-	defer l.release()
-	err := ioctlNotifSetFlags(l.fd, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
-	switch err {
-	case nil:
-		return nil
-	case unix.EINVAL, unix.ENOTTY, unix.EOPNOTSUPP:
-		return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS(SYNC_WAKE_UP) needs Linux 6.6+: %w: %w", ErrNotSupported, err)
-	}
-	return fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_SET_FLAGS: %w", err)
-}
-
-// ioctlNotifSetFlags passes the flags as the argument value, not a pointer.
-func ioctlNotifSetFlags(fd int, flags uint64) error {
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, uintptr(flags))
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
 func (n *Notif) String() string {
 	return fmt.Sprintf("#%d tid %d %s(%#x, %#x, %#x, %#x, %#x, %#x)", n.ID, n.Pid, SyscallName(n.Nr),
 		n.Args[0], n.Args[1], n.Args[2], n.Args[3], n.Args[4], n.Args[5])

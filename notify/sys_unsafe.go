@@ -128,3 +128,12 @@ func ioctlNotifAddfd(fd int, a *seccompNotifAddfd) (int, error) {
 	}
 	return int(r), nil
 }
+
+// ioctlNotifSetFlags passes the flags as the argument value, not a pointer.
+func ioctlNotifSetFlags(fd int, flags uint64) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, uintptr(flags))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

@@ -17,7 +17,7 @@ import (
 // supervisor on exactly the paths that were resolved and checked (pinned
 // by fds), never continued: a continued call would make the kernel
 // re-read pointer arguments a second thread may have changed since the
-// check. Three calls are continued, and none of them on a decision that
+// check. Five kinds of call are continued, and none of them on a decision that
 // read memory:
 //   - execve/execveat, which cannot be emulated: continued, then verified
 //     (execverify.go);
@@ -32,7 +32,11 @@ import (
 //     refused with ENOSYS (decodeOpenat2), and callers fall back to
 //     openat;
 //   - arch_prctl(ARCH_SET_FS), only a stop for exec verification
-//     (decodeExecStop).
+//     (decodeExecStop);
+//   - unshare(CLONE_NEWNS), chdir and fchdir, which BPF allowed before
+//     they were watched; they are notified only so the resolution cache
+//     forgets the thread's root or cwd (decodeUnshare, decodeChdir).
+//     Nothing is read or judged.
 // Their decoders return `continued`; handle (loop.go) continues them
 // before anything is judged or logged.
 
@@ -81,7 +85,7 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 	if s.cfg.Log != nil {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfacePath, Value: v.value})
 		req.Access = name
-		req.Process = processInfo(int(n.Pid), true)
+		req.Process = processInfo(nil, int(n.Pid), true)
 		req.Node = s.nodeOf(int(n.Pid))
 		s.cfg.Log.Decided(req, false, d)
 		id = req.ID
@@ -90,19 +94,23 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 }
 
 // installFD gives the target the file the supervisor opened for it and
-// completes its open. With WAIT_KILLABLE_RECV the fd is installed first and
-// the call answered after the supervisor's own copy is closed: a program
-// that writes a script, closes it and runs it at once must not find the
-// supervisor still holding it open for writing (ETXTBSY). Without it, the
-// install and the answer must be one step (SEND), or an interrupted target
-// could be left with an fd it does not know about.
-func (s *supervisor) installFD(id uint64, f *os.File, cloexec bool) {
-	if !s.waitKillable {
+// completes its open. A file open for writing is installed first and the
+// call answered after the supervisor's own copy is closed (with
+// WAIT_KILLABLE_RECV): a program that writes a script, closes it and runs
+// it at once must not find the supervisor still holding it open for
+// writing (ETXTBSY). Every other file is installed and answered in one
+// step (ADDFD with SEND), which wakes the target once instead of twice; a
+// read-only copy held a moment longer blocks nothing. Without
+// WAIT_KILLABLE_RECV the install and the answer must always be one step,
+// or an interrupted target could be left with an fd it does not know
+// about.
+func (s *supervisor) installFD(id uint64, f *os.File, cloexec, writable bool) {
+	if !s.waitKillable || !writable {
 		_, err := s.l.AddFD(id, int(f.Fd()), cloexec)
 		f.Close()
-		if err != nil && !errors.Is(err, unix.ENOENT) {
+		if err != nil && !errors.Is(err, notify.ErrGone) {
 			// The target is still waiting: fail its call rather than leave
-			// it hanging. (ENOENT: it is gone or was interrupted.)
+			// it hanging. (ErrGone: it is gone or was interrupted.)
 			s.respondErr(id, errnoOf(err))
 		}
 		return
@@ -110,7 +118,7 @@ func (s *supervisor) installFD(id uint64, f *os.File, cloexec bool) {
 	fd, err := s.l.InstallFD(id, int(f.Fd()), cloexec)
 	f.Close()
 	if err != nil {
-		if !errors.Is(err, unix.ENOENT) {
+		if !errors.Is(err, notify.ErrGone) {
 			s.respondErr(id, errnoOf(err))
 		}
 		return

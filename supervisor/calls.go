@@ -172,7 +172,7 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 		s.respondErr(id, unix.EACCES)
 		return
 	}
-	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0)
+	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0, c.flags&unix.O_ACCMODE != unix.O_RDONLY)
 }
 
 // mayBlock reports whether opening the pinned object can wait

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -38,12 +36,34 @@ type decodeFunc func(d *decoder) (call, error)
 type decoder struct {
 	n   *notify.Notif
 	tid int
+	// th is the calling thread, looked up (and validated) once per
+	// notification when something needs it; the request keeps it.
+	th *pin.Thread
 	// pinned are the resolutions made so far, released if decoding fails.
 	pinned []*pin.Resolved
 	// ids recognises known programs by content (nil: not at all).
 	ids *programIDs
 	// tree says which processes are the sandbox's (nil: none are).
 	tree *tree
+}
+
+// thread looks the calling thread up once.
+func (d *decoder) thread() (*pin.Thread, error) {
+	if d.th == nil {
+		th, err := pin.LookupThread(d.tid)
+		if err != nil {
+			return nil, err
+		}
+		d.th = th
+	}
+	return d.th, nil
+}
+
+// takeThread hands the looked-up thread (or nil) to the request.
+func (d *decoder) takeThread() *pin.Thread {
+	th := d.th
+	d.th = nil
+	return th
 }
 
 func (d *decoder) arg(i int) uint64 { return d.n.Args[i] }
@@ -57,6 +77,8 @@ func (d *decoder) release() {
 		r.Close()
 	}
 	d.pinned = nil
+	d.th.Release()
+	d.th = nil
 }
 
 // refusal is a notification the decoder could not turn into a call: the
@@ -135,7 +157,11 @@ func (d *decoder) bytes(i, n int, what string) ([]byte, error) {
 // kernel would give the target (ENOENT, ENOTDIR, ELOOP, ...) come back
 // from pin as bare errnos; anything else is permwrap's refusal.
 func (d *decoder) resolve(dirfd int, path string, flags pin.ResolveFlags) (*pin.Resolved, error) {
-	r, err := pin.Resolve(d.tid, dirfd, path, flags)
+	th, err := d.thread()
+	var r *pin.Resolved
+	if err == nil {
+		r, err = pin.ResolveThread(th, dirfd, path, flags)
+	}
 	if err != nil {
 		var bare unix.Errno
 		kernel := errors.As(err, &bare) && error(bare) == err
@@ -316,7 +342,9 @@ func openAccess(f int, exists bool) engine.Access {
 func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 	return func(d *decoder) (call, error) {
 		flags := d.optFlags(flagsArg)
-		rf := pin.AtResolveFlags(int(flags), true)
+		// Exec acts on the object reached (its identity, its head), never
+		// on a name in a directory: the fast path may resolve it.
+		rf := pin.AtResolveFlags(int(flags), true) | pin.ObjectOnly
 		r, raw, err := d.path(dirArg, pathArg, rf)
 		if err != nil {
 			return nil, err
@@ -339,8 +367,12 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		if dirArg != argNone {
 			dirfd = d.fdArg(dirArg)
 		}
+		cwd := ""
+		if th, err := d.thread(); err == nil {
+			cwd = th.Cwd()
+		}
 		c := &execCall{tid: d.tid, path: r, raw: raw, filename: pin.KernelFilename(dirfd, raw, int(flags)),
-			argv: argv, cwd: cwdOf(d.tid), image: img, readFile: sourceReader(d.tid)}
+			argv: argv, cwd: cwd, image: img, readFile: sourceReader(d.tid)}
 		if d.ids != nil {
 			c.identity = d.ids.identity(img.ID, img.Size, r)
 			c.identify = d.ids.identifier(d.tid)
@@ -411,14 +443,22 @@ func decodeExecStop(*decoder) (call, error) {
 	return continued{}, nil
 }
 
-// cwdOf is the thread's working directory, for messages and for relative
-// paths in scripts; "" when it cannot be read.
-func cwdOf(tid int) string {
-	p, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/cwd")
-	if err != nil {
-		return ""
-	}
-	return p
+// decodeChdir: chdir and fchdir are continued as they are (they were
+// allowed in BPF before they were watched); the resolution cache is told
+// first, while the thread waits in the call, so no cached cwd is used
+// across the change (notify/pin/cwd.go).
+func decodeChdir(d *decoder) (call, error) {
+	pin.CwdChanging(d.tid)
+	return continued{}, nil
+}
+
+// decodeUnshare: unshare(CLONE_NEWNS) changes the calling thread's root
+// to a copy of the mount tree. The thread waits in the call now, so
+// telling the resolution cache before continuing leaves no window in which
+// a lookup for it could use the old root.
+func decodeUnshare(d *decoder) (call, error) {
+	pin.RootChanged(d.tid)
+	return continued{}, nil
 }
 
 // Names.

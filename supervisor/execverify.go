@@ -114,6 +114,9 @@ func (s *supervisor) continueExec(id uint64, c *execCall) {
 		return
 	}
 	p.tgid = tgid
+	// Whatever the thread cache remembers of the old image is stale from
+	// now on.
+	pin.ExecChanged(tgid)
 	if p.proc, err = pin.OpenProcess(tgid); err != nil {
 		refuse("it could not be held for verification", err)
 		return
@@ -253,6 +256,7 @@ func (v *execVerifier) settle(p *pendingExec, returned bool) bool {
 	}
 	switch st {
 	case execGood, execGone:
+		pin.ExecChanged(p.tgid)
 		v.finish(p)
 	case execBad:
 		v.fail(p, "what it executed is not what was checked", nil)

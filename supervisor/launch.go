@@ -43,6 +43,14 @@ type Config struct {
 	// Self is the permwrap binary re-executed for the init stage; empty
 	// means /proc/self/exe.
 	Self string
+
+	// SyncWakeUp sets SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener
+	// (an experiment; docs/kernel.md, "Performance").
+	SyncWakeUp bool
+
+	// serve, when set, serves the listener instead of the supervisor
+	// (RunFloor).
+	serve func(l *notify.Listener)
 }
 
 // Exit codes for permwrap's own failures, shared with cmd/permwrap.
@@ -211,12 +219,21 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		defer rl.stop()
 	}
 	listener := notify.NewListener(lfd)
+	if cfg.SyncWakeUp {
+		if err := listener.SetSyncWakeUp(); err != nil {
+			fmt.Fprintf(cfg.Stderr, "permwrap: %v\n", err)
+		}
+	}
 	sup := newSupervisor(cfg, listener, pid)
 	sup.tree = &tree{watchdog: watchdog}
 	sup.waitKillable = handoff&handoffWaitKillable != 0
 	done := make(chan struct{})
 	go func() {
-		sup.serve()
+		if cfg.serve != nil {
+			cfg.serve(listener)
+		} else {
+			sup.serve()
+		}
 		close(done)
 	}()
 
@@ -254,6 +271,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 	}
 	listener.Close()
+	// Let the workers finish what they hold: an allowed call is answered
+	// before it is recorded, so the last records of the run may still be
+	// on their way to the log. (Every target is gone: a receiver cannot
+	// wait long. The bound is for the unforeseen.)
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
 	sup.finish()
 	return status, runErr
 }

@@ -238,15 +238,22 @@ func (s *supervisor) finish() {
 type request struct {
 	id   uint64
 	tid  int
+	th   *pin.Thread // the calling thread as decoding looked it up, or nil
 	call call
 }
 
-func (r *request) close() { r.call.close() }
+func (r *request) close() {
+	r.call.close()
+	r.th.Release()
+	r.th = nil
+}
 
 // handle decides one notification and answers it (or hands an ask off):
 // decode (the row's decoder reads every argument once), check the
 // notification is still valid, judge (pure), then perform or refuse.
 func (s *supervisor) handle(n *notify.Notif) {
+	// The thread is in a new call: a chdir of its own has run.
+	pin.CallSeen(int(n.Pid))
 	// A process that just exec'd is verified before anything it asks for.
 	if !s.execs.check(n) {
 		return
@@ -266,14 +273,16 @@ func (s *supervisor) handle(n *notify.Notif) {
 	switch c := c.(type) {
 	case continued:
 		// Decided without reading any argument from memory (answer.go).
+		d.release()
 		c.perform(s, n.ID)
 		return
 	case settled:
 		// The kernel's answer without looking any further (kernel.go).
+		d.release()
 		c.perform(s, n.ID)
 		return
 	}
-	r := &request{id: n.ID, tid: int(n.Pid), call: c}
+	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c}
 	// Everything read from /proc and the target's memory is trusted only
 	// if the target is still the one that made this call.
 	if err := s.l.IDValid(n.ID); err != nil {
@@ -314,8 +323,10 @@ func (s *supervisor) decide(r *request) {
 	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
-		s.record(r, v, false, authority.FromRule(v.result.Rule))
-		s.perform(r)
+		// Answered first, recorded after: the target runs on while its
+		// record is gathered (the log is written asynchronously either
+		// way, so this loses nothing a crash would not).
+		s.perform(r, v, true)
 	case engine.Ask:
 		s.asks.Add(1)
 		go func() {
@@ -335,13 +346,16 @@ func (s *supervisor) decide(r *request) {
 // perform carries an allowed request out and closes it, unless the call
 // found that what it was decided on changed under it and must be decided
 // again (retrier): then it goes round decide once more.
-func (s *supervisor) perform(r *request) {
+func (s *supervisor) perform(r *request, v verdict, record bool) {
 	r.call.perform(s, r.id)
 	if rc, ok := r.call.(retrier); ok && rc.again() {
 		if err := s.l.IDValid(r.id); err == nil {
-			s.decide(r)
+			s.decide(r) // decided and recorded again
 			return
 		}
+	}
+	if record {
+		s.record(r, v, false, authority.FromRule(v.result.Rule))
 	}
 	r.close()
 }
@@ -393,7 +407,7 @@ func (s *supervisor) ask(r *request, v verdict) {
 		r.close()
 		return
 	}
-	s.perform(r)
+	s.perform(r, v, false)
 }
 
 // deny refuses a request with EACCES, logs it and tells the person (and
@@ -426,7 +440,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	}
 	req := authority.NewRequest(check)
 	req.Access = v.access
-	req.Process = processInfo(r.tid, v.result.Action != engine.Allow)
+	req.Process = processInfo(r.th, r.tid, v.result.Action != engine.Allow)
 	req.Agent = s.cfg.Argv
 	req.Node = s.nodeOf(r.tid)
 	req.Rule = v.result.Rule
@@ -443,7 +457,9 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 			}
 		}
 		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)}
-	} else if check.Surface.IsPath() {
+	} else if check.Surface.IsPath() && v.result.Action == engine.Ask {
+		// Only a prompt offers the suggestion; a record of a decision
+		// made without asking does not carry it.
 		acc := engine.AccessWrite
 		if check.Surface == engine.SurfaceRead {
 			acc = engine.AccessRead
@@ -455,8 +471,9 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 
 // tgidOf is the thread group of a thread (the thread itself when unknown).
 func (s *supervisor) tgidOf(tid int) int {
-	if g, err := pin.Tgid(tid); err == nil {
-		return g
+	if th, err := pin.LookupThread(tid); err == nil {
+		defer th.Release()
+		return th.Tgid
 	}
 	return tid
 }
@@ -469,18 +486,24 @@ func (s *supervisor) nodeOf(tid int) string { return "" }
 // processInfo reads who made a request, for people and the log. It is
 // informational only: nothing here is used to decide. Allows (the hot
 // path) get the executable only; asks and denials get the whole picture.
-func processInfo(tid int, full bool) authority.Process {
+func processInfo(th *pin.Thread, tid int, full bool) authority.Process {
 	p := authority.Process{PID: tid}
-	base := "/proc/" + strconv.Itoa(tid)
-	if exe, err := os.Readlink(base + "/exe"); err == nil {
-		p.Exe = exe
+	if th == nil {
+		var err error
+		if th, err = pin.LookupThread(tid); err != nil {
+			return p
+		}
+		defer th.Release()
 	}
+	// Cached per thread, forgotten when the process execs.
+	p.Exe = th.Exe()
 	if !full {
 		return p
 	}
-	if g, err := pin.Tgid(tid); err == nil && g != tid {
-		p.PID, p.TID = g, tid // the process, and the thread that asked
+	if th.Tgid != tid {
+		p.PID, p.TID = th.Tgid, tid // the process, and the thread that asked
 	}
+	base := "/proc/" + strconv.Itoa(tid)
 	if b, err := os.ReadFile(base + "/comm"); err == nil {
 		p.Comm = strings.TrimSpace(string(b))
 	}

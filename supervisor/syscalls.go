@@ -61,6 +61,18 @@ var syscalls = []sysRow{
 	// compare; nothing is read).
 	{nr: unix.SYS_ARCH_PRCTL, name: "arch_prctl", when: always(argEquals(0, archSetFS)), decode: decodeExecStop},
 
+	// unshare(CLONE_NEWNS) gives the thread a copy of the mount tree as its
+	// root: the resolution cache must check that thread's root again
+	// (pin.RootChanged). Continued: the flags are in a register and the
+	// call was allowed before; only the cache learns of it.
+	{nr: unix.SYS_UNSHARE, name: "unshare", when: always(argHas(0, unix.CLONE_NEWNS)), decode: decodeUnshare},
+
+	// chdir and fchdir change the cwd the resolution cache keeps per thread
+	// (pin.CwdChanging, notify/pin/cwd.go). Continued: nothing is judged
+	// (changing directory reads nothing); only the cache learns of it.
+	{nr: unix.SYS_CHDIR, name: "chdir", decode: decodeChdir},
+	{nr: unix.SYS_FCHDIR, name: "fchdir", decode: decodeChdir},
+
 	// Names: removal, renaming, creation, links.
 	{nr: unix.SYS_UNLINK, name: "unlink", decode: decodeUnlink(argNone, 0, argNone)},
 	{nr: unix.SYS_UNLINKAT, name: "unlinkat", decode: decodeUnlink(0, 1, 2)},
@@ -195,26 +207,41 @@ func coreLimitSet(res, ptr uint) notify.Match {
 	}
 }
 
+// argHas matches an int argument with every bit of mask set.
+func argHas(arg uint, mask uint64) notify.Match {
+	return notify.Match{{Arg: arg, Op: notify.CmpMaskedEqual, Mask: mask, Value: mask}}
+}
+
 // oTmpfileBit is __O_TMPFILE (O_TMPFILE also sets O_DIRECTORY).
 const oTmpfileBit = 0x400000
 
-// readOnlyOpensSkippable notifies every open, or, when reads may be left
-// to Landlock, only those whose flags (argument flagsArg) make them more
-// than a read: a write access mode (including 3), O_CREAT, O_TRUNC,
-// __O_TMPFILE, or O_PATH (an O_PATH fd is a handle for execveat and *at
-// calls). libseccomp has no "masked not-equal", so each way is its own
-// alternative; what matches none is allowed.
+// readOnlyOpensSkippable says which open/openat calls (flags in argument
+// flagsArg) are notified. Never those with O_PATH: the kernel then ignores
+// every flag but O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC (no access mode,
+// no O_CREAT, no O_TRUNC), opens nothing for reading or writing and calls
+// no driver's open, and every use of the fd — as a dirfd, by fchdir,
+// execveat, linkat, a reopen through /proc/self/fd — is itself judged;
+// the supervisor used to continue them unread, so BPF answering them
+// saves the round trip and changes no answer. Otherwise every open, or,
+// when reads may be left to Landlock, only those whose flags make them
+// more than a read: a write access mode (including 3), O_CREAT, O_TRUNC,
+// __O_TMPFILE. libseccomp has no "masked not-equal", so each way is its
+// own alternative (with O_PATH clear in the same mask); what matches none
+// is allowed.
 func readOnlyOpensSkippable(flagsArg uint) func(bool) []notify.Match {
 	return func(skipReads bool) []notify.Match {
+		noPath := func(mask, value uint64) notify.Match {
+			return notify.Match{{Arg: flagsArg, Op: notify.CmpMaskedEqual, Mask: mask | unix.O_PATH, Value: value}}
+		}
 		if !skipReads {
-			return nil
+			return []notify.Match{noPath(0, 0)}
 		}
 		var ms []notify.Match
 		for _, mode := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE} {
-			ms = append(ms, notify.Match{{Arg: flagsArg, Op: notify.CmpMaskedEqual, Mask: unix.O_ACCMODE, Value: mode}})
+			ms = append(ms, noPath(unix.O_ACCMODE, mode))
 		}
-		for _, bit := range []uint64{unix.O_CREAT, unix.O_TRUNC, oTmpfileBit, unix.O_PATH} {
-			ms = append(ms, notify.Match{{Arg: flagsArg, Op: notify.CmpMaskedEqual, Mask: bit, Value: bit}})
+		for _, bit := range []uint64{unix.O_CREAT, unix.O_TRUNC, oTmpfileBit} {
+			ms = append(ms, noPath(bit, bit))
 		}
 		return ms
 	}

@@ -122,11 +122,22 @@ func TestFilterIsTheTable(t *testing.T) {
 			}
 			want(c.name+" O_RDONLY", c.nr, args(unix.O_RDONLY), readOnly)
 			want(c.name+" O_RDONLY|O_CLOEXEC|O_DIRECTORY|O_NOFOLLOW", c.nr, args(unix.O_CLOEXEC|unix.O_DIRECTORY|unix.O_NOFOLLOW), readOnly)
+			want(c.name+" O_RDONLY, garbage above the int", c.nr, args(0xffff_ffff_0000_0000), readOnly)
 			for _, f := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE, unix.O_CREAT, unix.O_TRUNC,
-				unix.O_TMPFILE | unix.O_RDWR, oTmpfileBit, unix.O_PATH, unix.O_WRONLY | 0xffff_ffff_0000_0000} {
-				want(c.name+" writing/creating/O_PATH", c.nr, args(f), notif)
+				unix.O_TMPFILE | unix.O_RDWR, oTmpfileBit, unix.O_WRONLY | 0xffff_ffff_0000_0000} {
+				want(c.name+" writing/creating", c.nr, args(f), notif)
+			}
+			// O_PATH makes the kernel drop every other flag: answered in
+			// BPF, whatever else is set (the garbage above the int too).
+			for _, f := range []uint64{unix.O_PATH, unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+				unix.O_PATH | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC, unix.O_PATH | unix.O_TMPFILE | unix.O_WRONLY,
+				unix.O_PATH | 0xffff_ffff_0000_0000} {
+				want(c.name+" O_PATH", c.nr, args(f), allow)
 			}
 		}
+		want("unshare CLONE_NEWNS", unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWNS | unix.CLONE_NEWUSER}, notif)
+		want("unshare CLONE_NEWNS, garbage above the int", unix.SYS_UNSHARE, [6]uint64{0xdead_0000_0000_0000 | unix.CLONE_NEWNS}, notif)
+		want("unshare CLONE_NEWUSER|CLONE_FS", unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_FS}, allow)
 		want("openat2 O_RDONLY (flags in memory)", unix.SYS_OPENAT2, [6]uint64{}, notif)
 		want("creat", unix.SYS_CREAT, [6]uint64{}, notif)
 	}

@@ -91,6 +91,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Stderr:          osFile(stderr, os.Stderr),
 		NewDecider:      newDecider,
 	}
+	// Synchronous wake-up of the targets, for performance work only
+	// (docs/kernel.md, "Performance": measured, not the default).
+	cfg.SyncWakeUp = os.Getenv("PERMWRAP_SYNC_WAKEUP") == "1"
 	// A CPU profile of the supervisor, for performance work only.
 	if p := os.Getenv("PERMWRAP_CPUPROFILE"); p != "" {
 		if f, err := os.Create(p); err == nil {

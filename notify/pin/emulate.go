@@ -144,7 +144,7 @@ func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, er
 				return openPathRetry(selfFd(r.Object), oflags, m)
 			}, r.Object, mode, umask)
 		}
-		fd, err := openPathRetry(selfFd(r.Object), oflags, mode)
+		fd, err := reopen(r.Object, oflags, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -204,6 +204,23 @@ func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, er
 			return nil, err
 		}
 		return os.NewFile(uintptr(fd), r.Path), nil
+	}
+}
+
+// reopen opens the object of the supervisor's fd f anew with flags,
+// through its /proc/self/fd link (relative to the cached /proc/self/fd,
+// which skips the lookups of "/proc", "self" and "fd").
+func reopen(f *os.File, flags int, mode uint32) (int, error) {
+	dir := selfFdDir()
+	if dir < 0 {
+		return openPathRetry(selfFd(f), flags, mode)
+	}
+	name := strconv.Itoa(int(f.Fd()))
+	for {
+		fd, err := unix.Openat(dir, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
 	}
 }
 

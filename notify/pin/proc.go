@@ -48,6 +48,11 @@ func readStatus(tid int) (*procStatus, error) {
 		return nil, fmt.Errorf("pin: read status of thread %d: %w", tid, err)
 	}
 	defer unix.Close(fd)
+	return readStatusFd(fd, tid)
+}
+
+// readStatusFd reads an open /proc/TID/status.
+func readStatusFd(fd, tid int) (*procStatus, error) {
 	// One read: the kernel generates the whole file at the first read, and
 	// it fits in a page or two.
 	buf := make([]byte, 8192)

@@ -34,6 +34,11 @@ const (
 	InRoot
 	// NoXdev is openat2's RESOLVE_NO_XDEV, asked by the caller.
 	NoXdev
+	// ObjectOnly says the caller acts only on the object reached (an
+	// open without O_CREAT: it is reopened through Object) and needs no
+	// Dir and name. Resolve may then answer from one openat2 (fast.go);
+	// the result has Dir == nil, like a magic-link target.
+	ObjectOnly
 	// ParentOnly marks calls that look up only the parent and handle the
 	// last component themselves: unlink, rmdir, rename, mkdir, mknod, the new
 	// name of link and symlink, and open with O_CREAT. For every other call
@@ -54,6 +59,8 @@ func OpenResolveFlags(openFlags int) ResolveFlags {
 	}
 	if creat {
 		f |= ParentOnly
+	} else if openFlags&unix.O_TMPFILE != unix.O_TMPFILE {
+		f |= ObjectOnly
 	}
 	if openFlags&unix.O_DIRECTORY != 0 {
 		f |= MustBeDir
@@ -224,6 +231,17 @@ func Errno(err error) unix.Errno {
 // Target-visible failures are bare unix.Errno values to return as they are;
 // other failures wrap an errno (see Errno) and a readable reason.
 func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, error) {
+	th, err := LookupThread(tid)
+	if err != nil {
+		return nil, err
+	}
+	defer th.Release()
+	return ResolveThread(th, dirfd, path, flags)
+}
+
+// ResolveThread is Resolve for a thread already looked up (LookupThread),
+// so one notification validates its thread once whatever it resolves.
+func ResolveThread(th *Thread, dirfd int, path string, flags ResolveFlags) (*Resolved, error) {
 	if len(path) >= unix.PathMax {
 		return nil, unix.ENAMETOOLONG
 	}
@@ -233,14 +251,19 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 	if path == "" && flags&AllowEmpty == 0 {
 		return nil, unix.ENOENT
 	}
-	st, pidfd, err := quickStatus(tid)
-	if pidfd >= 0 {
-		defer unix.Close(pidfd)
+	tid := th.TID
+	st := &procStatus{tgid: th.Tgid, umask: ^uint32(0), same: th.Cred == nil}
+	if th.Cred != nil {
+		st.cred = *th.Cred
 	}
-	if err != nil {
-		return nil, err
+	if r, ok, err := fastResolve(th, st, dirfd, path, flags); ok {
+		if err != nil {
+			return nil, err
+		}
+		r.Cred, r.Tgid, r.tid, r.flags = st.credp(), st.tgid, tid, flags
+		return r, nil
 	}
-	w := &walker{tid: tid, st: st, flags: flags, root: -1, cur: -1, pidfd: pidfd}
+	w := &walker{tid: tid, st: st, flags: flags, root: -1, cur: -1, pidfd: th.Pidfd(), th: th}
 	defer w.release()
 	// The target's own handles (cwd, fds, root) are opened as the
 	// supervisor: the target needs no permission to use them, and a
@@ -249,7 +272,7 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 		return nil, err
 	}
 	var r *Resolved
-	err = asCred(st.credp(), func() error {
+	err := asCred(st.credp(), func() error {
 		var err error
 		r, err = w.walk(path)
 		return err
@@ -267,7 +290,8 @@ func Resolve(tid int, dirfd int, path string, flags ResolveFlags) (*Resolved, er
 
 type walker struct {
 	tid   int
-	pidfd int // the thread's pidfd, or -1
+	th    *Thread // the thread, validated for this resolution
+	pidfd int     // the thread's pidfd, or -1
 	st    *procStatus
 	flags ResolveFlags
 	links int
@@ -319,7 +343,7 @@ func (w *walker) start(dirfd int, path string) error {
 	var err error
 	switch {
 	case dirfd == unix.AT_FDCWD:
-		fd, err = openProcLink(w.tid, "cwd", 0)
+		fd, err = w.procLink("cwd", 0)
 	case dirfd < 0:
 		return unix.EBADF
 	case path != "" && w.pidfd >= 0:
@@ -332,10 +356,10 @@ func (w *walker) start(dirfd int, path string) error {
 			return unix.EBADF
 		}
 		if err != nil {
-			fd, err = openProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
+			fd, err = w.procLink("fd/"+strconv.Itoa(dirfd), 0)
 		}
 	default:
-		fd, err = openProcLink(w.tid, "fd/"+strconv.Itoa(dirfd), 0)
+		fd, err = w.procLink("fd/"+strconv.Itoa(dirfd), 0)
 	}
 	if err != nil {
 		return err
@@ -380,11 +404,20 @@ func (w *walker) start(dirfd int, path string) error {
 	return nil
 }
 
+// procLink opens /proc/TID/<name> (through the thread's cached /proc/TID
+// when there is one).
+func (w *walker) procLink(name string, extra int) (int, error) {
+	if w.th != nil {
+		return w.th.openProc(name, extra)
+	}
+	return openProcLink(w.tid, name, extra)
+}
+
 // ensureRoot pins the thread's root directory (/proc/TID/root) and, for an
 // absolute start, makes it the current directory.
 func (w *walker) ensureRoot() error {
 	if w.root < 0 {
-		fd, err := openProcLink(w.tid, "root", unix.O_DIRECTORY)
+		fd, err := w.procLink("root", unix.O_DIRECTORY)
 		if err != nil {
 			return err
 		}
@@ -411,7 +444,7 @@ func (w *walker) ensureRoot() error {
 func (w *walker) rootIdent() (mntIno, error) {
 	if !w.haveRoot {
 		if w.root < 0 {
-			fd, err := openProcLink(w.tid, "root", unix.O_DIRECTORY)
+			fd, err := w.procLink("root", unix.O_DIRECTORY)
 			if err != nil {
 				return mntIno{}, err
 			}

@@ -1,0 +1,188 @@
+package pin
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The cwd cache: an O_PATH fd of each thread's working directory, kept
+// between its notifications so a relative open needs no
+// /proc/TID/cwd lookup.
+//
+// A thread's cwd changes only by chdir or fchdir — its own, or those of
+// any thread sharing its fs_struct (its process's other threads, or a
+// process cloned with CLONE_FS) — and by setns, chroot and pivot_root,
+// which the filter refuses. The supervisor is told of every chdir and
+// fchdir (CwdChanging) before it continues them, and the protocol below
+// keeps any cached or half-read cwd from being used across one:
+//
+//   - CwdChanging(tid), called while the thread waits in the call, drops
+//     every cached cwd, advances the generation, and records the thread
+//     as "in flight": its call has not run yet, and no one can know when
+//     it has, except by seeing the thread again.
+//   - While any thread is in flight, no cwd is cached or used from the
+//     cache: each lookup opens /proc/TID/cwd afresh, as without a cache.
+//   - A thread leaves the in-flight set at its next notification
+//     (CallSeen, called for every notification before it is decoded), or
+//     when /proc/TID/syscall shows it blocked in another syscall: either
+//     way it is in a later syscall, so its chdir has run. A thread that
+//     exited leaves it too (its pidfd polls readable).
+//   - A cwd read from /proc is stored only if the generation is the one
+//     seen before reading and nothing is in flight, so a read that raced
+//     a CwdChanging is used once (it was right when read, before the
+//     chdir was continued) and never stored.
+//
+// A cached fd is reference-counted: dropping it while a resolution uses
+// it closes it only after that resolution ends, so its number is never
+// reused under an openat2.
+
+type cwdFd struct {
+	fd   int
+	refs int // guarded by threadCache.mu; the cache's own reference is one
+}
+
+// chdirInFlight is a thread whose chdir or fchdir was notified and not yet
+// known to have run.
+type chdirInFlight struct {
+	pidfd int // to notice the thread's exit; -1 if none could be had
+}
+
+// CwdChanging tells the cache that thread tid is in chdir or fchdir (not
+// yet continued). See the protocol above.
+func CwdChanging(tid int) {
+	// The pidfd only lets an exited thread leave the set; without one
+	// (out of fds) the thread leaves it at its next notification, or never,
+	// which only costs the cache.
+	pidfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	if err != nil {
+		pidfd = -1
+	}
+	c := threads
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.chdirs[tid]; ok && old.pidfd >= 0 {
+		unix.Close(old.pidfd)
+	}
+	c.chdirs[tid] = chdirInFlight{pidfd: pidfd}
+	c.inFlight.Store(int32(len(c.chdirs)))
+	c.cwdGen++
+	for _, e := range c.m {
+		c.dropCwdLocked(e)
+	}
+}
+
+// CallSeen tells the cache that thread tid made a new notified call: a
+// chdir of its own that was in flight has run.
+func CallSeen(tid int) {
+	c := threads
+	if c.inFlight.Load() == 0 {
+		return
+	}
+	c.mu.Lock()
+	if f, ok := c.chdirs[tid]; ok {
+		if f.pidfd >= 0 {
+			unix.Close(f.pidfd)
+		}
+		delete(c.chdirs, tid)
+	}
+	c.inFlight.Store(int32(len(c.chdirs)))
+	c.mu.Unlock()
+}
+
+// reapChdirsLocked removes in-flight threads whose chdir has run: those
+// that exited (their pidfd polls readable), and those now in another
+// syscall (/proc/TID/syscall names it: calls of one thread are
+// sequential, so the chdir before it has returned). A thread that is
+// running, or in chdir or fchdir again, stays.
+func (c *threadCache) reapChdirsLocked() {
+	if len(c.chdirs) == 0 {
+		return
+	}
+	tids := make([]int, 0, len(c.chdirs))
+	fds := make([]unix.PollFd, 0, len(c.chdirs))
+	for tid, f := range c.chdirs {
+		tids = append(tids, tid)
+		fds = append(fds, unix.PollFd{Fd: int32(f.pidfd), Events: unix.POLLIN})
+	}
+	// poll ignores the negative fds of untracked threads.
+	_, err := unix.Poll(fds, 0)
+	for i, f := range fds {
+		switch {
+		case err == nil && f.Fd >= 0 && f.Revents != 0:
+		case inOtherSyscall(tids[i]):
+		default:
+			continue
+		}
+		if f.Fd >= 0 {
+			unix.Close(int(f.Fd))
+		}
+		delete(c.chdirs, tids[i])
+	}
+	c.inFlight.Store(int32(len(c.chdirs)))
+}
+
+// inOtherSyscall reports that thread tid is blocked in a syscall other
+// than chdir or fchdir.
+func inOtherSyscall(tid int) bool {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/syscall", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var buf [32]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil || n == 0 {
+		return false
+	}
+	f := strings.Fields(string(buf[:n]))
+	if len(f) == 0 {
+		return false
+	}
+	nr, err := strconv.Atoi(f[0]) // "running" while on a CPU
+	return err == nil && nr >= 0 && nr != unix.SYS_CHDIR && nr != unix.SYS_FCHDIR
+}
+
+func (c *threadCache) dropCwdLocked(e *threadEntry) {
+	if e.cwd != nil {
+		c.unrefCwdLocked(e.cwd)
+		e.cwd = nil
+	}
+}
+
+func (c *threadCache) unrefCwdLocked(w *cwdFd) {
+	w.refs--
+	if w.refs == 0 {
+		unix.Close(w.fd)
+	}
+}
+
+// cwd returns an fd of the thread's working directory and a function to
+// call when done with it.
+func (t *Thread) cwd() (int, func(), error) {
+	c := threads
+	c.mu.Lock()
+	c.reapChdirsLocked()
+	if len(c.chdirs) == 0 && t.e.cwd != nil {
+		w := t.e.cwd
+		w.refs++
+		c.mu.Unlock()
+		return w.fd, func() { c.mu.Lock(); c.unrefCwdLocked(w); c.mu.Unlock() }, nil
+	}
+	gen := c.cwdGen
+	c.mu.Unlock()
+	fd, err := t.openProc("cwd", 0)
+	if err != nil {
+		return -1, nil, err
+	}
+	w := &cwdFd{fd: fd, refs: 1}
+	c.mu.Lock()
+	if c.cwdGen == gen && len(c.chdirs) == 0 && !t.e.dropped {
+		c.dropCwdLocked(t.e)
+		w.refs++ // the cache's reference
+		t.e.cwd = w
+	}
+	c.mu.Unlock()
+	return fd, func() { c.mu.Lock(); c.unrefCwdLocked(w); c.mu.Unlock() }, nil
+}
