@@ -37,6 +37,9 @@ type decodeFunc func(d *decoder) (call, error)
 type decoder struct {
 	n   *notify.Notif
 	tid int
+	// net is the supervisor's network state (names, name servers, the
+	// proxy, the tree's own sockets), for network calls.
+	net *netState
 	// pinned are the resolutions made so far, released if decoding fails.
 	pinned []*pin.Resolved
 }

@@ -51,14 +51,19 @@ type supervisor struct {
 	scripts      scriptApprovals
 	// troubleSaid: a failed receive was reported (once per run).
 	troubleSaid atomic.Bool
+	// net is what judging network destinations needs beyond the policy.
+	net netState
 
 	asks sync.WaitGroup
 }
 
-func newSupervisor(cfg Config, l *notify.Listener, mainPid int) *supervisor {
+func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *noticer) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{cfg: cfg, l: l, mainPid: mainPid, ctx: ctx, cancel: cancel}
-	s.notices = newNoticer(cfg.Notices)
+	s.notices = notices
+	if s.notices == nil {
+		s.notices = newNoticer(cfg.Notices)
+	}
 	s.execs.init(s)
 	return s
 }
@@ -165,7 +170,7 @@ func (s *supervisor) handle(n *notify.Notif) {
 		s.fail(n, row, &refusal{errno: unix.ENOSYS, why: "a syscall permwrap does not watch"})
 		return
 	}
-	d := decoder{n: n, tid: int(n.Pid)}
+	d := decoder{n: n, tid: int(n.Pid), net: &s.net}
 	c, err := row.decode(&d)
 	if err != nil {
 		d.release()
@@ -190,7 +195,9 @@ func (s *supervisor) handle(n *notify.Notif) {
 	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
-		s.record(r, v, false, authority.FromRule(v.result.Rule))
+		if !v.quiet {
+			s.record(r, v, false, authority.FromRule(v.result.Rule))
+		}
 		c.perform(s, r.id)
 		r.close()
 	case engine.Ask:
@@ -297,6 +304,9 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 			}
 		}
 		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)}
+	} else if v.net != nil {
+		req.Net = v.net
+		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceNet, Pattern: engine.SuggestNetPattern(v.result)}
 	} else if check.Surface.IsPath() {
 		acc := engine.AccessWrite
 		if check.Surface == engine.SurfaceRead {
