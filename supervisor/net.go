@@ -51,12 +51,12 @@ const (
 type destKind uint8
 
 const (
-	destNone       destKind = iota // no address: the socket's peer (or the kernel ignores it)
-	destDisconnect                 // connect(AF_UNSPEC): dissolves the association
-	destLocal                      // AF_NETLINK: the kernel or a process on this machine
-	destInet                       // an IPv4 or IPv6 address and port
-	destUnixPath                   // an AF_UNIX pathname
-	destUnixAbstract               // an AF_UNIX abstract name
+	destNone         destKind = iota // no address: the socket's peer (or the kernel ignores it)
+	destDisconnect                   // connect(AF_UNSPEC): dissolves the association
+	destLocal                        // AF_NETLINK: the kernel or a process on this machine
+	destInet                         // an IPv4 or IPv6 address and port
+	destUnixPath                     // an AF_UNIX pathname
+	destUnixAbstract                 // an AF_UNIX abstract name
 )
 
 // dest is a parsed destination.

@@ -19,8 +19,8 @@ import (
 // who connected to it), the system's name servers, and the Unix sockets
 // the tree itself bound.
 type netState struct {
-	proxy *egress.Proxy       // nil: not running
-	peers *egress.ExactPeers  // the proxy's view of who connected to it
+	proxy *egress.Proxy      // nil: not running
+	peers *egress.ExactPeers // the proxy's view of who connected to it
 	ns    nameservers
 	own   ownSockets
 }

@@ -79,7 +79,7 @@ func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	le.PutUint16(req[6:], unix.NLM_F_REQUEST)
 	le.PutUint32(req[8:], 1) // seq
 	r := req[sizeofNlmsghdr:]
-	r[0] = unix.AF_UNIX // sdiag_family; sdiag_protocol and pad stay 0
+	r[0] = unix.AF_UNIX             // sdiag_family; sdiag_protocol and pad stay 0
 	le.PutUint32(r[4:], 0xffffffff) // udiag_states: any
 	le.PutUint32(r[8:], ino)
 	le.PutUint32(r[12:], udiagShowVFS)
