@@ -203,6 +203,13 @@ func ReadBytes(pid int, addr uint64, n int) ([]byte, error) {
 	if n == 0 {
 		return out, nil
 	}
+	if addr != 0 && addr%memPageSize+uint64(n) <= memPageSize {
+		// Within one page (a sockaddr, a struct): one exact read.
+		if err := memReadChunk(pid, addr, out); err != nil {
+			return nil, memError("bytes", pid, addr, err)
+		}
+		return out, nil
+	}
 	r := memReader{pid: pid}
 	if err := r.readBytes(addr, out); err != nil {
 		return nil, memError("bytes", pid, addr, err)

@@ -195,7 +195,7 @@ func (s *supervisor) handle(n *notify.Notif) {
 	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
-		if !v.quiet {
+		if !v.quiet && !s.net.sends.repeat(v) {
 			s.record(r, v, false, authority.FromRule(v.result.Rule))
 		}
 		c.perform(s, r.id)

@@ -318,6 +318,7 @@ type connectCall struct {
 	tid, tgid int
 	h         *pin.Handle
 	si        pin.SockInfo
+	nonblock  bool
 	addr      []byte
 	t         netTarget
 	net       *netState
@@ -335,7 +336,12 @@ func decodeConnect(d *decoder) (call, error) {
 		if ds, err = parseDest(addr, si, true); err == nil {
 			var t netTarget
 			if t, err = d.target(ds, si, tgid); err == nil {
-				return &connectCall{tid: d.tid, tgid: tgid, h: h, si: si, addr: addr, t: t, net: d.net}, nil
+				var nb bool
+				if nb, err = h.Nonblocking(); err == nil {
+					return &connectCall{tid: d.tid, tgid: tgid, h: h, si: si, nonblock: nb, addr: addr, t: t, net: d.net}, nil
+				}
+				closeAll(t.unix)
+				err = &refusal{errno: pin.Errno(err), why: "reading the socket's flags", err: err}
 			}
 		}
 	}
@@ -359,7 +365,7 @@ func (c *connectCall) judge(p *engine.Policy) verdict { return c.t.judge(p, "con
 // depends on it.
 func (c *connectCall) perform(s *supervisor, id uint64) {
 	c.done.Store(true)
-	if c.si.Nonblock {
+	if c.nonblock {
 		c.connect(s, id)
 		return
 	}
@@ -470,13 +476,9 @@ func (c *sendCall) decodeSendto(d *decoder, tgid int) error {
 	if err := c.checkFlags(); err != nil {
 		return err
 	}
-	name, err := d.sockaddrArg(4, 5)
-	if err != nil {
-		return err
-	}
-	m := sendMsg{snd: pin.Send{Name: name, HasName: d.arg(4) != 0, Flags: c.flags}}
-	if err := c.destination(d, &m, tgid); err != nil {
-		return err
+	nameLen := int(int32(d.arg(5)))
+	if nameLen < 0 || nameLen > maxSockaddr {
+		return kernelErr(unix.EINVAL, "bad address length")
 	}
 	size := uint64(d.arg(2))
 	if size > 0x7fffffff {
@@ -486,10 +488,14 @@ func (c *sendCall) decodeSendto(d *decoder, tgid int) error {
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		if m.snd.Data, err = d.bytes(1, n, "the data"); err != nil {
-			return err
-		}
+	// The address and the data, read in one go.
+	both, err := notify.ReadGather(d.tid, []notify.Iovec{{Base: d.arg(4), Len: uint64(nameLen)}, {Base: d.arg(1), Len: uint64(n)}}, nameLen+n)
+	if err != nil {
+		return memoryErr("the address and the data", err)
+	}
+	m := sendMsg{snd: pin.Send{Name: both[:nameLen:nameLen], HasName: d.arg(4) != 0, Data: both[nameLen:], Flags: c.flags}}
+	if err := c.destination(d, &m, tgid); err != nil {
+		return err
 	}
 	c.msgs = []sendMsg{m}
 	return nil
@@ -536,10 +542,17 @@ func decodeSendmmsg(d *decoder) (call, error) {
 	vlen := min(uint32(d.arg(2)), uioMaxIov)
 	vec := d.arg(1)
 	for i := range uint64(vlen) {
+		mark := len(d.pinned)
 		m, err := c.decodeMsghdr(d, vec+i*sizeofMmsghdr, tgid)
 		if err != nil {
 			if i > 0 {
-				break // the kernel sends what came before a bad message
+				// The kernel sends what came before a bad message; what
+				// was resolved for this one is not needed.
+				for _, r := range d.pinned[mark:] {
+					r.Close()
+				}
+				d.pinned = d.pinned[:mark]
+				break
 			}
 			c.release()
 			return nil, err
@@ -746,19 +759,21 @@ func (c *sendCall) judge(p *engine.Policy) verdict {
 	return first
 }
 
-// perform sends the messages, in order, up to the first that was neither
-// allowed outright nor the one asked about (reached only when a person
-// allowed it). A send on a blocking socket runs off the receiving pool.
+// perform sends the messages, in order: the first (the one judged) and,
+// for sendmmsg, those after it the policy allowed outright, up to the
+// first it did not. A send on a blocking socket is first tried without
+// waiting (MSG_DONTWAIT, which changes nothing when there is room); only
+// one that would wait is finished off the receiving pool, blocking as the
+// target's own call would have.
 func (c *sendCall) perform(s *supervisor, id uint64) {
 	c.done.Store(true)
-	valid := func() bool { return s.l.IDValid(id) == nil }
-	if c.si.Nonblock || c.flags&unix.MSG_DONTWAIT != 0 {
-		n, err := c.sendAll(valid)
+	st := &sendState{valid: func() bool { return s.l.IDValid(id) == nil }}
+	if n, err, wait := c.sendFrom(st, false); !wait {
 		c.finish(s, id, n, err)
 		return
 	}
 	go func() {
-		n, err := c.sendAll(valid)
+		n, err, _ := c.sendFrom(st, true)
 		c.finish(s, id, n, err)
 	}()
 }
@@ -772,47 +787,91 @@ func (c *sendCall) finish(s *supervisor, id uint64, n int, err error) {
 	s.respondVal(id, int64(n))
 }
 
-// sendAll performs the sends: for sendto and sendmsg the byte count, for
-// sendmmsg the number of messages sent, each message's msg_len written
-// back into the target's memory while it still waits in the call
-// (valid). An error after some messages were sent ends sendmmsg with the
-// count, as the kernel does.
-func (c *sendCall) sendAll(valid func() bool) (int, error) {
-	sent := 0
-	for i := range c.msgs {
-		if !c.allowed[i] && i != c.asked {
-			break
-		}
-		n, err := c.sendOne(&c.msgs[i])
-		if err != nil {
-			if c.mmsg && sent > 0 {
-				return sent, nil
-			}
-			return 0, err
-		}
-		if !c.mmsg {
-			return n, nil
-		}
-		if !valid() || notify.WriteUint32(c.tid, c.msgs[i].mlen, uint32(n)) != nil {
-			return sent + 1, nil
-		}
-		sent++
-	}
-	if sent == 0 && len(c.msgs) > 0 {
-		return 0, unix.EACCES // not reached: the first message is allowed or asked about
-	}
-	return sent, nil
+// sendState is how far a send has got.
+type sendState struct {
+	next  int // the message being sent
+	off   int // bytes of it already sent (a stream's partial send)
+	sent  int // sendmmsg: messages sent
+	valid func() bool
 }
 
-// sendOne sends one message. On a blocking socket (this runs off the
-// receiving pool then) the send waits as the target's own would have:
-// the same socket, without O_NONBLOCK, so the kernel blocks until a
-// datagram is sent or a stream's data is queued (or SO_SNDTIMEO).
-func (c *sendCall) sendOne(m *sendMsg) (int, error) {
-	if c.msg {
-		return c.h.Sendmsg(&m.snd)
+// sendFrom sends from where st stands. With mayBlock false it never
+// waits: wait reports that it stopped where the send would have to (the
+// caller goes on off the pool). It answers the byte count of sendto and
+// sendmsg, or sendmmsg's count of messages, each message's msg_len
+// written back into the target's memory while it still waits in the call
+// (st.valid); an error after some messages were sent ends sendmmsg with
+// the count, as the kernel does.
+func (c *sendCall) sendFrom(st *sendState, mayBlock bool) (result int, err error, wait bool) {
+	for st.next < len(c.msgs) {
+		i := st.next
+		if i > 0 && !c.allowed[i] {
+			break
+		}
+		m := &c.msgs[i]
+		n, err, wouldBlock := c.sendPart(m, st.off, mayBlock)
+		st.off += n
+		if wouldBlock {
+			return 0, nil, true
+		}
+		if err != nil {
+			if c.mmsg && st.sent > 0 {
+				return st.sent, nil, false
+			}
+			return 0, err, false
+		}
+		if !c.mmsg {
+			return st.off, nil, false
+		}
+		if !st.valid() || notify.WriteUint32(c.tid, m.mlen, uint32(st.off)) != nil {
+			return st.sent + 1, nil, false
+		}
+		st.sent++
+		st.next, st.off = i+1, 0
 	}
-	return c.h.Sendto(&m.snd)
+	return st.sent, nil, false
+}
+
+// sendPart sends what is left of one message from off: the whole
+// datagram, or the rest of a stream's data (control messages go with its
+// first byte, as the kernel attaches them). Without mayBlock it never
+// waits: a call that may wait is sent with MSG_DONTWAIT, and one that
+// could not finish on a blocking socket reports wouldBlock (a TCP Fast
+// Open send, whose connect must not be made non-blocking, always does).
+// Whether the socket is blocking is asked only then: most sends never
+// need to know.
+func (c *sendCall) sendPart(m *sendMsg, off int, mayBlock bool) (n int, err error, wouldBlock bool) {
+	snd := m.snd
+	if off > 0 {
+		snd = pin.Send{Data: m.snd.Data[off:], Flags: m.snd.Flags &^ unix.MSG_FASTOPEN}
+	}
+	tryOnly := !mayBlock && c.flags&unix.MSG_DONTWAIT == 0
+	if tryOnly {
+		if snd.Flags&unix.MSG_FASTOPEN != 0 {
+			if nb, err := c.h.Nonblocking(); err != nil || !nb {
+				return 0, nil, true
+			}
+			tryOnly = false // a non-blocking socket: sent as it is
+		} else {
+			snd.Flags |= unix.MSG_DONTWAIT
+		}
+	}
+	if c.msg || off > 0 {
+		n, err = c.h.Sendmsg(&snd)
+	} else {
+		n, err = c.h.Sendto(&snd)
+	}
+	if !tryOnly {
+		return n, err, false
+	}
+	partial := err == nil && c.si.Type == unix.SOCK_STREAM && n < len(snd.Data)
+	if !errors.Is(err, unix.EAGAIN) && !partial {
+		return n, err, false
+	}
+	if nb, ferr := c.h.Nonblocking(); ferr == nil && nb {
+		return n, err, false // the target's own socket would not have waited either
+	}
+	return n, nil, true
 }
 
 func (c *sendCall) release() {

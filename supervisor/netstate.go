@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ type netState struct {
 	peers *egress.ExactPeers // the proxy's view of who connected to it
 	ns    nameservers
 	own   ownSockets
+	sends sendLog
 }
 
 // names are the names the proxy resolved to a, for this tree.
@@ -173,4 +175,40 @@ func (o *ownSockets) owns(r *pin.Resolved) bool {
 		o.mu.Unlock()
 	}
 	return err == nil && still
+}
+
+// sendLog keeps the review log from recording every allowed datagram: a
+// program sending a stream of datagrams (DNS without connect, QUIC,
+// syslog) to one destination would write a record per packet. An allowed
+// send is recorded once per process, call and destination per
+// sendLogTTL; refusals and asks are always recorded, and so is every
+// allowed connect (a connection is one event).
+type sendLog struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+const (
+	sendLogTTL = time.Minute
+	sendLogMax = 4096
+)
+
+// repeat reports whether an allowed send like v was recorded within the
+// last sendLogTTL (and notes this one otherwise).
+func (l *sendLog) repeat(v verdict) bool {
+	if v.net == nil || v.access == "connect" {
+		return false
+	}
+	key := strconv.Itoa(v.net.PID) + " " + v.access + " " + v.result.Check.Value + " " + v.net.Proto.String()
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.seen[key]; ok && now.Sub(t) < sendLogTTL {
+		return true
+	}
+	if l.seen == nil || len(l.seen) >= sendLogMax {
+		l.seen = map[string]time.Time{}
+	}
+	l.seen[key] = now
+	return false
 }

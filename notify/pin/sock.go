@@ -52,12 +52,13 @@ func OpenSocket(tid, fd int) (*Handle, int, error) {
 	return &Handle{f: f, cred: st.credp()}, st.tgid, nil
 }
 
-// SockInfo is what kind of socket an fd is.
+// SockInfo is what kind of socket an fd is: fixed when the socket was
+// made.
 type SockInfo struct {
-	Domain, Type, Protocol int
-	// Nonblock: the open file has O_NONBLOCK (a connect returns
-	// EINPROGRESS, a send EAGAIN, instead of waiting).
-	Nonblock bool
+	Domain, Type int
+	// Protocol is read for datagram sockets only (ICMP "ping" sockets
+	// are SOCK_DGRAM); 0 for the others.
+	Protocol int
 }
 
 // Sock reads what the Handle's socket is: ENOTSOCK when it is not one, as
@@ -71,21 +72,23 @@ func (h *Handle) Sock() (SockInfo, error) {
 	if si.Domain, err = unix.GetsockoptInt(h.fd(), unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil {
 		return si, fmt.Errorf("pin: SO_DOMAIN: %w", err)
 	}
-	if si.Protocol, err = unix.GetsockoptInt(h.fd(), unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil {
-		return si, fmt.Errorf("pin: SO_PROTOCOL: %w", err)
+	if si.Type == unix.SOCK_DGRAM {
+		if si.Protocol, err = unix.GetsockoptInt(h.fd(), unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil {
+			return si, fmt.Errorf("pin: SO_PROTOCOL: %w", err)
+		}
 	}
-	fl, err := unix.FcntlInt(h.f.Fd(), unix.F_GETFL, 0)
-	if err != nil {
-		return si, fmt.Errorf("pin: F_GETFL: %w", err)
-	}
-	si.Nonblock = fl&unix.O_NONBLOCK != 0
 	return si, nil
 }
 
-// Nonblocking reports whether the open socket has O_NONBLOCK now.
-func (h *Handle) Nonblocking() bool {
+// Nonblocking reports whether the open socket has O_NONBLOCK now (a
+// connect returns EINPROGRESS, a send EAGAIN, instead of waiting). It is
+// the open file's flag, which the target can change at any time.
+func (h *Handle) Nonblocking() (bool, error) {
 	fl, err := unix.FcntlInt(h.f.Fd(), unix.F_GETFL, 0)
-	return err == nil && fl&unix.O_NONBLOCK != 0
+	if err != nil {
+		return false, fmt.Errorf("pin: F_GETFL: %w", err)
+	}
+	return fl&unix.O_NONBLOCK != 0, nil
 }
 
 // Connect is connect(2) on the target's socket with addr, the sockaddr's

@@ -37,9 +37,10 @@ func TestOpenSocketKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 		si, err := h.Sock()
+		nb, err2 := h.Nonblocking()
 		h.Close()
-		if err != nil || tgid != pid || si.Domain != c.domain || si.Type != c.typ&0xf || si.Nonblock != c.nonblock {
-			t.Errorf("socket(%d, %#x): %+v tgid %d err %v", c.domain, c.typ, si, tgid, err)
+		if err != nil || err2 != nil || tgid != pid || si.Domain != c.domain || si.Type != c.typ&0xf || nb != c.nonblock {
+			t.Errorf("socket(%d, %#x): %+v nonblock %v tgid %d err %v %v", c.domain, c.typ, si, nb, tgid, err, err2)
 		}
 	}
 	f, err := os.CreateTemp(t.TempDir(), "file")
