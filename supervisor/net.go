@@ -72,6 +72,13 @@ type dest struct {
 // this socket: a TCP (or MPTCP) stream ignores it unless MSG_FASTOPEN
 // makes the send a connect; a Unix stream refuses it and a Unix
 // SEQPACKET ignores it.
+//
+// Such a send is still performed by permwrap, never continued: a
+// continued sendmsg looks its fd up again, and a second thread that
+// dup2()s a UDP socket onto that fd number after the check would send
+// to a msg_name nobody judged (flipped meanwhile, too). Performing on
+// the socket taken at decode time sends on exactly the socket that was
+// looked at.
 func nameMatters(si pin.SockInfo, flags int) bool {
 	switch {
 	case si.Type == unix.SOCK_STREAM && (si.Domain == unix.AF_INET || si.Domain == unix.AF_INET6):

@@ -61,9 +61,6 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	} else if f.LandlockABI < 6 {
 		weaker = append(weaker, "Landlock ABI < 6: sandboxed processes can signal permwrap itself (and kill it and its watchdog at once, so that what they started outlives it)")
 	}
-	if sockDiag != notify.Yes {
-		weaker = append(weaker, "no Unix socket diagnostics: a socket the tree binds is asked about like any other where a unix: rule asks")
-	}
 	if f.WaitKillable != notify.Yes {
 		weaker = append(weaker, "no WAIT_KILLABLE_RECV: a signal to a waiting process re-raises its question")
 	}
