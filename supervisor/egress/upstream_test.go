@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/permwrap/permwrap/engine"
 )
 
 func TestUpstreamFromEnv(t *testing.T) {
@@ -216,3 +218,28 @@ func TestExactPeers(t *testing.T) {
 type countingPeers struct{ n int }
 
 func (c *countingPeers) Peer(_, _ netip.AddrPort) (int, error) { c.n++; return 7, nil }
+
+// In audit mode the proxy lets what the policy would refuse through and
+// logs it as would_deny, as the supervisor does for the tree's own
+// connections.
+func TestProxyAuditMode(t *testing.T) {
+	o := newOrigin(t, "127.0.0.1", nil)
+	r := newRig(t, `{ "extends": "none", "permission": { "*": "allow", "net": { "*": "deny" } } }`,
+		map[string]string{"audited.test": "127.0.0.1"}, withPeers(anyPeer{}),
+		func(r *rig, _ *Config, j *PolicyJudge) {
+			p, _, err := engine.Compile(engine.Config{Audit: true,
+				Global: &engine.File{Name: "policy.jsonc", Data: []byte(`{ "extends": "none", "permission": { "*": "allow", "net": { "*": "deny" } } }`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.policy, j.Policy = p, p
+		})
+	port := o.addr.Port()
+	resp := rawRequest(t, r.proxy, fmt.Sprintf("GET http://audited.test:%d/x HTTP/1.1\r\nHost: audited.test\r\nConnection: close\r\n\r\n", port))
+	if !strings.Contains(resp, "hello from") {
+		t.Fatalf("audit mode refused: %q", resp)
+	}
+	if log := r.logText(); !strings.Contains(log, "would_deny") {
+		t.Errorf("no would_deny record:\n%s", log)
+	}
+}
