@@ -40,6 +40,11 @@ type Move struct {
 	// unless it is known to be something else). ToDir is the same for the
 	// object at To, and matters only for an exchange.
 	FromDir, ToDir bool
+	// FromSocket says the object at From is a Unix socket file (ToSocket:
+	// the object at To, for an exchange): a connection to it is judged on
+	// the net surface by its path (`unix:PATH`), and that answer must not
+	// become looser at its new name either.
+	FromSocket, ToSocket bool
 }
 
 func (m Move) String() string { return m.Kind.String() + " " + m.From + " -> " + m.To }
@@ -67,9 +72,14 @@ var (
 //     or link, what the policy refuses (asks or denies) for reading,
 //     writing or executing at From must not become allowed at To — the
 //     refusing answer at From is the result;
+//   - a Unix socket file carries its `unix:` answer on the net surface:
+//     a rename, exchange or link may not make a connection to it looser
+//     (moving the SSH agent's socket out of /tmp/ssh-*/ asks as
+//     connecting to it would);
 //   - for a directory (and any symlink target), every path beneath:
 //     writes beneath From and To, and refer, at each From/p, To/p whose
-//     matching rules differ. Where the same rules match From/p and To/p
+//     matching rules differ (`unix:` rules included: anything beneath
+//     may be a socket). Where the same rules match From/p and To/p
 //     for every p, moving the tree changes no decision and nothing
 //     beneath is judged: `mv build build.old` stays silent, while moving
 //     `.git` aside (or back) meets `**/.git/hooks/?**`. The path named
@@ -167,6 +177,14 @@ func (p *Policy) decideMove(m Move, mode contentMode) (Result, bool) {
 	case MoveLink:
 		refer(m.From, m.To, AccessRead|AccessWrite|AccessExec)
 	}
+	if m.Kind != MoveSymlink { // a connect through a symlink is judged at its target
+		if m.FromSocket {
+			v.add(p.referUnix(m.From, m.To))
+		}
+		if m.Kind == MoveExchange && m.ToSocket {
+			v.add(p.referUnix(m.To, m.From))
+		}
+	}
 	// Beneath.
 	if v.best.Action < Deny {
 		switch m.Kind {
@@ -188,6 +206,22 @@ func (p *Policy) decideMove(m Move, mode contentMode) (Result, bool) {
 		}
 	}
 	return v.best, v.content
+}
+
+// unixResult is the answer for connecting to a Unix socket at path.
+func (p *Policy) unixResult(path string) Result {
+	return p.evaluate(Check{SurfaceNet, "unix:" + path}, assumeSecret).Result
+}
+
+// referUnix is the refer check on the net surface for a socket moving
+// from one name to another: the answer at from when the new name would
+// be looser, else an allow that adds nothing.
+func (p *Policy) referUnix(from, to string) Result {
+	before := p.unixResult(from)
+	if after := p.unixResult(to); after.Action < before.Action {
+		return before
+	}
+	return Result{Action: Allow}
 }
 
 // beneath judges every path beneath from and to (see DecideMove). With
@@ -221,6 +255,7 @@ func (p *Policy) beneath(from, to string, rename bool, v *moveVerdict) {
 					v.add(before)
 				}
 			}
+			v.add(p.referUnix(f, t))
 		} else {
 			v.add(decide(AccessWrite, t))
 		}
@@ -416,8 +451,61 @@ func (p *Policy) movePatterns() []movePattern {
 			idx[r.path.expanded] = len(p.moveList)
 			p.moveList = append(p.moveList, movePattern{pp: r.path, rule: r, lit: literalPrefix(r.path.expanded)})
 		})
+		// Socket paths: anything beneath a moved directory may be a socket.
+		p.eachUnixRule(false, func(r *compiledRule, pp *pathPattern) {
+			if pp == nil || pp.anyValue {
+				return
+			}
+			if i, ok := idx[pp.expanded]; ok {
+				if r.Action > p.moveList[i].rule.Action {
+					p.moveList[i].rule = r
+				}
+				return
+			}
+			idx[pp.expanded] = len(p.moveList)
+			p.moveList = append(p.moveList, movePattern{pp: pp, rule: r, lit: literalPrefix(pp.expanded)})
+		})
 	})
 	return p.moveList
+}
+
+// eachUnixRule visits every net rule that can match a Unix socket file:
+// pp is its socket path pattern, or nil for a rule on any host (`*`,
+// which Unix sockets match too). With session set, session rules too.
+func (p *Policy) eachUnixRule(session bool, f func(r *compiledRule, pp *pathPattern)) {
+	visit := func(l *ruleList) {
+		each := func(r *compiledRule) {
+			switch {
+			case r.net == nil:
+			case r.net.kind == hostAny && r.net.port == 0:
+				f(r, nil)
+			case unixPathPattern(r) != nil:
+				f(r, unixPathPattern(r))
+			}
+		}
+		for _, r := range l.exact {
+			each(r)
+		}
+		for _, e := range l.rules {
+			each(e.r)
+		}
+	}
+	visit(&p.hard[SurfaceNet])
+	visit(&p.rules[SurfaceNet])
+	visit(&p.baseRules[SurfaceNet])
+	visit(&p.tight[SurfaceNet])
+	if ss := p.session.Load(); session && ss != nil {
+		visit(&ss.lists[SurfaceNet])
+	}
+}
+
+// unixPathPattern is a net rule's socket path pattern (`unix:PATH`), or
+// nil for any other net rule.
+func unixPathPattern(r *compiledRule) *pathPattern {
+	if r.net == nil || r.net.kind != hostUnix {
+		return nil
+	}
+	return r.net.unixPath
 }
 
 // newMoveSearch returns nil when the same rules match from/p and to/p
@@ -467,6 +555,9 @@ func newMoveSearch(p *Policy, from, to string) *moveSearch {
 			if r.path != nil {
 				consider(movePattern{pp: r.path, rule: r, lit: literalPrefix(r.path.expanded)})
 			}
+			if pp := unixPathPattern(r); pp != nil {
+				consider(movePattern{pp: pp, rule: r, lit: literalPrefix(pp.expanded)})
+			}
 		}
 	}
 	if !differ {
@@ -509,6 +600,11 @@ func (s *moveSearch) bound(p *Policy) {
 	p.eachPathRule(true, func(r *compiledRule) {
 		// Too big to follow: any rule might match beneath.
 		if r.path != nil && (r.path.anyValue || s.tooBig) {
+			up(r.Action, r)
+		}
+	})
+	p.eachUnixRule(true, func(r *compiledRule, pp *pathPattern) {
+		if pp == nil || pp.anyValue || s.tooBig {
 			up(r.Action, r)
 		}
 	})

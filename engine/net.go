@@ -17,9 +17,12 @@ const (
 	ProtoTCP NetProto = iota + 1
 	ProtoUDP
 	ProtoUnix
+	// ProtoICMP is an unprivileged ICMP ("ping") socket: a datagram to
+	// an address, port 0.
+	ProtoICMP
 )
 
-var protoNames = [...]string{"", "tcp", "udp", "unix"}
+var protoNames = [...]string{"", "tcp", "udp", "unix", "icmp"}
 
 func (p NetProto) String() string {
 	if int(p) < len(protoNames) && p != 0 {
@@ -87,7 +90,7 @@ func (in NetIntent) Validate() error {
 			return errors.New("socket path holds a NUL byte")
 		}
 		return nil
-	case ProtoTCP, ProtoUDP:
+	case ProtoTCP, ProtoUDP, ProtoICMP:
 	default:
 		return fmt.Errorf("unknown protocol %v", in.Proto)
 	}

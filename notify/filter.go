@@ -66,9 +66,12 @@ const (
 )
 
 // handoffSyscalls must never be notified: between loading the filter and
-// handing its listener over, the init stage makes these calls, and a
-// notified one would block forever on a listener nobody reads yet.
-var handoffSyscalls = []int32{unix.SYS_SENDMSG, unix.SYS_WRITE, unix.SYS_CLOSE}
+// the supervisor taking its listener (pidfd_getfd), the init stage makes
+// these calls — it writes where the listener is, reads the supervisor's
+// answer, closes its copy — and a notified one would block forever on a
+// listener nobody reads yet. (sendmsg is not among them: the listener is
+// not sent with SCM_RIGHTS, so sendmsg can be watched.)
+var handoffSyscalls = []int32{unix.SYS_WRITE, unix.SYS_READ, unix.SYS_CLOSE}
 
 // Program is a classic BPF seccomp program for x86_64.
 type Program struct {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -71,6 +72,14 @@ type Listener struct {
 const pollFallbackMs = 200
 
 // NewListener takes ownership of fd.
+// IsListener reports whether f is a seccomp listener (the anonymous inode
+// SECCOMP_FILTER_FLAG_NEW_LISTENER returns), before a supervisor adopts an
+// fd another process said was one.
+func IsListener(f *os.File) bool {
+	l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	return err == nil && l == "anon_inode:seccomp notify"
+}
+
 func NewListener(fd int) *Listener {
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {

@@ -203,6 +203,13 @@ func ReadBytes(pid int, addr uint64, n int) ([]byte, error) {
 	if n == 0 {
 		return out, nil
 	}
+	if addr != 0 && addr%memPageSize+uint64(n) <= memPageSize {
+		// Within one page (a sockaddr, a struct): one exact read.
+		if err := memReadChunk(pid, addr, out); err != nil {
+			return nil, memError("bytes", pid, addr, err)
+		}
+		return out, nil
+	}
 	r := memReader{pid: pid}
 	if err := r.readBytes(addr, out); err != nil {
 		return nil, memError("bytes", pid, addr, err)
@@ -241,4 +248,105 @@ func ReadArgv(pid int, addr uint64, maxArgs, maxBytes int) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// Iovec is one struct iovec of a target's array: where and how long.
+type Iovec struct{ Base, Len uint64 }
+
+// sizeofIovec is sizeof(struct iovec) on x86_64.
+const sizeofIovec = 16
+
+// ReadIovecs reads the n struct iovec at addr (sendmsg's msg_iov).
+func ReadIovecs(pid int, addr uint64, n int) ([]Iovec, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	b, err := ReadBytes(pid, addr, n*sizeofIovec)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Iovec, n)
+	for i := range out {
+		out[i] = Iovec{binary.LittleEndian.Uint64(b[16*i:]), binary.LittleEndian.Uint64(b[16*i+8:])}
+	}
+	return out, nil
+}
+
+// iovMax is IOV_MAX: process_vm_readv takes at most this many iovecs.
+const iovMax = 1024
+
+// ReadGather reads the first n bytes the iovecs name, in order, into one
+// buffer: a datagram's payload, read once. Unlike a path it may be large,
+// so it is read with as few process_vm_readv calls as the iovecs allow,
+// not page by page; any part that cannot be read is EFAULT, as the kernel
+// answers a send from an unmapped buffer.
+func ReadGather(pid int, iov []Iovec, n int) ([]byte, error) {
+	out := make([]byte, n)
+	var remote []unix.RemoteIovec
+	left := n
+	for _, v := range iov {
+		if left == 0 {
+			break
+		}
+		l := int(min(v.Len, uint64(left)))
+		if l == 0 {
+			continue
+		}
+		if v.Base == 0 || v.Base+uint64(l) < v.Base {
+			return nil, memError("data", pid, v.Base, unix.EFAULT)
+		}
+		remote = append(remote, unix.RemoteIovec{Base: uintptr(v.Base), Len: l})
+		left -= l
+	}
+	if left != 0 {
+		return nil, fmt.Errorf("notify: ReadGather: the iovecs hold fewer than %d bytes", n)
+	}
+	done := 0
+	for len(remote) > 0 {
+		batch := remote[:min(len(remote), iovMax)]
+		want := 0
+		for _, r := range batch {
+			want += r.Len
+		}
+		local := []unix.Iovec{{Base: &out[done]}}
+		local[0].SetLen(want)
+		got, err := unix.ProcessVMReadv(pid, local, batch, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, memError("data", pid, uint64(batch[0].Base), err)
+		}
+		if got != want {
+			return nil, memError("data", pid, uint64(batch[0].Base), unix.EFAULT)
+		}
+		done += want
+		remote = remote[len(batch):]
+	}
+	return out, nil
+}
+
+// WriteUint32 stores v at addr in the target's memory, as the kernel
+// stores a result a syscall returns through a pointer (sendmmsg's
+// msg_len). Check Listener.IDValid first: the target must still be the
+// one blocked in the call.
+func WriteUint32(pid int, addr uint64, v uint32) error {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], v)
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(4)
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: 4}}
+	for {
+		n, err := unix.ProcessVMWritev(pid, local, remote, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("notify: writing tid %d at %#x: %w", pid, addr, err)
+		}
+		if n != 4 {
+			return fmt.Errorf("notify: writing tid %d at %#x: %w", pid, addr, unix.EFAULT)
+		}
+		return nil
+	}
 }

@@ -299,3 +299,62 @@ func ReadPointerArray(pid int, addr uint64, maxEntries int) ([]uint64, error) {
 	}
 	return ptrs, nil
 }
+
+// ReadGather reads a payload spread over iovecs in order, stops at n
+// bytes, and refuses (EFAULT) a payload that runs into an unmapped page.
+func TestReadGatherSelf(t *testing.T) {
+	a, b := heapBytes(5000), heapBytes(3)
+	for i := range a {
+		a[i] = byte('a' + i%26)
+	}
+	copy(b, "XYZ")
+	pid := os.Getpid()
+	iov := []Iovec{{addrOf(a), uint64(len(a))}, {0, 0}, {addrOf(b), 3}}
+	got, err := ReadGather(pid, iov, 5003)
+	if err != nil || string(got[:5000]) != string(a) || string(got[5000:]) != "XYZ" {
+		t.Fatalf("ReadGather = %d bytes, %v", len(got), err)
+	}
+	if got, err := ReadGather(pid, iov, 10); err != nil || string(got) != string(a[:10]) {
+		t.Errorf("first 10 bytes: %q %v", got, err)
+	}
+	if _, err := ReadGather(pid, iov, 6000); err == nil {
+		t.Error("more bytes than the iovecs hold were read")
+	}
+	page, guard := guardedPage(t)
+	bad := []Iovec{{addrOf(page) + uint64(len(page)) - 4, 8}}
+	if _, err := ReadGather(pid, bad, 8); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("into the guard page: %v, want EFAULT", err)
+	}
+	if _, err := ReadGather(pid, []Iovec{{guard, 1}}, 1); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("an unmapped page: %v, want EFAULT", err)
+	}
+	// More iovecs than one process_vm_readv call takes.
+	many := make([]Iovec, 2*iovMax+3)
+	for i := range many {
+		many[i] = Iovec{addrOf(b), 1}
+	}
+	if got, err := ReadGather(pid, many, len(many)); err != nil || len(got) != len(many) || got[len(got)-1] != 'X' {
+		t.Errorf("%d iovecs: %d bytes, %v", len(many), len(got), err)
+	}
+}
+
+func TestReadIovecsAndWriteUint32Self(t *testing.T) {
+	buf := heapBytes(32)
+	pid := os.Getpid()
+	if err := WriteUint32(pid, addrOf(buf)+4, 0xdeadbeef); err != nil {
+		t.Fatal(err)
+	}
+	if buf[4] != 0xef || buf[7] != 0xde || buf[3] != 0 || buf[8] != 0 {
+		t.Errorf("WriteUint32 wrote % x", buf[:12])
+	}
+	_, guard := guardedPage(t)
+	if err := WriteUint32(pid, guard, 1); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("write to an unmapped page: %v", err)
+	}
+	iovs := heapBytes(32)
+	copy(iovs, []byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0})
+	v, err := ReadIovecs(pid, addrOf(iovs), 2)
+	if err != nil || len(v) != 2 || v[0] != (Iovec{1, 2}) || v[1] != (Iovec{3, 4}) {
+		t.Errorf("ReadIovecs = %v %v", v, err)
+	}
+}

@@ -319,10 +319,13 @@ func (c *linkCall) close() { closeAll(c.from, c.to) }
 // DecideMove): both names are written, the move must not widen read,
 // write or exec access (Landlock's "refer" principle), and for a directory
 // every path beneath either name is considered, whatever rule could match
-// there (moving .git aside and back cannot get past **/.git/hooks/**).
+// there (moving .git aside and back cannot get past **/.git/hooks/**). A
+// Unix socket keeps its `unix:` answer (moving the SSH agent's socket out
+// of /tmp/ssh-*/ asks as connecting to it would).
 func moveVerdict(p *engine.Policy, kind engine.MoveKind, access string, from, to *pin.Resolved) verdict {
-	isDir := func(r *pin.Resolved) bool { return r.Exists && r.Stat.Mode&unix.S_IFMT == unix.S_IFDIR }
-	m := engine.Move{Kind: kind, From: from.Path, To: to.Path, FromDir: isDir(from), ToDir: isDir(to)}
+	is := func(r *pin.Resolved, typ uint32) bool { return r.Exists && r.Stat.Mode&unix.S_IFMT == typ }
+	m := engine.Move{Kind: kind, From: from.Path, To: to.Path, FromDir: is(from, unix.S_IFDIR), ToDir: is(to, unix.S_IFDIR),
+		FromSocket: is(from, unix.S_IFSOCK), ToSocket: is(to, unix.S_IFSOCK)}
 	return verdict{access: access, value: from.Path + " -> " + to.Path, result: p.DecideMove(m)}
 }
 
@@ -404,6 +407,9 @@ func (c *bindCall) perform(s *supervisor, id uint64) {
 	h, err := pin.OpenHandle(c.tid, c.sock, nil)
 	if err == nil {
 		err = h.Bind(c.addr, c.at, c.umask)
+		if err == nil && c.at != nil {
+			s.net.own.record(h) // a socket file the tree's own server listens on
+		}
 		h.Close()
 	}
 	s.answer(id, err)

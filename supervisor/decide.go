@@ -16,6 +16,11 @@ type verdict struct {
 	value  string
 	exec   *engine.ExecDecision
 	argv   []string // for an exec: the command line shown (displayArgv)
+	// net is a connection's destination (connect, a send with one).
+	net *engine.NetIntent
+	// quiet: nothing was judged (a send with no destination, a connect to
+	// permwrap's own proxy): not written to the review log.
+	quiet bool
 }
 
 // moreRestrictive is the more restrictive of two results (a on a tie):

@@ -39,6 +39,9 @@ type decoder struct {
 	// th is the calling thread, looked up (and validated) once per
 	// notification when something needs it; the request keeps it.
 	th *pin.Thread
+	// net is the supervisor's network state (names, name servers, the
+	// proxy, the tree's own sockets), for network calls.
+	net *netState
 	// pinned are the resolutions made so far, released if decoding fails.
 	pinned []*pin.Resolved
 	// ids recognises known programs by content (nil: not at all).

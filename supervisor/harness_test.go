@@ -53,6 +53,9 @@ type sandbox struct {
 	logPath   string
 	// env is added to the environment of run and bare.
 	env []string
+	// prefix, when set, is a command run and bare are started through
+	// (it execs its arguments), such as a private mount namespace.
+	prefix []string
 }
 
 // requireSupervision skips (or, under PERMWRAP_REQUIRE_KERNEL=1, fails)
@@ -114,8 +117,9 @@ func (s *sandbox) run(argv ...string) result {
 // runWith is run with a hook called once permwrap has started.
 func (s *sandbox) runWith(onStart func(*exec.Cmd), argv ...string) result {
 	s.t.Helper()
-	args := append([]string{"--log", s.logPath, "--workspace", s.workspace, "--"}, argv...)
-	cmd := exec.Command(permwrapBin, args...)
+	args := append([]string{permwrapBin, "--log", s.logPath, "--workspace", s.workspace, "--"}, argv...)
+	args = append(append([]string(nil), s.prefix...), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = s.workspace
 	cmd.Env = append(os.Environ(),
 		"PERMWRAP_CONFIG_DIR="+s.configDir,
@@ -151,6 +155,7 @@ func (s *sandbox) runWith(onStart func(*exec.Cmd), argv ...string) result {
 // baseline of "runs exactly as without permwrap".
 func (s *sandbox) bare(argv ...string) result {
 	s.t.Helper()
+	argv = append(append([]string(nil), s.prefix...), argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.workspace
 	cmd.Env = append(append(os.Environ(), "HOME="+s.home), s.env...)

@@ -36,8 +36,9 @@ const (
 
 // File descriptors of the sandbox stage, set up by the watchdog.
 const (
-	// handoffFd is the socket the sandbox stage sends the listener fd
-	// (and its own pid) over.
+	// handoffFd is the socket over which the sandbox stage tells the
+	// supervisor where its listener is (its pid and the fd number), and
+	// waits until the supervisor has taken it.
 	handoffFd = 3
 	// specFd is the read end of a pipe carrying the initSpec as JSON; the
 	// supervisor writes it and closes its end.
@@ -51,6 +52,10 @@ const handoffWaitKillable = 1
 // handoffFailed is the hand-off's only byte when the sandbox stage failed
 // before it had a listener to send (it said why on stderr).
 const handoffFailed = 0xff
+
+// handoffTaken is the supervisor's answer once it holds the listener: the
+// sandbox stage may close its copy and become the command.
+const handoffTaken = 1
 
 // maxSpec bounds the spec the sandbox stage reads. The kernel limits a
 // command line and environment to a quarter of the stack limit, so a spec
@@ -101,8 +106,14 @@ func RunInit(args []string) int {
 // (that needs no supervision), then Landlock, then the seccomp filter;
 // from the moment the filter is loaded, every notified syscall blocks
 // until the supervisor answers, so between loading and handing the
-// listener over this stage makes no notified syscall (sendmsg and close
-// are not watched).
+// listener over this stage makes no notified syscall.
+//
+// The listener is not sent (SCM_RIGHTS needs sendmsg, which the filter
+// watches: a datagram's destination is in memory). The stage writes where
+// it is — its pid and the fd number — and waits; the supervisor takes it
+// with pidfd_getfd (it is this stage's ancestor and the same user, and the
+// stage makes itself dumpable for it), checks that it is a seccomp
+// listener, and answers. write, read and close are not watched.
 func runSandboxStage() int {
 	runtime.LockOSThread()
 	fail := func(code int, format string, a ...any) int {
@@ -138,6 +149,12 @@ func runSandboxStage() int {
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0}); err != nil {
 		return fail(initExitInternal, "limiting core dumps: %v", err)
 	}
+	// pidfd_getfd needs the supervisor to be allowed to ptrace this
+	// process; a permwrap binary installed unreadable (mode 0711) would
+	// leave it non-dumpable.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+		return fail(initExitInternal, "prctl(PR_SET_DUMPABLE): %v", err)
+	}
 	if err := applyLandlock(spec); err != nil {
 		return fail(initExitInternal, "landlock: %v", err)
 	}
@@ -149,10 +166,16 @@ func runSandboxStage() int {
 	if err != nil {
 		return fail(initExitInternal, "seccomp: %v", err)
 	}
-	// The data says how the filter was loaded and which process the
-	// supervisor forwards signals to (this one, soon the command).
-	if err := unix.Sendmsg(handoffFd, handoffData(used.WaitKillable, os.Getpid()), unix.UnixRights(lfd), nil, 0); err != nil {
+	// The data says how the filter was loaded, which process the
+	// supervisor forwards signals to (this one, soon the command) and
+	// takes the listener from, and its fd number there.
+	if _, err := unix.Write(handoffFd, handoffData(used.WaitKillable, os.Getpid(), lfd)); err != nil {
 		return fail(initExitInternal, "handing over the seccomp listener: %v", err)
+	}
+	if err := awaitTaken(handoffFd); err != nil {
+		// The supervisor is gone or refused: nobody would serve the filter.
+		fmt.Fprintf(os.Stderr, "permwrap: handing over the seccomp listener: %v\n", err)
+		return initExitInternal
 	}
 	unix.Close(lfd)
 	unix.Close(handoffFd)
@@ -187,16 +210,38 @@ func readSpec(f *os.File) (initSpec, error) {
 	return spec, nil
 }
 
-// handoffData is the hand-off message's data: a flags byte and the
-// sandbox stage's pid (little endian).
-func handoffData(waitKillable bool, pid int) []byte {
+// handoffData is the hand-off message: a flags byte, the sandbox stage's
+// pid and the listener's fd number in it (little endian).
+func handoffData(waitKillable bool, pid, lfd int) []byte {
 	var flags byte
 	if waitKillable {
 		flags |= handoffWaitKillable
 	}
-	b := []byte{flags, 0, 0, 0, 0}
+	b := make([]byte, handoffLen)
+	b[0] = flags
 	binary.LittleEndian.PutUint32(b[1:], uint32(pid))
+	binary.LittleEndian.PutUint32(b[5:], uint32(lfd))
 	return b
+}
+
+// handoffLen is the length of the hand-off message.
+const handoffLen = 9
+
+// awaitTaken waits for the supervisor's handoffTaken.
+func awaitTaken(fd int) error {
+	var b [1]byte
+	for {
+		n, err := unix.Read(fd, b[:])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		case n != 1 || b[0] != handoffTaken:
+			return errors.New("the supervisor did not take it")
+		}
+		return nil
+	}
 }
 
 // applyLandlock applies the static floor: read and execute beneath /,

@@ -18,6 +18,7 @@ import (
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
 // Config is one run of a command under the sandbox.
@@ -106,15 +107,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 			DenyPtrace: false,
 		},
 	}
-	specJSON, err := json.Marshal(spec)
-	if err != nil {
-		return ExitInternal, err
-	}
 
 	// Three channels to the helper stages, all inherited file descriptors
 	// (argv is world-readable; the spec holds the environment):
-	//   - the hand-off socket, over which the sandbox stage sends the
-	//     seccomp listener and its pid;
+	//   - the hand-off socket, over which the sandbox stage says where its
+	//     seccomp listener is (receiveListener takes it);
 	//   - the spec pipe, which carries the spec to the sandbox stage;
 	//   - the life pipe, which we never write: the watchdog reads EOF on
 	//     it when we are gone, however we died.
@@ -178,6 +175,20 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 		cfg.Decider = cfg.NewDecider(screen)
 	}
+	notices := newNoticer(cfg.Notices)
+	// The egress proxy (netlaunch.go): the command finds it in its
+	// environment, so it runs before the command starts.
+	egressNet := startEgress(cfg, notices)
+	defer egressNet.stop()
+	spec.Env = egressNet.environ(spec.Env)
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		childEnd.Close()
+		specR.Close()
+		specW.Close()
+		lifeR.Close()
+		return ExitInternal, err
+	}
 	// No Pdeathsig: the watchdog must outlive us to clean up, and a
 	// Pdeathsig would follow the thread that happens to run this call, not
 	// this process (Go retires threads; issue 10).
@@ -224,8 +235,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 			fmt.Fprintf(cfg.Stderr, "permwrap: %v\n", err)
 		}
 	}
-	sup := newSupervisor(cfg, listener, pid)
+	sup := newSupervisor(cfg, listener, pid, notices)
 	sup.tree = &tree{watchdog: watchdog}
+	sup.net.proxy, sup.net.peers = egressNet.proxy, egressNet.peers
 	sup.waitKillable = handoff&handoffWaitKillable != 0
 	done := make(chan struct{})
 	go func() {
@@ -283,36 +295,50 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	return status, runErr
 }
 
-// receiveListener waits for the sandbox stage to hand over the listener
-// fd, its flags byte and its pid. A message without an fd, or the socket
-// closing, means a stage failed.
+// receiveListener waits for the sandbox stage to say where its listener
+// is (its flags byte, its pid and the fd number), takes the listener with
+// pidfd_getfd, checks that it is a seccomp listener and tells the stage
+// it may go on. A lone handoffFailed byte, or the socket closing, means a
+// stage failed (and said why).
 func receiveListener(sock *os.File) (fd int, flags byte, pid int, err error) {
-	buf := make([]byte, 8)
-	oob := make([]byte, unix.CmsgSpace(4))
+	buf := make([]byte, 16)
+	var n int
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		n, err = unix.Read(int(sock.Fd()), buf)
+		if !errors.Is(err, unix.EINTR) {
+			break
 		}
-		if err != nil {
-			return -1, 0, 0, fmt.Errorf("receiving the listener: %w", err)
-		}
-		if oobn == 0 {
-			return -1, 0, 0, errors.New("init stage failed before handing over the listener")
-		}
-		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err != nil || len(msgs) != 1 {
-			return -1, 0, 0, fmt.Errorf("bad control message: %v", err)
-		}
-		fds, err := unix.ParseUnixRights(&msgs[0])
-		if err != nil || len(fds) != 1 || n != 5 {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
-			return -1, 0, 0, fmt.Errorf("bad listener hand-off: %v", err)
-		}
-		return fds[0], buf[0], int(binary.LittleEndian.Uint32(buf[1:5])), nil
 	}
+	switch {
+	case err != nil:
+		return -1, 0, 0, fmt.Errorf("receiving the listener: %w", err)
+	case n == 0 || n == 1 && buf[0] == handoffFailed:
+		return -1, 0, 0, errors.New("init stage failed before handing over the listener")
+	case n != handoffLen:
+		return -1, 0, 0, fmt.Errorf("bad listener hand-off (%d bytes)", n)
+	}
+	flags = buf[0]
+	pid = int(binary.LittleEndian.Uint32(buf[1:5]))
+	lfd := int(binary.LittleEndian.Uint32(buf[5:9]))
+	f, err := pin.GetFd(pid, lfd)
+	if err != nil {
+		return -1, 0, 0, fmt.Errorf("taking the seccomp listener from pid %d: %w", pid, err)
+	}
+	if !notify.IsListener(f) {
+		f.Close()
+		return -1, 0, 0, fmt.Errorf("fd %d of pid %d is not a seccomp listener", lfd, pid)
+	}
+	if _, err := unix.Write(int(sock.Fd()), []byte{handoffTaken}); err != nil {
+		f.Close()
+		return -1, 0, 0, fmt.Errorf("answering the init stage: %w", err)
+	}
+	// The Listener owns the raw fd from here on.
+	nfd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	f.Close()
+	if err != nil {
+		return -1, 0, 0, fmt.Errorf("dup: %w", err)
+	}
+	return nfd, flags, pid, nil
 }
 
 // reapWatchdog collects the watchdog if it has exited: its exit code is

@@ -55,6 +55,8 @@ type supervisor struct {
 	tree *tree
 	// troubleSaid: a failed receive was reported (once per run).
 	troubleSaid atomic.Bool
+	// net is what judging network destinations needs beyond the policy.
+	net netState
 
 	asks sync.WaitGroup
 	pool pool
@@ -63,10 +65,13 @@ type supervisor struct {
 	remote sync.Map
 }
 
-func newSupervisor(cfg Config, l *notify.Listener, mainPid int) *supervisor {
+func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *noticer) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{cfg: cfg, l: l, mainPid: mainPid, ctx: ctx, cancel: cancel}
-	s.notices = newNoticer(cfg.Notices)
+	s.notices = notices
+	if s.notices == nil {
+		s.notices = newNoticer(cfg.Notices)
+	}
 	s.execs.init(s)
 	s.ids = newProgramIDs(cfg.Policy, os.Getenv("PATH"))
 	return s
@@ -263,7 +268,7 @@ func (s *supervisor) handle(n *notify.Notif) {
 		s.fail(n, row, &refusal{errno: unix.ENOSYS, why: "a syscall permwrap does not watch"})
 		return
 	}
-	d := decoder{n: n, tid: int(n.Pid), ids: s.ids, tree: s.tree}
+	d := decoder{n: n, tid: int(n.Pid), ids: s.ids, tree: s.tree, net: &s.net}
 	c, err := row.decode(&d)
 	if err != nil {
 		d.release()
@@ -326,7 +331,7 @@ func (s *supervisor) decide(r *request) {
 		// Answered first, recorded after: the target runs on while its
 		// record is gathered (the log is written asynchronously either
 		// way, so this loses nothing a crash would not).
-		s.perform(r, v, true)
+		s.perform(r, v, !v.quiet && !s.net.sends.repeat(v))
 	case engine.Ask:
 		s.asks.Add(1)
 		go func() {
@@ -457,6 +462,11 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 			}
 		}
 		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)}
+	} else if v.net != nil {
+		req.Net = v.net
+		if v.result.Action == engine.Ask {
+			req.Suggested = authority.SessionPattern{Surface: engine.SurfaceNet, Pattern: engine.SuggestNetPattern(v.result)}
+		}
 	} else if check.Surface.IsPath() && v.result.Action == engine.Ask {
 		// Only a prompt offers the suggestion; a record of a decision
 		// made without asking does not carry it.

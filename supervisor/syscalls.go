@@ -35,6 +35,19 @@ type sysRow struct {
 	// enosys, when set, says why the call is refused in BPF with ENOSYS
 	// instead of being notified.
 	enosys string
+	// refuse are the calls of this syscall the filter itself fails, each
+	// with its errno, when its conditions hold (a socket family permwrap
+	// does not judge, a raw socket); the rest are notified when a decoder
+	// is set, else allowed.
+	refuse []bpfRefusal
+}
+
+// bpfRefusal is a class of calls refused in BPF: errno when any of when
+// holds, and why (for docs/network.md and the tests).
+type bpfRefusal struct {
+	errno unix.Errno
+	when  []notify.Match
+	why   string
 }
 
 // fsIocFssetxattr is _IOW('X', 32, struct fsxattr), which x/sys lacks.
@@ -136,6 +149,19 @@ var syscalls = []sysRow{
 	// probes for it and falls back on ENOSYS to the calls above, which are
 	// judged. EACCES (or a notification answered "could not decide") would
 	// be a permission error the caller reports instead of falling back.
+	// Network (net.go): where a connection or a datagram goes is judged;
+	// the supervisor performs the call on the target's own socket with the
+	// destination it read once. sendto names its destination in a
+	// register-visible pointer (NULL: the socket's peer, nothing to
+	// judge); sendmsg and sendmmsg keep theirs in memory, so every call is
+	// read. Which sockets can exist at all is decided in BPF (socket).
+	{nr: unix.SYS_CONNECT, name: "connect", decode: decodeConnect},
+	{nr: unix.SYS_SENDTO, name: "sendto", when: always(argNonZero(4)), decode: decodeSendto},
+	{nr: unix.SYS_SENDMSG, name: "sendmsg", decode: decodeSendmsg},
+	{nr: unix.SYS_SENDMMSG, name: "sendmmsg", decode: decodeSendmmsg},
+	{nr: unix.SYS_SOCKET, name: "socket", refuse: socketRefusals()},
+	{nr: unix.SYS_SETSOCKOPT, name: "setsockopt", refuse: sockoptRefusals()},
+
 	{nr: unix.SYS_SETXATTRAT, name: "setxattrat", enosys: "not emulated: callers fall back to setxattr/lsetxattr/fsetxattr"},
 	{nr: unix.SYS_REMOVEXATTRAT, name: "removexattrat", enosys: "not emulated: callers fall back to removexattr/lremovexattr/fremovexattr"},
 	{nr: unix.SYS_FILE_SETATTR, name: "file_setattr", enosys: "not emulated: callers fall back to the FS_IOC_FSSETXATTR ioctl"},
@@ -149,8 +175,8 @@ var rows = func() map[int32]*sysRow {
 		if m[r.nr] != nil {
 			panic("supervisor: syscall " + r.name + " has two rows")
 		}
-		if (r.decode == nil) == (r.enosys == "") {
-			panic("supervisor: syscall " + r.name + " needs a decoder or an enosys reason, not both")
+		if r.decode != nil && r.enosys != "" || r.decode == nil && r.enosys == "" && len(r.refuse) == 0 {
+			panic("supervisor: syscall " + r.name + " needs a decoder, an enosys reason or refusals (not a decoder and enosys)")
 		}
 		m[r.nr] = r
 	}
@@ -163,6 +189,12 @@ var rows = func() map[int32]*sysRow {
 func filterRules(skipReads bool) []notify.Rule {
 	out := make([]notify.Rule, 0, len(syscalls))
 	for _, r := range syscalls {
+		for _, rf := range r.refuse {
+			out = append(out, notify.Rule{Nr: r.nr, Errno: rf.errno, When: rf.when})
+		}
+		if r.decode == nil && r.enosys == "" {
+			continue // refused in BPF where it must be, allowed elsewhere
+		}
 		rule := notify.Rule{Nr: r.nr}
 		if r.enosys != "" {
 			rule.Errno = unix.ENOSYS
@@ -205,6 +237,11 @@ func coreLimitSet(res, ptr uint) notify.Match {
 		{Arg: res, Op: notify.CmpMaskedEqual, Mask: 0xffffffff, Value: unix.RLIMIT_CORE},
 		{Arg: ptr, Op: notify.CmpNotEqual, Value: 0},
 	}
+}
+
+// argNonZero matches a pointer argument that is not NULL (all 64 bits).
+func argNonZero(arg uint) notify.Match {
+	return notify.Match{{Arg: arg, Op: notify.CmpNotEqual, Value: 0}}
 }
 
 // argHas matches an int argument with every bit of mask set.

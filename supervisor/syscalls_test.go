@@ -74,6 +74,9 @@ func TestFilterIsTheTable(t *testing.T) {
 				want("no row", nr, [6]uint64{}, allow)
 			case row.enosys != "":
 				want(row.name, nr, [6]uint64{}, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
+			case row.decode == nil:
+				// Refused in BPF under conditions (below), allowed otherwise.
+				want(row.name+" (arguments no refusal names)", nr, [6]uint64{^uint64(0), ^uint64(0), ^uint64(0)}, allow)
 			case row.when == nil || row.when(skipReads) == nil:
 				want(row.name, nr, [6]uint64{}, notif)
 				want(row.name+" (any arguments)", nr, [6]uint64{^uint64(0), 1, 2, 3, 4, 5}, notif)
@@ -139,6 +142,56 @@ func TestFilterIsTheTable(t *testing.T) {
 		want("unshare CLONE_NEWNS, garbage above the int", unix.SYS_UNSHARE, [6]uint64{0xdead_0000_0000_0000 | unix.CLONE_NEWNS}, notif)
 		want("unshare CLONE_NEWUSER|CLONE_FS", unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_FS}, allow)
 		want("openat2 O_RDONLY (flags in memory)", unix.SYS_OPENAT2, [6]uint64{}, notif)
+
+		// Network: where a datagram goes is judged, sockets that could
+		// send past that are refused.
+		want("sendto with a destination", unix.SYS_SENDTO, [6]uint64{3, 0x1000, 10, 0, 0x2000, 16}, notif)
+		want("sendto with a destination above 4 GiB", unix.SYS_SENDTO, [6]uint64{3, 0x1000, 10, 0, 0x7f00_0000_0000, 16}, notif)
+		want("send (sendto without a destination)", unix.SYS_SENDTO, [6]uint64{3, 0x1000, 10, 0, 0, 0}, allow)
+		want("send with a length but no pointer", unix.SYS_SENDTO, [6]uint64{3, 0x1000, 10, 0, 0, 16}, allow)
+		errno := func(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+		for _, c := range []struct {
+			what             string
+			family, typ, pro uint64
+			action           uint32
+		}{
+			{"unix stream", unix.AF_UNIX, unix.SOCK_STREAM | unix.SOCK_CLOEXEC, 0, allow},
+			{"tcp", unix.AF_INET, unix.SOCK_STREAM | unix.SOCK_NONBLOCK, 0, allow},
+			{"tcp6", unix.AF_INET6, unix.SOCK_STREAM, unix.IPPROTO_TCP, allow},
+			{"mptcp", unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP, allow},
+			{"udp", unix.AF_INET, unix.SOCK_DGRAM, 0, allow},
+			{"ping", unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP, allow},
+			{"netlink", unix.AF_NETLINK, unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE, allow},
+			{"raw ip", unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP, errno(unix.EPERM)},
+			{"raw ipv6 with flags", unix.AF_INET6, unix.SOCK_RAW | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK, unix.IPPROTO_ICMPV6, errno(unix.EPERM)},
+			{"raw ip, garbage above the int", 0xdead_0000_0000_0000 | unix.AF_INET, 0xdead_0000_0000_0000 | unix.SOCK_RAW, 1, errno(unix.EPERM)},
+			{"inet SOCK_PACKET (an old packet socket)", unix.AF_INET, unix.SOCK_PACKET, 0, errno(unix.EPERM)},
+			{"packet", unix.AF_PACKET, unix.SOCK_RAW, 0x300, errno(unix.EPERM)},
+			{"sctp stream", unix.AF_INET6, unix.SOCK_STREAM, unix.IPPROTO_SCTP, errno(unix.EPROTONOSUPPORT)},
+			{"sctp seqpacket", unix.AF_INET, unix.SOCK_SEQPACKET, 0, errno(unix.EPROTONOSUPPORT)},
+			{"vsock", unix.AF_VSOCK, unix.SOCK_STREAM, 0, errno(unix.EAFNOSUPPORT)},
+			{"bluetooth", unix.AF_BLUETOOTH, unix.SOCK_STREAM, 0, errno(unix.EAFNOSUPPORT)},
+			{"alg", unix.AF_ALG, unix.SOCK_SEQPACKET, 0, errno(unix.EAFNOSUPPORT)},
+			{"xdp", unix.AF_XDP, unix.SOCK_RAW, 0, errno(unix.EAFNOSUPPORT)},
+		} {
+			want("socket "+c.what, unix.SYS_SOCKET, [6]uint64{c.family, c.typ, c.pro}, c.action)
+		}
+		for _, c := range []struct {
+			what        string
+			level, name uint64
+			action      uint32
+		}{
+			{"IP_OPTIONS", unix.SOL_IP, unix.IP_OPTIONS, errno(unix.EPERM)},
+			{"IPV6_RTHDR", unix.SOL_IPV6, unix.IPV6_RTHDR, errno(unix.EPERM)},
+			{"IPV6_2292RTHDR", unix.SOL_IPV6, unix.IPV6_2292RTHDR, errno(unix.EPERM)},
+			{"IPV6_2292PKTOPTIONS", unix.SOL_IPV6, unix.IPV6_2292PKTOPTIONS, errno(unix.EPERM)},
+			{"IP_TOS", unix.SOL_IP, unix.IP_TOS, allow},
+			{"TCP_NODELAY", unix.SOL_TCP, unix.TCP_NODELAY, allow},
+			{"SO_REUSEADDR", unix.SOL_SOCKET, unix.SO_REUSEADDR, allow},
+			{"IPV6_V6ONLY", unix.SOL_IPV6, unix.IPV6_V6ONLY, allow},
+		} {
+			want("setsockopt "+c.what, unix.SYS_SETSOCKOPT, [6]uint64{3, c.level, c.name}, c.action)
+		}
 		want("creat", unix.SYS_CREAT, [6]uint64{}, notif)
 	}
 }

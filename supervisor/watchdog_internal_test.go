@@ -121,11 +121,11 @@ func TestReadSpec(t *testing.T) {
 }
 
 func TestHandoffData(t *testing.T) {
-	b := handoffData(true, 4242)
-	if len(b) != 5 || b[0] != handoffWaitKillable || binary.LittleEndian.Uint32(b[1:]) != 4242 {
+	b := handoffData(true, 4242, 7)
+	if len(b) != handoffLen || b[0] != handoffWaitKillable || binary.LittleEndian.Uint32(b[1:]) != 4242 || binary.LittleEndian.Uint32(b[5:]) != 7 {
 		t.Errorf("handoffData = %v", b)
 	}
-	if b := handoffData(false, 1); b[0] != 0 {
+	if b := handoffData(false, 1, 3); b[0] != 0 {
 		t.Errorf("flags without WaitKillable = %d", b[0])
 	}
 }

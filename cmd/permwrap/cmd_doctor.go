@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
 // cmdDoctor reports what this kernel and build support, what permwrap
@@ -43,6 +45,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	lab("SYNC_WAKE_UP", f.SyncWakeUp, "not used: measured slower with emulated opens")
 	lab("pidfd for threads", f.PidfdThread, "fd-based calls (fchmod, fsetxattr) from non-leader threads")
 	lab("i386 syscalls (int 0x80)", f.IA32Emulation, "killed by the filter's arch check either way")
+	sockDiag, sockDiagWhy := probeSockDiag()
+	lab("Unix socket diagnostics", sockDiag, sockDiagWhy)
 	for _, n := range f.Notes {
 		w("  note: %s", n)
 	}
@@ -73,11 +77,16 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	w("  - no io_uring, no nested seccomp listener, no open_by_handle_at, no mount/chroot/pivot_root,")
 	w("    no process_vm_writev or pidfd_getfd, no keyctl, no userfaultfd; i386 and x32 syscalls kill the process")
 	w("  - ptrace only within the sandbox (Landlock), and never PTRACE_O_SUSPEND_SECCOMP")
+	w("  - outbound network (docs/network.md): every connect, and every sendto/sendmsg/sendmmsg with a destination")
+	w("    (TCP, UDP, ICMP, Unix sockets), judged by the net rules and performed by permwrap on the process's own")
+	w("    socket with the address it judged; HTTP(S) through permwrap's proxy is judged by host name;")
+	w("    raw and packet sockets, SCTP, other socket families and IP source routes are refused")
 	w("")
 	w("permwrap does not enforce (see docs/security.md):")
 	w("  - what a process does with file descriptors it already holds (read, write, mmap)")
 	w("  - stat/access/readlink/getdents of paths (metadata and names are visible)")
-	w("  - network access (not handled yet)")
+	w("  - what flows over a connection once it is allowed (a tunnel through an allowed host), DNS queries")
+	w("    through the system's resolver, sockets passed in from outside the tree")
 	w("  - a window of instructions a verified exec runs before its verification")
 	for _, x := range weaker {
 		w("  - %s", x)
@@ -86,4 +95,20 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// probeSockDiag asks whether the kernel can name the file a bound Unix
+// socket is at (NETLINK_SOCK_DIAG with unix_diag), which lets the tree
+// connect to the sockets it bound itself without asking.
+func probeSockDiag() (notify.Tri, string) {
+	const why = "sockets the tree binds are connectable without asking"
+	dir, err := os.MkdirTemp("", "permwrap-doctor-")
+	if err != nil {
+		return notify.Unknown, why + " (could not test: " + err.Error() + ")"
+	}
+	defer os.RemoveAll(dir)
+	if err := pin.ProbeSockDiag(dir); err != nil {
+		return notify.No, why + " (" + err.Error() + ")"
+	}
+	return notify.Yes, why
 }

@@ -64,6 +64,9 @@ func (j *PolicyJudge) Evaluate(in engine.NetIntent) engine.NetDecision {
 // Decide implements Judge.
 func (j *PolicyJudge) Decide(ctx context.Context, in engine.NetIntent) Verdict {
 	d := j.Policy.DecideNet(in)
+	// Audit mode (--audit): an ask or deny is let through and logged as
+	// would_ask/would_deny, as for the tree's own connections.
+	d.Result = j.Policy.Audit(d.Result)
 	req := authority.NewRequest(d.Result.Check)
 	req.Access = "connect"
 	req.Net = &in

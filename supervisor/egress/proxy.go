@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +33,9 @@ type Config struct {
 	Peers    Peers     // nil: ProcPeers over this process and its descendants (the tree, when the supervisor runs the proxy)
 	Resolver Resolver  // nil: net.DefaultResolver
 	Cache    *DNSCache // nil: a new cache with the defaults
+	// Upstream, when set, is the user's own proxy: allowed destinations
+	// are reached through it (UpstreamFromEnv).
+	Upstream *Upstream
 	// ErrorLog receives the proxy's own troubles (a failed accept, a
 	// client that could not be named), never the tree's terminal. nil
 	// discards them.
@@ -130,7 +134,9 @@ func Start(cfg Config) (*Proxy, error) {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport: &http.Transport{
-			Proxy:                  nil, // never through another proxy: the dial below is the judged one
+			// Only through the user's own proxy, when it applies to the
+			// judged destination; the dial below checks it is that one.
+			Proxy:                  upstreamOf,
 			DialContext:            p.dialJudged,
 			DisableKeepAlives:      true, // each request dials what it was judged for
 			MaxResponseHeaderBytes: 1 << 20,
@@ -214,7 +220,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := mergeCancel(r.Context(), p.ctx)
 	defer cancel()
-	dest, reason, status := p.authorize(ctx, t, pid)
+	dest, reason, status := p.authorize(ctx, t, pid, r.Method == http.MethodConnect)
 	if dest == nil {
 		errType := "http_request_denied"
 		if status == http.StatusBadGateway {
@@ -239,13 +245,25 @@ type judged struct {
 	pid    int
 	intent engine.NetIntent // the intent the name was allowed on
 	addrs  []netip.Addr
+	// upstream is the user's proxy the destination is reached through
+	// (nil: directly).
+	upstream *url.URL
+}
+
+// upstreamOf is the forwarding transport's Proxy: the judged
+// destination's upstream, if any.
+func upstreamOf(r *http.Request) (*url.URL, error) {
+	if j, ok := r.Context().Value(destKey{}).(*judged); ok && j.upstream != nil {
+		return j.upstream, nil
+	}
+	return nil, nil
 }
 
 // authorize judges t for pid. For a name: the name first, before any
 // lookup (resolving a name the agent chose is itself a way to send data
 // out); then the name is resolved and recorded in the cache. It returns
 // nil with a reason and a status when the connection may not be made.
-func (p *Proxy) authorize(ctx context.Context, t target, pid int) (*judged, string, int) {
+func (p *Proxy) authorize(ctx context.Context, t target, pid int, tunnel bool) (*judged, string, int) {
 	in := engine.NetIntent{Proto: engine.ProtoTCP, Host: t.host, Addr: t.addr, Port: t.port, PID: pid}
 	if t.host == "" {
 		// An address: the names permwrap resolved to it speak for it, as
@@ -255,7 +273,7 @@ func (p *Proxy) authorize(ctx context.Context, t target, pid int) (*judged, stri
 	if v := p.cfg.Judge.Decide(ctx, in); !v.Allow {
 		return nil, v.Reason, http.StatusForbidden
 	}
-	j := &judged{p: p, t: t, pid: pid, intent: in}
+	j := &judged{p: p, t: t, pid: pid, intent: in, upstream: p.cfg.Upstream.For(t, tunnel)}
 	if t.host == "" {
 		j.addrs = []netip.Addr{t.addr}
 		return j, "", 0
@@ -264,6 +282,11 @@ func (p *Proxy) authorize(ctx context.Context, t target, pid int) (*judged, stri
 	defer cancel()
 	addrs, err := p.cfg.Resolver.LookupNetIP(rctx, "ip", t.host)
 	if err != nil || len(addrs) == 0 {
+		if j.upstream != nil {
+			// The user's proxy resolves it (an internal resolver may not
+			// know outside names): judged by its name alone.
+			return j, "", 0
+		}
 		if err == nil {
 			err = errors.New("no addresses")
 		}
@@ -292,9 +315,14 @@ func (j *judged) admit(ctx context.Context, a netip.Addr) (bool, string) {
 	return v.Allow, v.Reason
 }
 
-// dial connects to the first admitted address that answers.
-func (j *judged) dial(ctx context.Context) (net.Conn, error) {
+// dial connects to the first admitted address that answers, or through
+// the upstream proxy (tunnel: with CONNECT; otherwise to the upstream
+// itself, which the forwarding transport then speaks HTTP to).
+func (j *judged) dial(ctx context.Context, tunnel bool) (net.Conn, error) {
 	e := &dialError{target: j.t}
+	if j.upstream != nil {
+		return j.dialUpstream(ctx, tunnel, e)
+	}
 	d := net.Dialer{Timeout: j.p.lim.DialTimeout}
 	for _, a := range j.addrs {
 		if netip.AddrPortFrom(a.Unmap(), j.t.port) == j.p.Addr() {
@@ -315,6 +343,31 @@ func (j *judged) dial(ctx context.Context) (net.Conn, error) {
 		}
 	}
 	return nil, e
+}
+
+// dialUpstream reaches the destination through the user's proxy, which
+// picks the address: every address permwrap resolved the name to must
+// be admitted (the upstream might use any of them).
+func (j *judged) dialUpstream(ctx context.Context, tunnel bool, e *dialError) (net.Conn, error) {
+	for _, a := range j.addrs {
+		if ok, reason := j.admit(ctx, a); !ok {
+			e.refused = append(e.refused, reason)
+			return nil, e
+		}
+	}
+	var c net.Conn
+	var err error
+	if tunnel {
+		c, err = dialUpstream(ctx, j.upstream, j.t, j.p.lim.DialTimeout)
+	} else {
+		d := net.Dialer{Timeout: j.p.lim.DialTimeout}
+		c, err = d.DialContext(ctx, "tcp", j.upstream.Host)
+	}
+	if err != nil {
+		e.failed = append(e.failed, err.Error())
+		return nil, e
+	}
+	return c, nil
 }
 
 // dialError says why no address of a destination was connected to:
@@ -353,10 +406,16 @@ func (p *Proxy) dialJudged(ctx context.Context, network, addr string) (net.Conn,
 	if !ok {
 		return nil, errors.New("internal: a dial without a judged destination")
 	}
+	if j.upstream != nil {
+		if addr != j.upstream.Host {
+			return nil, fmt.Errorf("internal: dial of %s, judged %s through %s", addr, j.t, j.upstream.Redacted())
+		}
+		return j.dial(ctx, false)
+	}
 	if want := j.t.String(); addr != want && !sameAuthority(addr, j.t) {
 		return nil, fmt.Errorf("internal: dial of %s, judged %s", addr, want)
 	}
-	return j.dial(ctx)
+	return j.dial(ctx, false)
 }
 
 // sameAuthority tells whether the transport's dial address names t
@@ -375,7 +434,7 @@ func sameAuthority(addr string, t target) bool {
 
 // tunnel answers a CONNECT: dial, 200, then copy both ways untouched.
 func (p *Proxy) tunnel(ctx context.Context, w http.ResponseWriter, j *judged) {
-	up, err := j.dial(ctx)
+	up, err := j.dial(ctx, true)
 	if err != nil {
 		p.refuseDial(w, err)
 		return

@@ -1,0 +1,65 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/permwrap/permwrap/authority"
+	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/supervisor/egress"
+)
+
+// egressRun is the run's egress proxy: started before the command (its
+// address goes into the command's environment), judged by the run's
+// policy, authority chain and review log, closed when the run ends.
+type egressRun struct {
+	proxy *egress.Proxy // nil: it could not start
+	peers *egress.ExactPeers
+}
+
+// startEgress starts the proxy. A proxy that cannot start (no loopback)
+// is said once; the run goes on, and connections are judged by their
+// addresses only.
+func startEgress(cfg Config, notices *noticer) *egressRun {
+	peers := &egress.ExactPeers{Fallback: &egress.ProcPeers{Root: os.Getpid()}}
+	judge := &egress.PolicyJudge{
+		Policy: cfg.Policy,
+		Agent:  cfg.Argv,
+		Process: func(pid int) authority.Process {
+			return processInfo(nil, pid, true)
+		},
+		Denied: func(_ engine.NetIntent, reason string) {
+			notices.line("permwrap: " + reason)
+		},
+	}
+	if cfg.Decider != nil {
+		judge.Decider = cfg.Decider
+	}
+	if cfg.Log != nil {
+		judge.Log = cfg.Log
+	}
+	upstream, err := egress.UpstreamFromEnv(os.Environ())
+	if err != nil {
+		fmt.Fprintf(cfg.Stderr, "permwrap: ignoring the proxy settings in the environment: %v\n", err)
+	}
+	px, err := egress.Start(egress.Config{Judge: judge, Peers: peers, Upstream: upstream})
+	if err != nil {
+		fmt.Fprintf(cfg.Stderr, "permwrap: the egress proxy could not start (%v); connections are judged by address only\n", err)
+		return &egressRun{}
+	}
+	return &egressRun{proxy: px, peers: peers}
+}
+
+// environ points the command's proxy variables at the proxy.
+func (e *egressRun) environ(env []string) []string {
+	if e.proxy == nil {
+		return env
+	}
+	return e.proxy.Environ(env)
+}
+
+func (e *egressRun) stop() {
+	if e.proxy != nil {
+		e.proxy.Close()
+	}
+}

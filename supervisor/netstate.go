@@ -1,0 +1,214 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/notify/pin"
+	"github.com/permwrap/permwrap/supervisor/egress"
+)
+
+// netState is what the supervisor knows beyond the policy when it judges
+// a destination: the egress proxy (its address, the names it resolved,
+// who connected to it), the system's name servers, and the Unix sockets
+// the tree itself bound.
+type netState struct {
+	proxy *egress.Proxy      // nil: not running
+	peers *egress.ExactPeers // the proxy's view of who connected to it
+	ns    nameservers
+	own   ownSockets
+	sends sendLog
+}
+
+// names are the names the proxy resolved to a, for this tree.
+func (n *netState) names(a netip.Addr) []string {
+	if n == nil || n.proxy == nil {
+		return nil
+	}
+	return n.proxy.Cache().Names(a)
+}
+
+// isProxy reports whether ap is the egress proxy's own address.
+func (n *netState) isProxy(ap netip.AddrPort) bool {
+	if n == nil || n.proxy == nil {
+		return false
+	}
+	a := ap.Addr().Unmap().WithZone("")
+	return netip.AddrPortFrom(a, ap.Port()) == n.proxy.Addr()
+}
+
+// nameservers are the addresses /etc/resolv.conf names, read again when
+// the file changes (it is rewritten by DHCP clients, resolvconf,
+// NetworkManager).
+type nameservers struct {
+	mu    sync.Mutex
+	path  string // "" is /etc/resolv.conf
+	stamp [4]int64
+	addrs map[netip.Addr]bool
+	check time.Time
+}
+
+// nsRecheck bounds how often the file is stat'ed.
+const nsRecheck = time.Second
+
+func (n *nameservers) is(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if now := time.Now(); n.addrs == nil || now.Sub(n.check) > nsRecheck {
+		n.check = now
+		n.reload()
+	}
+	return n.addrs[a]
+}
+
+func (n *nameservers) reload() {
+	p := n.path
+	if p == "" {
+		p = "/etc/resolv.conf"
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		n.addrs, n.stamp = map[netip.Addr]bool{}, [4]int64{}
+		return
+	}
+	stamp := [4]int64{int64(st.Ino), st.Size, st.Mtim.Sec, st.Mtim.Nsec}
+	if n.addrs != nil && stamp == n.stamp {
+		return
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		n.addrs = map[netip.Addr]bool{}
+		return
+	}
+	n.addrs, n.stamp = parseResolvConf(b), stamp
+}
+
+// parseResolvConf reads the `nameserver ADDR` lines (a zone after % is
+// dropped, as rules have none).
+func parseResolvConf(b []byte) map[netip.Addr]bool {
+	out := map[netip.Addr]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) < 2 || string(f[0]) != "nameserver" {
+			continue
+		}
+		if a, err := netip.ParseAddr(string(f[1])); err == nil {
+			out[a.Unmap().WithZone("")] = true
+		}
+	}
+	return out
+}
+
+// ownSockets are the Unix socket files the tree bound (bind is performed
+// by the supervisor, so it sees every one), by file. A connection to one
+// of them reaches a server the tree itself runs — a tmux server started
+// inside the tree at /tmp/tmux-UID/default, where the default policy asks
+// because an outside tmux server would run what it is sent — and is
+// allowed where a unix: rule would only ask. The file must still be the
+// one the tree's socket is bound to, asked of the kernel by the socket's
+// cookie: a socket file an outside server bound later at the same path,
+// or that reuses the inode number, is not the tree's.
+type ownSockets struct {
+	mu sync.Mutex
+	m  map[pin.FileID]pin.BoundUnix
+}
+
+// maxOwnSockets bounds the record; past it the oldest are not tracked
+// (they ask as the policy says).
+const maxOwnSockets = 4096
+
+// record notes the file h's socket was just bound to.
+func (o *ownSockets) record(h *pin.Handle) {
+	b, ok, err := h.BoundFile()
+	if err != nil || !ok {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[pin.FileID]pin.BoundUnix{}
+	}
+	if len(o.m) >= maxOwnSockets {
+		o.pruneLocked()
+	}
+	if len(o.m) < maxOwnSockets {
+		o.m[b.File] = b
+	}
+}
+
+// pruneLocked forgets sockets that are gone.
+func (o *ownSockets) pruneLocked() {
+	for id, b := range o.m {
+		if ok, err := pin.StillBound(b); err == nil && !ok {
+			delete(o.m, id)
+		}
+	}
+}
+
+// owns reports whether the socket file r is one the tree bound and is
+// still bound by the tree's socket.
+func (o *ownSockets) owns(r *pin.Resolved) bool {
+	if r == nil || !r.Exists || r.Stat.Ino > 0xffffffff { // sock_diag reports 32-bit inode numbers
+		return false
+	}
+	o.mu.Lock()
+	b, ok := o.m[r.ID()]
+	o.mu.Unlock()
+	if !ok {
+		return false
+	}
+	still, err := pin.StillBound(b)
+	if err == nil && !still {
+		o.mu.Lock()
+		if o.m[r.ID()] == b {
+			delete(o.m, r.ID())
+		}
+		o.mu.Unlock()
+	}
+	return err == nil && still
+}
+
+// sendLog keeps the review log from recording every allowed datagram: a
+// program sending a stream of datagrams (DNS without connect, QUIC,
+// syslog) to one destination would write a record per packet. An allowed
+// send is recorded once per process, call and destination per
+// sendLogTTL; refusals and asks are always recorded, and so is every
+// allowed connect (a connection is one event).
+type sendLog struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+const (
+	sendLogTTL = time.Minute
+	sendLogMax = 4096
+)
+
+// repeat reports whether an allowed send like v was recorded within the
+// last sendLogTTL (and notes this one otherwise).
+func (l *sendLog) repeat(v verdict) bool {
+	if v.net == nil || v.access == "connect" {
+		return false
+	}
+	key := strconv.Itoa(v.net.PID) + " " + v.access + " " + v.result.Check.Value + " " + v.net.Proto.String()
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.seen[key]; ok && now.Sub(t) < sendLogTTL {
+		return true
+	}
+	if l.seen == nil || len(l.seen) >= sendLogMax {
+		l.seen = map[string]time.Time{}
+	}
+	l.seen[key] = now
+	return false
+}
