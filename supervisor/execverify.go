@@ -265,6 +265,7 @@ func (v *execVerifier) fail(p *pendingExec, tid int) {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfaceExec, Value: p.command})
 		req.Access = "exec"
 		req.Process = authority.Process{PID: p.tgid}
+		req.Node = s.nodeLabel(p.tgid)
 		s.cfg.Log.Decided(req, false, authority.Denied(authority.ByError{Reason: "exec verification failed"}, "the executed image or argv differs from the checked one"))
 	}
 }

@@ -140,6 +140,11 @@ func runSandboxStage() int {
 	}
 	lfd, used, err := notify.Install(prog)
 	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EBUSY) {
+			// An outer supervisor's filter refuses a listener of our own,
+			// and it did not answer the knock (docs/nesting.md).
+			return fail(initExitInternal, "nested under a supervisor that did not answer (a permwrap without nesting, or another seccomp supervisor): refusing to run the command with fewer rules than it enforces (%v)", err)
+		}
 		return fail(initExitInternal, "seccomp: %v", err)
 	}
 	// The data says how the filter was loaded and which process the

@@ -210,6 +210,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	listener := notify.NewListener(lfd)
 	sup := newSupervisor(cfg, listener, pid)
 	sup.waitKillable = handoff&handoffWaitKillable != 0
+	// Inner permwraps register beneath the watchdog: the command's
+	// parent, to which every orphan of the tree is re-parented.
+	if err := sup.startNesting(watchdog); err != nil {
+		sup.notices.line("permwrap: nesting unavailable (a permwrap started inside will refuse to run): " + err.Error())
+	}
 	done := make(chan struct{})
 	go func() {
 		sup.serve()

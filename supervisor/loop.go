@@ -17,6 +17,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -51,6 +52,9 @@ type supervisor struct {
 	scripts      scriptApprovals
 	// troubleSaid: a failed receive was reported (once per run).
 	troubleSaid atomic.Bool
+	// nest is the nesting of inner permwraps (nodes.go); nil when it
+	// could not be set up.
+	nest *nesting
 
 	asks sync.WaitGroup
 }
@@ -134,6 +138,9 @@ func (s *supervisor) receiveTrouble(err error) {
 func (s *supervisor) finish() {
 	s.cancel()
 	s.asks.Wait()
+	if s.nest != nil {
+		s.nest.close()
+	}
 	s.notices.flush()
 	if l, ok := s.cfg.Log.(*authority.Log); ok && l != nil {
 		if rules := s.cfg.Policy.SessionRules(); len(rules) > 0 {
@@ -148,6 +155,10 @@ type request struct {
 	id   uint64
 	tid  int
 	call call
+	// m is the node the calling process belongs to (nodes.go); nested
+	// is false for this permwrap's own processes.
+	m      forwarding.Membership
+	nested bool
 }
 
 func (r *request) close() { r.call.close() }
@@ -177,17 +188,28 @@ func (s *supervisor) handle(n *notify.Notif) {
 		c.perform(s, n.ID)
 		return
 	}
+	if k, ok := c.(*knockCall); ok {
+		// An inner permwrap asking for its parent (nodes.go): answered,
+		// not judged, once the knocker is known to be the caller.
+		if s.l.IDValid(n.ID) == nil {
+			k.perform(s, n.ID)
+		}
+		return
+	}
 	r := &request{id: n.ID, tid: int(n.Pid), call: c}
+	// Which permwrap node the caller is in (one atomic load while no
+	// inner permwrap has registered).
+	if !s.placeRequest(r) {
+		r.close()
+		return
+	}
 	// Everything read from /proc and the target's memory is trusted only
 	// if the target is still the one that made this call.
 	if err := s.l.IDValid(n.ID); err != nil {
 		r.close()
 		return
 	}
-	v := c.judge(s.cfg.Policy)
-	// Audit mode (--audit), the composition's last stage: an ask or deny
-	// of the composed answer is let through and logged as would_*.
-	v.result = s.cfg.Policy.Audit(v.result)
+	v := s.judge(r)
 	switch v.result.Action {
 	case engine.Allow:
 		s.record(r, v, false, authority.FromRule(v.result.Rule))
@@ -213,11 +235,9 @@ func (s *supervisor) handle(n *notify.Notif) {
 // ask takes a request whose answer is ask to the decider.
 func (s *supervisor) ask(r *request, v verdict) {
 	req := s.authorityRequest(r, v)
-	if s.cfg.Log != nil {
-		s.cfg.Log.Asked(req)
-	}
+	s.logAsked(r, req)
 	var d authority.Decision
-	if v.exec != nil && len(v.exec.Analysis.Units) > 0 && !v.result.HumanOnly &&
+	if v.exec != nil && len(v.exec.Analysis.Units) > 0 && !v.result.HumanOnly && !r.nested &&
 		s.scripts.covers(s.tgidOf(r.tid), v.exec.Analysis.Units[0].Line) {
 		// A unit of a script a person already allowed for this process tree.
 		d = authority.Allowed(authority.ByUser{Via: "script approval"})
@@ -227,13 +247,9 @@ func (s *supervisor) ask(r *request, v verdict) {
 		d = s.cfg.Decider.Resolve(s.ctx, req)
 	}
 	if p, ok := d.SessionRule(); ok {
-		if _, err := s.cfg.Policy.AddSessionRule(p.Surface, p.Pattern); err != nil {
-			fmt.Fprintf(s.cfg.Stderr, "permwrap: could not add session rule %s: %v\n", p, err)
-		}
+		s.addSessionRule(r, p)
 	}
-	if s.cfg.Log != nil {
-		s.cfg.Log.Decided(req, true, d)
-	}
+	s.logDecided(r, req, true, d)
 	if d.Action() == engine.Allow && v.exec != nil {
 		if _, ok := d.DecidedBy().(authority.ByUser); ok {
 			s.scripts.approve(s.tgidOf(r.tid), v.exec)
@@ -260,14 +276,11 @@ func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decisio
 // record writes the review-log record of a decision made without asking
 // and returns the request id it was written under ("" when not written).
 func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) authority.RequestID {
-	if s.cfg.Log == nil {
-		return ""
-	}
-	if l, ok := s.cfg.Log.(*authority.Log); ok && !l.Wants(authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
+	if !s.wantsRecord(r, authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
 		return "" // not written: do not gather it
 	}
 	req := s.authorityRequest(r, v)
-	s.cfg.Log.Decided(req, asked, d)
+	s.logDecided(r, req, asked, d)
 	return req.ID
 }
 
@@ -282,7 +295,6 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	req.Access = v.access
 	req.Process = processInfo(r.tid, v.result.Action != engine.Allow)
 	req.Agent = s.cfg.Argv
-	req.Node = s.nodeOf(r.tid)
 	req.Rule = v.result.Rule
 	req.HumanOnly = v.result.HumanOnly
 	if v.exec != nil {
@@ -304,6 +316,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 		}
 		req.Suggested = authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(acc, check.Value, s.cfg.Policy.Env())}
 	}
+	s.describeNode(r, &req)
 	return req
 }
 
@@ -314,11 +327,6 @@ func (s *supervisor) tgidOf(tid int) int {
 	}
 	return tid
 }
-
-// nodeOf says which permwrap node a thread belongs to: "" for this one.
-// Nested wrappers register their subtrees here (the nesting issue); this
-// is the one place that question is answered.
-func (s *supervisor) nodeOf(tid int) string { return "" }
 
 // processInfo reads who made a request, for people and the log. It is
 // informational only: nothing here is used to decide. Allows (the hot
