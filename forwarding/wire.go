@@ -53,8 +53,8 @@ const (
 	MaxPathBytes   = 4096 // file names and Env paths
 	MaxReasonBytes = 4096 // refusal reasons, error texts
 	MaxWarnings    = 32
-	MaxProjects    = 32  // project policies of one node (the chain from the repository root)
-	MaxProtect     = 256 // protected paths of one node
+	MaxProjects    = 32              // project policies of one node (the chain from the repository root)
+	MaxProtect     = 256             // protected paths of one node
 	MaxLogLine     = MaxFrame - 1024 // one review-log record, JSON-escaped into a frame
 	maxJSONDepth   = 8
 	maxChainLabels = 64
