@@ -53,6 +53,9 @@ type sandbox struct {
 	logPath   string
 	// env is added to the environment of run and bare.
 	env []string
+	// innerArgs, when set, run the command under a nested permwrap:
+	// `permwrap … -- innerArgs… argv…` (innerArgs end with "--").
+	innerArgs []string
 }
 
 // requireSupervision skips (or, under PERMWRAP_REQUIRE_KERNEL=1, fails)
@@ -114,7 +117,8 @@ func (s *sandbox) run(argv ...string) result {
 // runWith is run with a hook called once permwrap has started.
 func (s *sandbox) runWith(onStart func(*exec.Cmd), argv ...string) result {
 	s.t.Helper()
-	args := append([]string{"--log", s.logPath, "--workspace", s.workspace, "--"}, argv...)
+	args := append([]string{"--log", s.logPath, "--workspace", s.workspace, "--"}, s.innerArgs...)
+	args = append(args, argv...)
 	cmd := exec.Command(permwrapBin, args...)
 	cmd.Dir = s.workspace
 	cmd.Env = append(os.Environ(),

@@ -164,8 +164,14 @@ func runNested(f *runFlags, ld loaded, argv []string, stdin io.Reader, stderr io
 		return exitInternal
 	}
 	attach := nestAttachGroup
+	var tty *os.File
 	if sf, ok := stdin.(*os.File); ok && isTTY(sf) {
-		attach = nestAttachForeground
+		attach, tty = nestAttachForeground, sf
+		// The command takes the terminal's foreground; it comes back here
+		// when it is done, for whoever started this permwrap.
+		if fg, err := unix.IoctlGetInt(int(sf.Fd()), unix.TIOCGPGRP); err == nil && fg == unix.Getpgrp() {
+			defer restoreForeground(tty, fg)
+		}
 	}
 	spec := keeperSpec{
 		Register:        forwarding.NewRegister(name, argv, ld.policy.Config(), ld.warnings, logFile != nil),
@@ -250,6 +256,15 @@ func runNested(f *runFlags, ld loaded, argv []string, stdin io.Reader, stderr io
 	st, _ := keeper.Wait()
 	fmt.Fprintf(stderr, "permwrap: the nested keeper exited before the command's status was known (%v)\n", st)
 	return exitInternal
+}
+
+// restoreForeground makes pgrp the terminal's foreground again (as a
+// shell does after a job), ignoring the SIGTTOU a background group gets
+// for asking.
+func restoreForeground(tty *os.File, pgrp int) {
+	signal.Ignore(unix.SIGTTOU)
+	defer signal.Reset(unix.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, pgrp)
 }
 
 // forwardedSignals are passed on to the command, as the root passes
@@ -363,6 +378,11 @@ func runNestKeeper() int {
 	}()
 	cmdPid := proc.Pid
 	_ = proc.Release() // reaped with wait4 below, with every orphan
+	// The command has the terminal or pipes now; the keeper, which may
+	// outlive it, must not keep them open (a caller reading the inner
+	// permwrap's output until EOF would wait for the subtree's last
+	// process).
+	dropStdio()
 	say(statusMsg{Kind: "registered", Label: node.Label, Chain: node.Chain})
 
 	// The records of the subtree, into the --log.
@@ -404,6 +424,22 @@ func runNestKeeper() int {
 				status.Close()
 			}
 		}
+	}
+}
+
+// dropStdio points the keeper's standard descriptors at /dev/null (or
+// closes them, if it cannot be opened).
+func dropStdio() {
+	null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	for fd := 0; fd <= 2; fd++ {
+		if err == nil {
+			_ = unix.Dup3(null, fd, 0)
+		} else {
+			unix.Close(fd)
+		}
+	}
+	if err == nil && null > 2 {
+		unix.Close(null)
 	}
 }
 
@@ -477,4 +513,35 @@ func runNestExec() int {
 		return exitNotFound
 	}
 	return exitNoExec
+}
+
+// nestingReport is `permwrap doctor`'s nesting section: whether a
+// permwrap supervises this process, and in which node. It reports true
+// when one does.
+func nestingReport(w func(string, ...any)) bool {
+	mode, filters, err := forwarding.SelfSeccomp()
+	if err == nil && mode == 0 {
+		w("nesting: not under any seccomp filter; permwrap here supervises by itself (the root)")
+		return false
+	}
+	c, kerr := forwarding.Knock()
+	switch {
+	case errors.Is(kerr, forwarding.ErrParentBusy):
+		w("nesting: inside a permwrap that refuses more nesting connections right now (too many pending); a permwrap started here exits 125")
+		return true
+	case kerr != nil:
+		w("nesting: under %d seccomp filter(s) that do not answer permwrap's knock (a container runtime, a permwrap without nesting, another supervisor)", filters)
+		w("         permwrap here tries to supervise by itself; if that is refused it exits 125 rather than run with fewer rules")
+		return false
+	}
+	defer c.Close()
+	wel, err := c.Handshake(5*time.Second, "permwrap "+version()+" doctor")
+	if err != nil {
+		w("nesting: inside a permwrap, which did not complete the handshake: %v", err)
+		return true
+	}
+	w("nesting: inside a permwrap (protocol %d); this process is in node %s", wel.Version, wel.Parent)
+	w("         a permwrap started here registers a node beneath %s: both policies judge its subtree, and its asks", wel.Parent)
+	w("         go to the outermost permwrap's reviewers and prompt (docs/nesting.md)")
+	return true
 }
