@@ -316,7 +316,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 		}
 		req.Suggested = authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(acc, check.Value, s.cfg.Policy.Env())}
 	}
-	s.describeNode(r, &req)
+	s.describeNode(r, &req, v.result.Action == engine.Ask)
 	return req
 }
 

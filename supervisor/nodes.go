@@ -282,29 +282,34 @@ func (s *supervisor) judge(r *request) verdict {
 		v.result = s.cfg.Policy.Audit(v.result)
 		return v
 	}
-	v, _ := forwarding.JudgeMembership(r.m, func(p *engine.Policy) verdict {
+	return forwarding.Strictest(r.m.Layers(), func(p *engine.Policy) verdict {
 		v := r.call.judge(p)
 		v.result = p.Audit(v.result)
 		return v
-	}, func(v verdict) engine.Result { return v.result })
-	return v
+	}, verdictResult)
 }
+
+func verdictResult(v verdict) engine.Result { return v.result }
 
 // describeNode adds to a request what it says about the node it came
 // from: the node's label (candidates joined by "|" when ambiguous), the
 // command its permwrap runs, and a session pattern suggested in the
 // node's own terms (its workspace).
-func (s *supervisor) describeNode(r *request, req *authority.Request) {
+//
+// The command and the suggestion are for people and reviewers: only an
+// ask gets them (every allowed call is recorded too, and the log shows
+// neither).
+func (s *supervisor) describeNode(r *request, req *authority.Request, ask bool) {
 	if !r.nested {
 		return
 	}
 	req.Node = r.m.Label()
 	n := r.m.Node()
 	if n == nil {
-		if req.Node == "" || req.Node == "?" {
-			req.Node = "?"
-		}
 		req.Suggested = authority.SessionPattern{} // nothing is remembered for an ambiguous process
+		return
+	}
+	if !ask {
 		return
 	}
 	req.NodeCommand = n.Argv()
@@ -385,6 +390,19 @@ func (s *supervisor) nodeLogs(r *request) []*authority.Log {
 	n := s.nest
 	if !r.nested || n == nil {
 		return nil
+	}
+	if x := r.m.Node(); x != nil {
+		// One node (the common case): its chain, allocating only when a
+		// node on it asked for records.
+		var out []*authority.Log
+		for ; x != nil && !x.IsRoot(); x = x.Parent() {
+			if x.WantsLog() {
+				if l := n.nodeLog(x); l != nil {
+					out = append(out, l)
+				}
+			}
+		}
+		return out
 	}
 	var out []*authority.Log
 	seen := map[*forwarding.Node]bool{}
