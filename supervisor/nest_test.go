@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -478,4 +479,74 @@ func TestNestedRefusedNode(t *testing.T) {
 	if time.Since(start) > time.Minute {
 		t.Errorf("refusal took %v", time.Since(start))
 	}
+}
+
+// A keeper killed from outside while its subtree lives (nothing inside
+// can signal it): its orphans are re-parented above it, where they could
+// be the parent node's. One first seen after that is judged by every
+// candidate node's chain, so the node's rules still hold for it.
+func TestNestedKilledKeeperFailsClosed(t *testing.T) {
+	s := newSandbox(t, openPolicy(""))
+	w := s.writer()
+	in := s.newInner("victim", openPolicy(`"${WORKSPACE}/inner-denied*": "deny"`))
+	// The subshell makes no watched call until the test says go (the
+	// loop is builtins only), so it is first seen after the keeper died.
+	orphan := fmt.Sprintf(`( while [ ! -e go ]; do :; done; exec %s inner-denied-late ok-late > orphan.out ) & echo STARTED`, w)
+	done := make(chan result, 1)
+	go func() {
+		done <- s.run("sh", "-c", shell(in.wrap("sh", "-c", orphan))+`; while [ ! -e orphan.out ] || [ ! -s orphan.out ]; do sleep 0.2; done; sleep 0.5; cat orphan.out`)
+	}()
+	// The keeper's pid is in the root's registration record.
+	keeper := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for keeper == 0 {
+		if time.Now().After(deadline) {
+			s.write("go", "")
+			t.Fatalf("no registration recorded; run: %+v", <-done)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if _, err := os.Stat(s.logPath); err != nil {
+			continue
+		}
+		for _, rec := range s.logRecords() {
+			if rec["event"] == "nesting.registered" && rec["node"] == "victim#1" {
+				keeper = int(rec["pid"].(float64))
+			}
+		}
+	}
+	// Wait for the inner command to be gone (the orphan is then the
+	// keeper's child), kill the keeper, then let the orphan go.
+	for {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", keeper, keeper))
+		kids := strings.Fields(string(b))
+		if len(kids) == 1 && !strings.Contains(r0(kids[0]), "permwrap") {
+			break // the exec stage became sh, which exited; its orphan is left
+		}
+		if time.Now().After(deadline) {
+			s.write("go", "")
+			t.Fatalf("the keeper never had just the orphan as its child (children %q)", kids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := syscall.Kill(keeper, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	s.write("go", "")
+	r := <-done
+	wantLines(t, r.stdout, "REFUSED inner-denied-late", "WROTE ok-late")
+	if s.exists("inner-denied-late") {
+		t.Fatal("an orphan of a node whose keeper was killed wrote what the node denies")
+	}
+	for _, rec := range s.logRecords() {
+		if rec["event"] == "permission_request.denied" && rec["value"] == s.path("inner-denied-late") {
+			t.Logf("the orphan was judged as node %v", rec["node"])
+		}
+	}
+}
+
+// r0 is a process's comm, "" when it is gone.
+func r0(pid string) string {
+	b, _ := os.ReadFile("/proc/" + pid + "/comm")
+	return string(b)
 }
