@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -499,13 +500,35 @@ func couldKnock(flags int) bool {
 	return uint32(flags)&^0x8000 == uint32(forwarding.KnockFlags)
 }
 
-// RestrictNested puts the calling process (cmd/permwrap's stage that
-// becomes an inner permwrap's command) in a new Landlock domain: the
-// inner policy's static floor, and the signal scope, so nothing in the
-// node's subtree can signal the node's keeper or the inner permwrap,
-// which stay outside that domain. The root's filter judges every call of
-// the subtree either way; this is the second layer, as for the root's
+// ExecNested is the last stage of a nested permwrap (cmd/permwrap's
+// __nest-exec, a child of the node's keeper): it finds the command as
+// the root's sandbox stage does, enters a new Landlock domain — the inner
+// policy's static floor, and the signal scope, so nothing in the node's
+// subtree can signal the node's keeper or the inner permwrap, which stay
+// outside it — and executes the command. It returns only on failure,
+// with the exit code to use (126/127 as env(1), 125 for permwrap's own)
+// having said why on stderr. The root's filter judges every call of the
+// subtree either way; the floor is the second layer, as for the root's
 // own command.
-func RestrictNested(floor engine.Floor, requireLandlock bool) error {
-	return applyLandlock(initSpec{WriteDirs: floor.WriteDirs, WriteAnywhere: floor.WriteAnywhere, RequireLandlock: requireLandlock})
+func ExecNested(argv, env []string, floor engine.Floor, requireLandlock bool) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "permwrap: nested exec stage: no command")
+		return initExitInternal
+	}
+	path, code, err := lookCommand(argv[0], env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "permwrap:", err)
+		return code
+	}
+	spec := initSpec{WriteDirs: floor.WriteDirs, WriteAnywhere: floor.WriteAnywhere, RequireLandlock: requireLandlock}
+	if err := applyLandlock(spec); err != nil {
+		fmt.Fprintln(os.Stderr, "permwrap: landlock:", err)
+		return initExitInternal
+	}
+	err = unix.Exec(path, argv, env)
+	fmt.Fprintf(os.Stderr, "permwrap: %s: %v\n", argv[0], err)
+	if errors.Is(err, unix.ENOENT) {
+		return initExitNotFound
+	}
+	return initExitNoExec
 }

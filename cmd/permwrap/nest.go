@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -142,14 +141,11 @@ func runNested(f *runFlags, ld loaded, argv []string, stdin io.Reader, stderr io
 		fmt.Fprintln(stderr, "permwrap:", err)
 		return exitInternal
 	}
-	// The node's records go to the --log given (or the policy's
-	// log.path); the default log is the root's business (the root writes
-	// every record of the tree, and its state directory is read-only to
-	// what it runs).
+	// The node's records go to the --log given. Neither the default log
+	// nor the policy's log.path: the root writes every record of the tree
+	// there already, and protects its own log from what it runs (the
+	// same configuration names the same file).
 	logPath := f.logPath.v
-	if logPath == "" {
-		logPath = ld.policy.Settings().Log.Path
-	}
 	var logFile *os.File
 	if logPath != "" {
 		if logFile, err = authority.OpenLogFile(logPath); err != nil {
@@ -478,41 +474,14 @@ func reapAll(out chan<- int) {
 }
 
 // runNestExec is the exec stage: the inner policy's Landlock floor with
-// the signal scope, then the command. 126 and 127 as env(1).
+// the signal scope, then the command (supervisor.ExecNested).
 func runNestExec() int {
 	var spec execSpec
 	if err := readStageSpec(&spec); err != nil {
 		fmt.Fprintln(os.Stderr, "permwrap: nested exec stage: reading its spec:", err)
 		return exitInternal
 	}
-	if len(spec.Argv) == 0 {
-		fmt.Fprintln(os.Stderr, "permwrap: nested exec stage: no command")
-		return exitInternal
-	}
-	for _, kv := range spec.Env {
-		if strings.HasPrefix(kv, "PATH=") {
-			os.Setenv("PATH", kv[len("PATH="):])
-		}
-	}
-	path, err := exec.LookPath(spec.Argv[0])
-	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			fmt.Fprintf(os.Stderr, "permwrap: %s: permission denied\n", spec.Argv[0])
-			return exitNoExec
-		}
-		fmt.Fprintf(os.Stderr, "permwrap: %s: command not found\n", spec.Argv[0])
-		return exitNotFound
-	}
-	if err := supervisor.RestrictNested(spec.Floor, spec.RequireLandlock); err != nil {
-		fmt.Fprintln(os.Stderr, "permwrap: landlock:", err)
-		return exitInternal
-	}
-	err = unix.Exec(path, spec.Argv, spec.Env)
-	fmt.Fprintf(os.Stderr, "permwrap: %s: %v\n", spec.Argv[0], err)
-	if errors.Is(err, unix.ENOENT) {
-		return exitNotFound
-	}
-	return exitNoExec
+	return supervisor.ExecNested(spec.Argv, spec.Env, spec.Floor, spec.RequireLandlock)
 }
 
 // nestingReport is `permwrap doctor`'s nesting section: whether a
