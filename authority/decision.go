@@ -94,10 +94,13 @@ type ByError struct {
 }
 
 // ByForwarded: another permwrap node answered. Decision is what decided
-// within that node, nil when it sent none.
+// within that node, nil when it sent none. On a nested permwrap's records
+// Responder is the node that adjudicated (the root, "root") and Node the
+// node the request came from, as the root labels it ("reviewer#3").
 type ByForwarded struct {
 	Responder string
 	Decision  DecidedBy
+	Node      string
 }
 
 func (ByUser) decidedBy()            {}
@@ -251,7 +254,8 @@ func (b ByForwarded) MarshalJSON() ([]byte, error) {
 		Kind      string          `json:"kind"`
 		Responder string          `json:"responder"`
 		Decision  json.RawMessage `json:"decision"`
-	}{b.Kind(), b.Responder, inner})
+		Node      string          `json:"node,omitempty"`
+	}{b.Kind(), b.Responder, inner, b.Node})
 }
 
 // MaxForwardDepth bounds how many forwarded layers ParseDecidedBy follows:
@@ -289,6 +293,7 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 		Decision  json.RawMessage `json:"decision"`
 		Would     string          `json:"would"`
 		Errno     string          `json:"errno"`
+		Node      string          `json:"node"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("decidedBy: %w", err)
@@ -343,7 +348,7 @@ func parseDecidedBy(data []byte, depth int) (DecidedBy, error) {
 	case "error":
 		return ByError{Reason: w.Reason}, nil
 	case "forwarded":
-		f := ByForwarded{Responder: w.Responder}
+		f := ByForwarded{Responder: w.Responder, Node: w.Node}
 		if len(w.Decision) > 0 && !bytes.Equal(bytes.TrimSpace(w.Decision), []byte("null")) {
 			inner, err := parseDecidedBy(w.Decision, depth+1)
 			if errors.Is(err, ErrForwardTooDeep) {

@@ -37,6 +37,10 @@ const (
 	EventUnregisteredLink Event = "authorizer_chain.unregistered_link"
 	EventSessionRules     Event = "session.rules"
 	EventDropped          Event = "review_log.dropped"
+	// Nested permwraps (docs/nesting.md): nesting.registered,
+	// nesting.refused, nesting.protocol-error, nesting.done,
+	// nesting.closed.
+	EventNestingPrefix = "nesting."
 )
 
 // ReasonTimedOut is the denial reason when nobody answered an ask in time.
@@ -64,6 +68,11 @@ type LogOptions struct {
 	ReadAllows string
 	// Buffer is how many records may wait for the writer (0: 4096).
 	Buffer int
+	// Responder, when set, makes this the log of a nested permwrap's
+	// subtree written for it by the permwrap that decided (its root):
+	// every record's decidedBy is wrapped as
+	// {kind: forwarded, responder: Responder, decision: …, node: …}.
+	Responder string
 }
 
 // DefaultLogPath is $XDG_STATE_HOME/permwrap/review.jsonl, falling back
@@ -114,6 +123,18 @@ type Log struct {
 // cut a record short — a newline is written first so the next record
 // starts on its own line.
 func OpenLog(path string, opts LogOptions) (*Log, error) {
+	f, err := OpenLogFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return newLog(f, f, opts, true), nil
+}
+
+// OpenLogFile opens the review-log file at path for appending, as
+// OpenLog does (directories and file created, a cut last line ended),
+// for a writer of whole record lines: a nested permwrap writing the
+// records its parent sends it.
+func OpenLogFile(path string) (*os.File, error) {
 	if path == "" {
 		return nil, errors.New("review log: empty path")
 	}
@@ -128,7 +149,7 @@ func OpenLog(path string, opts LogOptions) (*Log, error) {
 		f.Close()
 		return nil, err
 	}
-	return newLog(f, f, opts, true), nil
+	return f, nil
 }
 
 // NewLogWriter is a Log over any writer (tests, a pipe). Each record is
@@ -303,7 +324,7 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 	f := l.requestFields(r)
 	f = append(f,
 		field{"action", d.Action().String()},
-		field{"decidedBy", d.DecidedBy()},
+		field{"decidedBy", l.provenance(r, d.DecidedBy())},
 	)
 	if reason := d.Reason(); reason != "" {
 		f = append(f, field{"reason", reason})
@@ -372,11 +393,42 @@ func (l *Log) Asked(r Request) {
 	if !r.HasRule() {
 		by = ByRule{Surface: r.Check.Surface, Pattern: "", Origin: engine.OriginBuiltin}
 	}
-	f = append(f, field{"action", engine.Ask.String()}, field{"decidedBy", by})
+	f = append(f, field{"action", engine.Ask.String()}, field{"decidedBy", l.provenance(r, by)})
 	if r.HumanOnly {
 		f = append(f, field{"humanOnly", true})
 	}
 	l.send(l.encode(EventAsked, f), false)
+}
+
+// provenance is what a record says decided: by itself, or, in a log
+// written for a nested node (Responder), wrapped as forwarded.
+func (l *Log) provenance(r Request, by DecidedBy) DecidedBy {
+	if l.opts.Responder == "" {
+		return by
+	}
+	return ByForwarded{Responder: l.opts.Responder, Decision: by, Node: r.Node}
+}
+
+// Nesting writes what happened to a nested permwrap's node: kind is
+// "registered", "refused", "protocol-error", "done" or "closed"; node its
+// label ("" before registration), detail its command for a
+// registration, pid the inner's keeper. A refusal or protocol error
+// carries its reason as an error's decidedBy.
+func (l *Log) Nesting(kind, node, detail string, pid int, err error) {
+	if l == nil {
+		return
+	}
+	f := fields{{"requestId", NewRequestID()}, {"pid", pid}}
+	if node != "" {
+		f = append(f, field{"node", node})
+	}
+	if detail != "" {
+		f = append(f, field{"command", detail})
+	}
+	if err != nil {
+		f = append(f, field{"reason", err.Error()}, field{"decidedBy", ByError{Reason: err.Error()}})
+	}
+	l.send(l.encode(Event(EventNestingPrefix+kind), f), false)
 }
 
 // SessionRules writes the session's rules; call it once at exit.
@@ -633,7 +685,7 @@ func (l *Log) capDecidedByDepth(d DecidedBy, depth int) DecidedBy {
 		x.Reason = l.str(x.Reason)
 		return x
 	case ByForwarded:
-		x.Responder = l.str(x.Responder)
+		x.Responder, x.Node = l.str(x.Responder), l.str(x.Node)
 		if depth >= MaxForwardDepth {
 			x.Decision = nil
 		} else if x.Decision != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -245,5 +246,60 @@ func TestLogAuditRecordsReadBack(t *testing.T) {
 	}
 	if rec.Rule.Pattern != "~/.ssh/**" || rec.Rule.Action != engine.Deny || rec.Rule.Origin != engine.OriginAudit || rec.Rule.Pos.File != "strict.jsonc" {
 		t.Fatalf("rule read back: %+v", rec.Rule)
+	}
+}
+
+// A log written for a nested permwrap's subtree (Responder) records every
+// decision as forwarded from the node that decided, with the deciding
+// provenance inside and the node named; ParseLogLine reads it back.
+func TestLogForwardedForNode(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLogWriter(&buf, LogOptions{Responder: "root"})
+	r := NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: "/w/x"})
+	r.Node = "reviewer#3"
+	r.Rule = engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/w/*", Action: engine.Ask, Origin: engine.OriginGlobal}
+	l.Asked(r)
+	l.Decided(r, true, Allowed(ByAuthorizer{Name: "judge", Verdict: VerdictAllow}))
+	l.Close()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("records: %q", buf.String())
+	}
+	for i, line := range lines {
+		rec, err := ParseLogLine([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, ok := rec.DecidedBy.(ByForwarded)
+		if !ok || f.Responder != "root" || f.Node != "reviewer#3" || rec.Node != "reviewer#3" || rec.RequestID != r.ID {
+			t.Fatalf("record %d: %s", i, line)
+		}
+		inner := []string{"rule", "authorizer"}[i]
+		if f.Decision == nil || f.Decision.Kind() != inner {
+			t.Errorf("record %d: forwarded decision %v, want %s", i, f.Decision, inner)
+		}
+	}
+	if ev := OutcomeEvent(true, Allowed(ByAuthorizer{Name: "judge", Verdict: VerdictAllow})); !strings.Contains(lines[1], string(ev)) {
+		t.Errorf("the outcome event is the decision's, not the wrapper's: %s", lines[1])
+	}
+}
+
+// Nesting events are records like any other: a time, an event, a request
+// id, and for a failure the reason as an error's provenance.
+func TestLogNestingEvents(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLogWriter(&buf, LogOptions{})
+	l.Nesting("registered", "pi#1", "pi --mode json", 42, nil)
+	l.Nesting("refused", "", "", 43, errors.New("nesting deeper than 16 levels"))
+	l.Close()
+	var got []LogRecord
+	if _, err := ReadLog(&buf, func(r LogRecord) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Event != "nesting.registered" || got[0].Node != "pi#1" || got[0].PID != 42 || got[0].RequestID == "" {
+		t.Fatalf("records: %+v", got)
+	}
+	if e, ok := got[1].DecidedBy.(ByError); !ok || !strings.Contains(e.Reason, "16 levels") {
+		t.Fatalf("refusal: %+v", got[1])
 	}
 }

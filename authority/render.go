@@ -56,7 +56,7 @@ func RenderFullRequest(r Request, width int) []string {
 	}
 	add("request", string(r.ID))
 	if r.Node != "" {
-		add("node", r.Node)
+		add("node", nodeLine(r))
 	}
 	add("process", r.Process.Comm+" ("+processIDs(r.Process)+")")
 	add("exe", r.Process.Exe)
@@ -91,9 +91,6 @@ func requestFacts(r Request, width int) []string {
 	if len(r.Agent) > 0 {
 		who += " under " + printable(strings.Join(r.Agent, " "))
 	}
-	if r.Node != "" {
-		who += " [node " + printable(r.Node) + "]"
-	}
 	what := "what:  " + r.Check.Surface.String()
 	if r.Access != "" && r.Access != r.Check.Surface.String() {
 		what += " (" + printable(r.Access) + ")"
@@ -101,7 +98,12 @@ func requestFacts(r Request, width int) []string {
 	// The end of a path or command (the file name, the last argument) is
 	// what a person checks first, so a long value loses its middle.
 	what += " " + elideMiddle(printable(r.Check.Value), width-textWidth(what)-1)
-	facts := []string{who, what}
+	facts := []string{who}
+	if r.Node != "" {
+		// A nested permwrap's subtree asked: which one, and what it runs.
+		facts = append(facts, "node:  "+printable(nodeLine(r)))
+	}
+	facts = append(facts, what)
 	if r.Net != nil {
 		// The value is the spelling that decided; a person sees the whole
 		// destination: the name asked for, the address, the protocol.
@@ -126,6 +128,16 @@ func requestFacts(r Request, width int) []string {
 		facts = append(facts, "note:  protected write: allow once or deny")
 	}
 	return facts
+}
+
+// nodeLine names the nested node a request came from and the command
+// its permwrap runs: "reviewer#3 — pi --mode json".
+func nodeLine(r Request) string {
+	s := r.Node
+	if len(r.NodeCommand) > 0 {
+		s += " — permwrap -- " + strings.Join(MaskArgv(r.NodeCommand), " ")
+	}
+	return s
 }
 
 // processIDs is "pid 4242", or "pid 4242, thread 4250" when a thread

@@ -149,3 +149,30 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// A nested node's request names the node and the command its permwrap
+// runs, on a line of its own right after who asked; secrets in that
+// command are masked.
+func TestRenderNode(t *testing.T) {
+	r := NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: "/w/x"})
+	r.Process = Process{PID: 7, Comm: "sh"}
+	r.Node = "reviewer#3"
+	r.NodeCommand = []string{"pi", "--mode", "json", "--api-key=sk-abcdefghijklmnop"}
+	lines := RenderRequest(r, 120, 10)
+	if len(lines) < 3 || !strings.HasPrefix(lines[1], "node:  reviewer#3 — permwrap -- pi --mode json") {
+		t.Fatalf("lines: %q", lines)
+	}
+	full := strings.Join(RenderFullRequest(r, 120), "\n")
+	if !strings.Contains(full, "reviewer#3 — permwrap -- pi") {
+		t.Errorf("full request lacks the node: %s", full)
+	}
+	if strings.Contains(strings.Join(lines, "\n")+full, "abcdefghijklmnop") {
+		t.Errorf("a secret in the node's command is shown")
+	}
+	r.Node, r.NodeCommand = "", nil
+	for _, l := range RenderRequest(r, 120, 10) {
+		if strings.HasPrefix(l, "node:") {
+			t.Errorf("a request of this permwrap's own names a node: %q", l)
+		}
+	}
+}

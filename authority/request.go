@@ -24,7 +24,10 @@ type Request struct {
 	Time    time.Time
 	Process Process
 	Agent   []string // the command permwrap was started with
-	Node    string   // the nested permwrap node the request came from; "" for this one
+	Node    string   // the nested permwrap node the request came from ("reviewer#3"); "" for this one
+	// NodeCommand is the command that node's permwrap runs (what its
+	// person typed after `permwrap --`), shown beside the node's name.
+	NodeCommand []string
 
 	Check  engine.Check      // surface and value (resolved path or rendered command line)
 	Access string            // "read", "write", "create", "rename", "exec", ...
@@ -54,6 +57,7 @@ func (r Request) HasRule() bool {
 func (r Request) clone() Request {
 	c := r
 	c.Agent = append([]string(nil), r.Agent...)
+	c.NodeCommand = append([]string(nil), r.NodeCommand...)
 	c.Process.Cmdline = append([]string(nil), r.Process.Cmdline...)
 	c.Runs = append([]string(nil), r.Runs...)
 	c.Units = append([]string(nil), r.Units...)
@@ -121,6 +125,7 @@ type requestJSON struct {
 	} `json:"process"`
 	Agent     []string  `json:"agent"`
 	Node      string    `json:"node,omitempty"`
+	NodeCmd   []string  `json:"nodeCommand,omitempty"`
 	Surface   string    `json:"surface"`
 	Access    string    `json:"access"`
 	Value     string    `json:"value"`
@@ -172,6 +177,9 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	j.Process.Cmdline = capList(maskArgv(r.Process.Cmdline))
 	j.Agent = capList(maskArgv(r.Agent))
 	j.Node = r.Node
+	if len(r.NodeCommand) > 0 {
+		j.NodeCmd = capList(maskArgv(r.NodeCommand))
+	}
 	j.Surface = r.Check.Surface.String()
 	j.Access = r.Access
 	value := r.Check.Value

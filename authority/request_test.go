@@ -2,6 +2,7 @@ package authority
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -65,7 +66,8 @@ func TestRequestJSONMasks(t *testing.T) {
 // documents: a new field is a documentation change first.
 func TestRequestJSONFields(t *testing.T) {
 	r := bashAsk("git push")
-	r.Node = "inner"
+	r.Node = "inner#1"
+	r.NodeCommand = []string{"pi", "--api-key=sk-abcdefghijklmnop"}
 	r.Rule = engine.Rule{Surface: engine.SurfaceBash, Pattern: "git push *", Action: engine.Ask, Origin: engine.OriginGlobal}
 	r.Process.Cmdline = []string{"git", "push", "--password=x"}
 	b, _ := json.Marshal(r)
@@ -76,9 +78,12 @@ func TestRequestJSONFields(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"access", "agent", "humanOnly", "masked", "node", "process", "requestId", "rule", "runs", "suggested", "surface", "time", "units", "value"}
+	want := []string{"access", "agent", "humanOnly", "masked", "node", "nodeCommand", "process", "requestId", "rule", "runs", "suggested", "surface", "time", "units", "value"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("request fields %v, documented %v", keys, want)
+	}
+	if nc := fmt.Sprint(j["nodeCommand"]); strings.Contains(nc, "abcdefghijklmnop") {
+		t.Errorf("a secret in the node's command reached the reviewer: %s", nc)
 	}
 	var pk []string
 	for k := range j["process"].(map[string]any) {

@@ -88,6 +88,29 @@ func Judge[T any](layers []Layer, judge func(*engine.Policy) T, result func(T) e
 	return best, v
 }
 
+// Strictest is Judge without the record of every layer's answer: the
+// deciding layer's value only, for the hot path (the supervisor judges
+// every notification of a nested subtree with it). It combines exactly
+// as Judge does.
+func Strictest[T any](layers []Layer, judge func(*engine.Policy) T, result func(T) engine.Result) T {
+	var best T
+	var bestR engine.Result
+	if len(layers) == 0 {
+		return best
+	}
+	for i, l := range layers {
+		x := judge(l.Policy)
+		r := result(x)
+		if !valid(r) {
+			return x // a layer with no answer: the caller's result() of it is not an allow
+		}
+		if i == 0 || stronger(r, bestR) {
+			best, bestR = x, r
+		}
+	}
+	return best
+}
+
 func identity(r engine.Result) engine.Result { return r }
 
 // JudgeResult is Judge for judges that return an engine.Result.

@@ -205,6 +205,15 @@ func (c *Conn) ServeLogs(w io.Writer) error {
 // Done tells the root the keeper's subtree is empty.
 func (c *Conn) Done() error { return WriteMessage(c.c, Done{}) }
 
+// CloseWrite says the inner sends nothing more; records the root still
+// has for it keep arriving until the root closes (ServeLogs returns).
+func (c *Conn) CloseWrite() error {
+	if w, ok := c.c.(interface{ CloseWrite() error }); ok {
+		return w.CloseWrite()
+	}
+	return nil
+}
+
 // droppedRecord is the review-log record for records the root could not
 // send, in the log's shape (every record has a requestId and decidedBy).
 func droppedRecord(n int64, node string) []byte {

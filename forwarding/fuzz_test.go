@@ -14,6 +14,7 @@ func seedBodies(f *testing.F) {
 		Hello{Proto: Proto, Min: 1, Max: 1, Software: "permwrap"},
 		Welcome{Version: 1, Parent: "root", MaxRegister: MaxRegisterFrame},
 		sampleRegister(),
+		NewRegister("full", []string{"make"}, fullConfig(), nil, true),
 		Registered{Node: 1, Label: "x#1", Chain: []string{"root", "x#1"}},
 		Refused{Reason: "no"},
 		Log{Line: `{"a":1}`},
@@ -82,6 +83,17 @@ func normalize(m Message) Message {
 		fix(x.Config.HardGuards)
 		for i := range x.Config.Scopes {
 			fix(&x.Config.Scopes[i])
+		}
+		if len(x.Config.Projects) == 0 {
+			x.Config.Projects = nil
+		}
+		for i := range x.Config.Projects {
+			if len(x.Config.Projects[i].Data) == 0 {
+				x.Config.Projects[i].Data = nil
+			}
+		}
+		if len(x.Config.Protect) == 0 {
+			x.Config.Protect = nil
 		}
 		return x
 	case Registered:

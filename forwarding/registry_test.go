@@ -414,3 +414,53 @@ func TestExplainLayers(t *testing.T) {
 		t.Fatalf("the deciding layer is marked: %s", v)
 	}
 }
+
+// Strictest (the supervisor's hot path) picks the same answer as Judge,
+// layer for layer, whatever the mix of answers.
+func TestStrictestIsJudge(t *testing.T) {
+	policies := []string{
+		`{"extends": "none", "permission": {"*": "allow"}}`,
+		`{"extends": "none", "permission": {"*": "allow", "write": {"/w/a": "deny", "/w/b": "ask"}}}`,
+		`{"extends": "none", "permission": {"*": "ask", "write": {"/w/**": "allow"}}}`,
+		`{"extends": "none", "permission": {"*": "allow", "write": {"/w/b": "deny", "/w/c": "ask"}}}`,
+	}
+	hard := withHard(`{"protectedWrites": ["/w/c"]}`)
+	var cfgs []engine.Config
+	for i, p := range policies {
+		if i == 3 {
+			cfgs = append(cfgs, cfg(p, hard))
+		} else {
+			cfgs = append(cfgs, cfg(p))
+		}
+	}
+	paths := []string{"/w/a", "/w/b", "/w/c", "/w/d", "/elsewhere"}
+	// Every chain of 1 to 3 layers drawn from the policies.
+	var chains [][]int
+	for a := range cfgs {
+		chains = append(chains, []int{a})
+		for b := range cfgs {
+			chains = append(chains, []int{a, b})
+			for c := range cfgs {
+				chains = append(chains, []int{a, b, c})
+			}
+		}
+	}
+	for _, ch := range chains {
+		var cs []engine.Config
+		for _, i := range ch {
+			cs = append(cs, cfgs[i])
+		}
+		layers, _, err := OfflineChain(nil, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			judge := func(pol *engine.Policy) engine.Result { return pol.DecidePath(engine.AccessWrite, p) }
+			_, v := Judge(layers, judge, identity)
+			got := Strictest(layers, judge, identity)
+			if got.Action != v.Result.Action || got.HumanOnly != v.Result.HumanOnly || got.Rule != v.Result.Rule {
+				t.Errorf("chain %v, %s: Strictest %v, Judge %v", ch, p, got, v.Result)
+			}
+		}
+	}
+}

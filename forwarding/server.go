@@ -38,9 +38,13 @@ const (
 	EventProtocol                        // a malformed, oversized or unexpected message; the connection was closed
 	EventDone                            // a keeper said its subtree is empty
 	EventClosed                          // a registered node's connection closed
+	// EventProbe: a connection closed before it asked for anything (an
+	// inner permwrap checking that a parent answers, `permwrap doctor`
+	// asking which node it is in). Not an error.
+	EventProbe
 )
 
-var eventNames = [...]string{"", "registered", "refused", "protocol-error", "done", "closed"}
+var eventNames = [...]string{"", "registered", "refused", "protocol-error", "done", "closed", "probe"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -107,6 +111,10 @@ type Server struct {
 	stop    chan struct{}
 	kick    chan struct{}
 }
+
+// sinkDrainTimeout bounds how long a closing connection waits for its
+// node's queued records to be sent.
+const sinkDrainTimeout = 2 * time.Second
 
 // ErrBusy is a knock beyond MaxPending, or after Close: the supervisor
 // answers the knock with EUSERS.
@@ -259,6 +267,10 @@ func (s *Server) serve(c net.Conn, r io.Reader, peer Peer) {
 
 	// hello
 	m, err := s.read(r, MaxFrame, false)
+	if errors.Is(err, io.EOF) {
+		s.event(Event{Kind: EventProbe, Peer: peer})
+		return
+	}
 	if err != nil {
 		fail(EventProtocol, nil, err)
 		return
@@ -285,6 +297,10 @@ func (s *Server) serve(c net.Conn, r io.Reader, peer Peer) {
 
 	// register
 	m, err = s.read(r, MaxRegisterFrame, true)
+	if errors.Is(err, io.EOF) {
+		s.event(Event{Kind: EventProbe, Peer: peer, Node: parent})
+		return
+	}
 	if err != nil {
 		fail(EventProtocol, nil, err)
 		return
@@ -339,7 +355,13 @@ func (s *Server) serve(c net.Conn, r io.Reader, peer Peer) {
 		delete(s.sinks, n)
 		s.mu.Unlock()
 		if sink != nil {
+			// What is queued still goes out before the connection is
+			// closed (the keeper reads until then), for a while.
 			sink.close()
+			select {
+			case <-sink.done:
+			case <-time.After(sinkDrainTimeout):
+			}
 		}
 		s.kickJanitor()
 	}()

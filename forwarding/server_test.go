@@ -476,3 +476,44 @@ func TestKnockUnanswered(t *testing.T) {
 		t.Fatalf("SelfSeccomp: %d %d %v", mode, filters, err)
 	}
 }
+
+// A connection closed before it asks for anything (an inner permwrap
+// checking that a parent answers, `permwrap doctor` asking which node it
+// is in) is a probe, not a protocol error, and leaves nothing behind.
+func TestServerProbe(t *testing.T) {
+	s := newServerWorld(t, ServerOptions{MaxPending: 2})
+	c, peer, err := s.knock(s.agent, os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ { // more than MaxPending: each probe frees its slot
+		if i > 0 {
+			f, err := s.srv.Accept(peer)
+			if err != nil {
+				t.Fatalf("knock %d: %v", i, err)
+			}
+			nc, err := net.FileConn(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c = NewConn(nc)
+		}
+		if i%2 == 1 {
+			if wel, err := c.Handshake(5*time.Second, "doctor"); err != nil || wel.Parent != "root" {
+				t.Fatalf("handshake: %+v %v", wel, err)
+			}
+		}
+		c.Close()
+		if ev := s.ev.wait(t, EventProbe); ev.Err != nil {
+			t.Fatalf("probe event with an error: %v", ev)
+		}
+	}
+	s.ev.mu.Lock()
+	defer s.ev.mu.Unlock()
+	for _, ev := range s.ev.l {
+		if ev.Kind != EventProbe {
+			t.Errorf("a probe caused %v", ev)
+		}
+	}
+}

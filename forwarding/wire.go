@@ -53,6 +53,8 @@ const (
 	MaxPathBytes   = 4096 // file names and Env paths
 	MaxReasonBytes = 4096 // refusal reasons, error texts
 	MaxWarnings    = 32
+	MaxProjects    = 32              // project policies of one node (the chain from the repository root)
+	MaxProtect     = 256             // protected paths of one node
 	MaxLogLine     = MaxFrame - 1024 // one review-log record, JSON-escaped into a frame
 	maxJSONDepth   = 8
 	maxChainLabels = 64
@@ -118,13 +120,48 @@ type WireFile struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// WireConfig is a node's configuration as the inner read it: the same
-// files engine.ReadConfig reads. A nil Global means the root's embedded
-// default policy.
+// WireConfig is a node's configuration as the inner read it: what
+// engine.ReadConfig gave the inner's loader (engine.Config), files as
+// their exact bytes. A nil Global means the root's embedded default
+// policy.
 type WireConfig struct {
 	Global     *WireFile  `json:"global"`
 	HardGuards *WireFile  `json:"hardGuards"`
 	Scopes     []WireFile `json:"scopes"`
+	// Projects are the project policies (.permwrap/policy.jsonc) the
+	// inner found, with the trust its own trust record gave them: an
+	// untrusted one only tightens the node's layer. (Trust is believed:
+	// it decides only how loose the node's own layer is, and no layer
+	// loosens another.)
+	Projects []WireProject `json:"projects,omitempty"`
+	// Profile is --profile ("" leaves it to the global policy's
+	// "extends"); DefaultExtends the base of a global policy that names
+	// none: absent means engine.DefaultProfile, "none" no base.
+	Profile        string `json:"profile,omitempty"`
+	DefaultExtends string `json:"defaultExtends,omitempty"`
+	// ScopesRequired: a --policy file that cannot be read or compiled is
+	// an error (the inner ran without --policy-optional).
+	ScopesRequired bool `json:"scopesRequired,omitempty"`
+	// Protect are the paths the inner protects from its subtree (its
+	// configuration, its review log and state, its project policies, its
+	// binary): write denies in the node's layer, above its rules.
+	Protect []WireProtected `json:"protect,omitempty"`
+}
+
+// WireProject is one project policy and its trust.
+type WireProject struct {
+	Name      string `json:"name"`
+	Data      []byte `json:"data"`
+	Dir       string `json:"dir"`
+	Trusted   bool   `json:"trusted,omitempty"`
+	Untrusted string `json:"untrusted,omitempty"` // why not, for messages
+}
+
+// WireProtected is one protected path.
+type WireProtected struct {
+	Path   string `json:"path"`
+	Tree   bool   `json:"tree,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // WireEnv is what the node's patterns expand with.
@@ -141,7 +178,8 @@ type Register struct {
 	Config WireConfig `json:"config"`
 	Env    WireEnv    `json:"env"`
 	Yolo   bool       `json:"yolo,omitempty"`
-	Log    bool       `json:"log,omitempty"` // send the subtree's review-log records
+	Audit  bool       `json:"audit,omitempty"` // --audit: the node's own layer lets its asks and denials through, logged
+	Log    bool       `json:"log,omitempty"`   // send the subtree's review-log records
 }
 
 // Registered answers Register (root → inner).
@@ -550,6 +588,43 @@ func (m Register) Validate() error {
 			return err
 		}
 	}
+	if len(m.Config.Projects) > MaxProjects {
+		return wireErr(TypeRegister, "more than %d project policies", MaxProjects)
+	}
+	for _, pr := range m.Config.Projects {
+		f := WireFile{Name: pr.Name, Data: pr.Data}
+		if err := f.validate("project policy", false); err != nil {
+			return err
+		}
+		if err := validAbsPath(TypeRegister, "project directory", pr.Dir); err != nil || pr.Dir == "" {
+			if err == nil {
+				err = wireErr(TypeRegister, "project policy %s has no directory", pr.Name)
+			}
+			return err
+		}
+		if err := validText(TypeRegister, "project trust", pr.Untrusted, MaxReasonBytes); err != nil {
+			return err
+		}
+	}
+	for _, x := range []struct{ field, v string }{{"profile", m.Config.Profile}, {"defaultExtends", m.Config.DefaultExtends}} {
+		if x.v != "" && !ValidName(x.v) {
+			return wireErr(TypeRegister, "%s %q is not a profile name", x.field, x.v)
+		}
+	}
+	if len(m.Config.Protect) > MaxProtect {
+		return wireErr(TypeRegister, "more than %d protected paths", MaxProtect)
+	}
+	for _, pr := range m.Config.Protect {
+		if pr.Path == "" {
+			return wireErr(TypeRegister, "a protected path is empty")
+		}
+		if err := validAbsPath(TypeRegister, "protected path", pr.Path); err != nil {
+			return err
+		}
+		if err := validText(TypeRegister, "protection reason", pr.Reason, MaxReasonBytes); err != nil {
+			return err
+		}
+	}
 	for _, p := range []struct{ name, v string }{{"home", m.Env.Home}, {"workspace", m.Env.Workspace}, {"tmpdir", m.Env.TmpDir}} {
 		if err := validAbsPath(TypeRegister, p.name, p.v); err != nil {
 			return err
@@ -572,25 +647,42 @@ func (m Register) EngineConfig() engine.Config {
 		}
 		return &engine.File{Name: f.Name, Data: d}
 	}
+	wc := m.Config
 	cfg := engine.Config{
-		Global:     file(m.Config.Global),
-		HardGuards: file(m.Config.HardGuards),
-		Env:        engine.Env{Home: m.Env.Home, Workspace: m.Env.Workspace, TmpDir: m.Env.TmpDir},
-		Yolo:       m.Yolo,
+		Global:         file(wc.Global),
+		HardGuards:     file(wc.HardGuards),
+		Profile:        wc.Profile,
+		DefaultExtends: wc.DefaultExtends,
+		ScopesRequired: wc.ScopesRequired,
+		Env:            engine.Env{Home: m.Env.Home, Workspace: m.Env.Workspace, TmpDir: m.Env.TmpDir},
+		Yolo:           m.Yolo,
+		Audit:          m.Audit,
 	}
-	for _, s := range m.Config.Scopes {
+	// An inner that did not say (an older one) read its global policy
+	// with the default base, as engine.ReadConfig does; "none" is none.
+	if cfg.DefaultExtends == "" {
+		cfg.DefaultExtends = engine.DefaultProfile
+	}
+	for _, s := range wc.Scopes {
 		if s.Unreadable {
 			cfg.Scopes = append(cfg.Scopes, engine.File{Name: s.Name, Data: nil})
 			continue
 		}
 		cfg.Scopes = append(cfg.Scopes, *file(&s))
 	}
+	for _, pr := range wc.Projects {
+		f := file(&WireFile{Name: pr.Name, Data: pr.Data})
+		cfg.Projects = append(cfg.Projects, engine.Project{File: *f, Dir: pr.Dir, Trusted: pr.Trusted, Untrusted: pr.Untrusted})
+	}
+	for _, pr := range wc.Protect {
+		cfg.Protect = append(cfg.Protect, engine.Protected{Path: pr.Path, Tree: pr.Tree, Reason: pr.Reason})
+	}
 	return cfg
 }
 
 // WireConfigOf is the inverse of EngineConfig: how an inner permwrap
-// sends what engine.ReadConfig read. warnings name scopes it could not
-// read (their Data is nil).
+// sends what its loader read (engine.Policy.Config). warnings name
+// scopes it could not read (their Data is nil).
 func WireConfigOf(cfg engine.Config, warnings []engine.Warning) (WireConfig, WireEnv) {
 	file := func(f *engine.File) *WireFile {
 		if f == nil {
@@ -598,7 +690,13 @@ func WireConfigOf(cfg engine.Config, warnings []engine.Warning) (WireConfig, Wir
 		}
 		return &WireFile{Name: f.Name, Data: f.Data}
 	}
-	wc := WireConfig{Global: file(cfg.Global), HardGuards: file(cfg.HardGuards), Scopes: []WireFile{}}
+	wc := WireConfig{
+		Global: file(cfg.Global), HardGuards: file(cfg.HardGuards), Scopes: []WireFile{},
+		Profile: cfg.Profile, DefaultExtends: cfg.DefaultExtends, ScopesRequired: cfg.ScopesRequired,
+	}
+	if wc.DefaultExtends == "" {
+		wc.DefaultExtends = engine.ExtendsNone // "" on the wire means the default
+	}
 	for _, s := range cfg.Scopes {
 		wf := WireFile{Name: s.Name, Data: s.Data}
 		if s.Data == nil {
@@ -611,7 +709,30 @@ func WireConfigOf(cfg engine.Config, warnings []engine.Warning) (WireConfig, Wir
 		}
 		wc.Scopes = append(wc.Scopes, wf)
 	}
+	for _, pr := range cfg.Projects {
+		wc.Projects = append(wc.Projects, WireProject{Name: pr.Name, Data: pr.Data, Dir: pr.Dir, Trusted: pr.Trusted, Untrusted: elideString(sanitizeText(pr.Untrusted), MaxReasonBytes)})
+	}
+	for _, pr := range cfg.Protect {
+		if pr.Path == "" {
+			continue
+		}
+		// The root checks the paths are absolute and clean; a relative
+		// one (a log.path the policy names relatively) is where the inner
+		// would open it: from its working directory.
+		if abs, err := filepath.Abs(pr.Path); err == nil {
+			pr.Path = abs
+		}
+		wc.Protect = append(wc.Protect, WireProtected{Path: pr.Path, Tree: pr.Tree, Reason: elideString(sanitizeText(pr.Reason), MaxReasonBytes)})
+	}
 	return wc, WireEnv{Home: cfg.Env.Home, Workspace: cfg.Env.Workspace, TmpDir: cfg.Env.TmpDir}
+}
+
+// NewRegister is the registration an inner permwrap sends: its name, its
+// command, the configuration its loader compiled (policy.Config()) and
+// the loader's warnings, and whether it wants its subtree's records.
+func NewRegister(name string, argv []string, cfg engine.Config, warnings []engine.Warning, wantLog bool) Register {
+	wc, we := WireConfigOf(cfg, warnings)
+	return Register{Name: name, Argv: append([]string(nil), argv...), Config: wc, Env: we, Yolo: cfg.Yolo, Audit: cfg.Audit, Log: wantLog}
 }
 
 const maxLabelBytes = MaxNameBytes + 12 // name#id

@@ -38,6 +38,107 @@ func sampleRegister() Register {
 	}
 }
 
+// fullConfig is an engine.Config with every field set, as an inner's
+// loader could produce it.
+func fullConfig() engine.Config {
+	return engine.Config{
+		Global:     &engine.File{Name: "/c/policy.jsonc", Data: []byte(`{"extends": "strict", "permission": {"write": {"/ws/**": "allow"}}}`)},
+		HardGuards: &engine.File{Name: "/c/hard-guards.jsonc", Data: []byte(`{"protectedWrites": ["/ws/.git/hooks/**"]}`)},
+		Scopes:     []engine.File{{Name: "/s.jsonc", Data: []byte(`{"permission": {"write": {"/ws/x": "deny"}}}`)}, {Name: "/gone.jsonc"}},
+		Projects: []engine.Project{
+			{File: engine.File{Name: "/ws/.permwrap/policy.jsonc", Data: []byte(`{"permission": {"write": {"/ws/p": "ask"}}}`)}, Dir: "/ws", Trusted: true},
+			{File: engine.File{Name: "/ws/sub/.permwrap/policy.jsonc", Data: []byte(`{}`)}, Dir: "/ws/sub", Untrusted: "never trusted"},
+		},
+		Profile:        "read-only",
+		DefaultExtends: engine.DefaultProfile,
+		ScopesRequired: true,
+		Protect:        []engine.Protected{{Path: "/c", Tree: true, Reason: "config"}, {Path: "/bin/permwrap", Reason: "binary"}},
+		Env:            engine.Env{Home: "/h", Workspace: "/ws", TmpDir: "/tmp"},
+		Yolo:           true,
+		Audit:          true,
+	}
+}
+
+// TestWireCarriesEveryConfigField: what the inner's loader read reaches
+// the root whole, so the root compiles exactly the inner's policy. A
+// field added to engine.Config fails here until the wire carries it.
+func TestWireCarriesEveryConfigField(t *testing.T) {
+	c := fullConfig()
+	v := reflect.ValueOf(c)
+	for i := 0; i < v.NumField(); i++ {
+		if v.Field(i).IsZero() {
+			t.Fatalf("fullConfig leaves engine.Config.%s unset: set it, and carry it on the wire", v.Type().Field(i).Name)
+		}
+	}
+	reg := NewRegister("inner", []string{"make", "test"}, c, nil, true)
+	var buf bytes.Buffer
+	if err := WriteMessage(&buf, reg); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMessage(&buf, MaxRegisterFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.(Register).EngineConfig()
+	if !reflect.DeepEqual(got, c) {
+		t.Fatalf("the configuration changed on the wire:\ngot  %+v\nwant %+v", got, c)
+	}
+	// No base named: "none" must stay none, absent (an older inner)
+	// must mean the default.
+	c.DefaultExtends = ""
+	if got := NewRegister("x", []string{"x"}, c, nil, false).EngineConfig(); got.DefaultExtends != engine.ExtendsNone {
+		t.Fatalf("no default base became %q", got.DefaultExtends)
+	}
+	if got := (Register{Name: "x", Argv: []string{"x"}}).EngineConfig(); got.DefaultExtends != engine.DefaultProfile {
+		t.Fatalf("an absent default base became %q", got.DefaultExtends)
+	}
+}
+
+// TestWireConfigCompilesTheSame: the root's compile of what an inner
+// read answers like the inner's own.
+func TestWireConfigCompilesTheSame(t *testing.T) {
+	c := fullConfig()
+	c.Scopes = c.Scopes[:1]
+	c.Yolo, c.Audit = false, false
+	inner, _, err := engine.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _, err := engine.Compile(NewRegister("x", []string{"x"}, inner.Config(), nil, false).EngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []engine.Check{
+		{Surface: engine.SurfaceWrite, Value: "/ws/a"}, {Surface: engine.SurfaceWrite, Value: "/ws/x"},
+		{Surface: engine.SurfaceWrite, Value: "/ws/p"}, {Surface: engine.SurfaceWrite, Value: "/ws/.git/hooks/x"},
+		{Surface: engine.SurfaceWrite, Value: "/c/policy.jsonc"}, {Surface: engine.SurfaceWrite, Value: "/bin/permwrap"},
+		{Surface: engine.SurfaceRead, Value: "/h/.ssh/id_rsa"}, {Surface: engine.SurfaceBash, Value: "git push"},
+	} {
+		if a, b := inner.Decide(ch), root.Decide(ch); a.Action != b.Action || a.Rule.Pattern != b.Rule.Pattern {
+			t.Errorf("%v: inner %v, root %v", ch, a, b)
+		}
+	}
+}
+
+func TestRegisterRefusesBadConfig(t *testing.T) {
+	for name, mut := range map[string]func(*Register){
+		"relative protect":   func(r *Register) { r.Config.Protect = []WireProtected{{Path: "rel"}} },
+		"empty protect":      func(r *Register) { r.Config.Protect = []WireProtected{{}} },
+		"unclean protect":    func(r *Register) { r.Config.Protect = []WireProtected{{Path: "/a/../b"}} },
+		"project no dir":     func(r *Register) { r.Config.Projects = []WireProject{{Name: "p", Data: []byte("{}")}} },
+		"project rel dir":    func(r *Register) { r.Config.Projects = []WireProject{{Name: "p", Dir: "ws"}} },
+		"profile control":    func(r *Register) { r.Config.Profile = "a\x1b" },
+		"too many projects":  func(r *Register) { r.Config.Projects = make([]WireProject, MaxProjects+1) },
+		"too many protected": func(r *Register) { r.Config.Protect = make([]WireProtected, MaxProtect+1) },
+	} {
+		r := sampleRegister()
+		mut(&r)
+		if err := r.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
 func TestRoundTrip(t *testing.T) {
 	msgs := []Message{
 		Hello{Proto: Proto, Min: 1, Max: 3, Software: "permwrap dev"},

@@ -86,7 +86,7 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfacePath, Value: v.value})
 		req.Access = name
 		req.Process = processInfo(nil, int(n.Pid), true)
-		req.Node = s.nodeOf(int(n.Pid))
+		req.Node = s.nodeLabel(int(n.Pid))
 		s.cfg.Log.Decided(req, false, d)
 		id = req.ID
 	}

@@ -592,43 +592,11 @@ func runAttack(t *testing.T, bin string, a attack) {
 			a.effects, got, diffs, clip(r.stdout), clip(r.stderr))
 	}
 
-	// Under permwrap: nothing may get through, by any of the effects. A
-	// race gets at least as long as bare needed to win (3×, for
-	// permwrap's slower calls), and never less than 4 s.
-	as := newAttackSetup(t, bin, a)
-	if race {
-		budget := min(max(3*bareTook, raceMin), raceCap)
-		as.s.env = []string{fmt.Sprintf("PERMWRAP_RACE_SECONDS=%g", budget.Seconds())}
-		t.Logf("bare won the race in %v; permwrap gets %v", bareTook.Round(time.Millisecond), budget.Round(time.Millisecond))
-	}
-	r = as.s.run(argv(as)...)
-	if !as.s.exists("attack-started") {
-		// A blocked attack proves nothing if the program never ran.
-		t.Errorf("the attack program did not start under permwrap (its allowed write of attack-started did not happen)\nexit: %d\nstderr: %s", r.code, clip(r.stderr))
-	}
-	checkControl(t, "under permwrap", a, as.s, r)
-	got, diffs = as.observe(t, r)
-	if got != 0 {
-		t.Errorf("attack got through permwrap: %v\nchanges to denied trees: %v\nexit: %d\nstdout: %s\nstderr: %s",
-			got, diffs, r.code, clip(r.stdout), clip(r.stderr))
-	}
-	if a.effects&runsForbidden != 0 && strings.Contains(r.stdout, "FORBIDDEN-MARKER") {
-		// The marker is printed before the forbidden program's first
-		// watched syscall; for a continued exec that slipped through,
-		// this is the residual window exec verification leaves (its
-		// next watched call, creating the marker file, must be refused
-		// and the process killed — checked above).
-		if strings.HasPrefix(a.name, "exec_race_") {
-			t.Logf("forbidden program was loaded and printed its marker before verification killed it (residual window, docs/security.md)")
-		} else {
-			t.Errorf("forbidden program ran (printed its marker) under permwrap\nstderr: %s", clip(r.stderr))
-		}
-	}
-	if a.wantStderr != "" && !strings.Contains(r.stderr, a.wantStderr) {
-		t.Errorf("under permwrap the program's stderr must show %q\nstderr: %s", a.wantStderr, clip(r.stderr))
-	}
-	if testing.Verbose() {
-		t.Logf("permwrap: exit %d; stderr:\n%s", r.code, clip(r.stderr))
+	// Under permwrap, and under a permwrap nested in it (the attack
+	// policy is the outer one's; the inner allows everything, so every
+	// block must come through the nesting): nothing may get through.
+	for _, nested := range []bool{false, true} {
+		underPermwrap(t, bin, a, argv, nested, race, bareTook, impossible != "")
 	}
 	if impossible != "" {
 		// Nothing got through, but nothing was shown either: the kernel
@@ -639,6 +607,74 @@ func runAttack(t *testing.T, bin string, a attack) {
 		t.Errorf("under permwrap the process must be killed by SIGSYS (exit %d), got exit %d\nstderr: %s",
 			128+int(unix.SIGSYS), r.code, clip(r.stderr))
 	}
+}
+
+// underPermwrap is an attack's permwrap half: in a fresh workspace, under
+// permwrap, or (nested) under a permwrap started inside it.
+func underPermwrap(t *testing.T, bin string, a attack, argv func(*attackSetup) []string, nested, race bool, bareTook time.Duration, impossible bool) {
+	t.Helper()
+	as := newAttackSetup(t, bin, a)
+	how := "under permwrap"
+	if nested {
+		how = "under a nested permwrap"
+		as.s.innerArgs = attackInner(t, as.s)
+	}
+	if race {
+		budget := min(max(3*bareTook, raceMin), raceCap)
+		as.s.env = []string{fmt.Sprintf("PERMWRAP_RACE_SECONDS=%g", budget.Seconds())}
+		t.Logf("bare won the race in %v; %s gets %v", bareTook.Round(time.Millisecond), how, budget.Round(time.Millisecond))
+	}
+	r := as.s.run(argv(as)...)
+	if !as.s.exists("attack-started") {
+		// A blocked attack proves nothing if the program never ran.
+		t.Errorf("the attack program did not start %s (its allowed write of attack-started did not happen)\nexit: %d\nstderr: %s", how, r.code, clip(r.stderr))
+	}
+	checkControl(t, how, a, as.s, r)
+	got, diffs := as.observe(t, r)
+	if got != 0 {
+		t.Errorf("attack got through %s: %v\nchanges to denied trees: %v\nexit: %d\nstdout: %s\nstderr: %s",
+			how, got, diffs, r.code, clip(r.stdout), clip(r.stderr))
+	}
+	if a.effects&runsForbidden != 0 && strings.Contains(r.stdout, "FORBIDDEN-MARKER") {
+		// The marker is printed before the forbidden program's first
+		// watched syscall; for a continued exec that slipped through,
+		// this is the residual window exec verification leaves (its
+		// next watched call, creating the marker file, must be refused
+		// and the process killed — checked above).
+		if strings.HasPrefix(a.name, "exec_race_") {
+			t.Logf("forbidden program was loaded and printed its marker before verification killed it (residual window, docs/security.md)")
+		} else {
+			t.Errorf("forbidden program ran (printed its marker) %s\nstderr: %s", how, clip(r.stderr))
+		}
+	}
+	if a.wantStderr != "" && !strings.Contains(r.stderr, a.wantStderr) {
+		t.Errorf("%s the program's stderr must show %q\nstderr: %s", how, a.wantStderr, clip(r.stderr))
+	}
+	if testing.Verbose() {
+		t.Logf("%s: exit %d; stderr:\n%s", how, r.code, clip(r.stderr))
+	}
+	// (When the kernel itself refuses the attack, it is not permwrap's
+	// SIGSYS that ends it.)
+	if a.sigsys && !impossible && r.code != 128+int(unix.SIGSYS) {
+		t.Errorf("%s the process must be killed by SIGSYS (exit %d), got exit %d\nstderr: %s",
+			how, 128+int(unix.SIGSYS), r.code, clip(r.stderr))
+	}
+}
+
+// attackInner is the inner permwrap of the nested mode: a policy that
+// allows everything (so the outer attack policy alone must block), its
+// own configuration directory.
+func attackInner(t *testing.T, s *sandbox) []string {
+	t.Helper()
+	dir := filepath.Join(s.dir, "inner-config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := `{"extends": "none", "permission": {"*": "allow"}}`
+	if err := os.WriteFile(filepath.Join(dir, "policy.jsonc"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{permwrapBin, "--config-dir", dir, "--name", "inner", "--"}
 }
 
 // Races (every *_race_* attack, see testdata/attacks/common.h) run until

@@ -84,6 +84,7 @@ type openCall struct {
 	// installed by perform; the kernel's refusal of that open; or the
 	// note that it was decided on as holding no content.
 	opened       *os.File
+	openedSecret bool // what opened holds looks secret
 	openErr      error
 	assumedPlain bool
 	// retry: an existing file opened without O_CREAT vanished before

@@ -70,6 +70,14 @@ func looksSecret(path string, f *os.File) bool {
 
 func (c *openCall) judgeContent(p *engine.Policy, v verdict) verdict {
 	r := c.path
+	if c.opened != nil {
+		// Looked at already, for another layer of a nested chain.
+		v.result = p.DecidePathContent(c.access, r.Path, c.openedSecret)
+		return v
+	}
+	if c.openErr != nil {
+		return v
+	}
 	plain := func() verdict {
 		v.result = p.DecidePathContent(c.access, r.Path, false)
 		return v
@@ -105,7 +113,8 @@ func (c *openCall) judgeContent(p *engine.Policy, v verdict) verdict {
 		return v
 	}
 	c.opened = f
-	v.result = p.DecidePathContent(c.access, r.Path, looksSecret(r.Path, f))
+	c.openedSecret = looksSecret(r.Path, f)
+	v.result = p.DecidePathContent(c.access, r.Path, c.openedSecret)
 	return v
 }
 

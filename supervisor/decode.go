@@ -181,12 +181,16 @@ func (d *decoder) path(dirArg, pathArg int, flags pin.ResolveFlags) (*pin.Resolv
 	if err != nil {
 		return nil, "", err
 	}
-	dirfd := unix.AT_FDCWD
-	if dirArg != argNone {
-		dirfd = d.fdArg(dirArg)
-	}
-	r, err := d.resolve(dirfd, p, flags)
+	r, err := d.resolve(d.dirfd(dirArg), p, flags)
 	return r, p, err
+}
+
+// dirfd is the dirfd argument dirArg; argNone is AT_FDCWD.
+func (d *decoder) dirfd(dirArg int) int {
+	if dirArg == argNone {
+		return unix.AT_FDCWD
+	}
+	return d.fdArg(dirArg)
 }
 
 // fdObject names the target's open file fd (fchmod and friends): it is
@@ -301,7 +305,18 @@ func (d *decoder) open(dirArg, pathArg, flags int, mode uint32, resolve uint64) 
 	if flags&oTmpfileBit != 0 && (flags&(unix.O_TMPFILE|unix.O_CREAT) != unix.O_TMPFILE || flags&unix.O_ACCMODE == unix.O_RDONLY) {
 		return nil, kernelErr(unix.EINVAL, "O_TMPFILE needs O_DIRECTORY, a write mode and no O_CREAT")
 	}
-	r, _, err := d.path(dirArg, pathArg, pin.OpenHowResolveFlags(flags, resolve))
+	p, err := d.str(pathArg, maxPath, "path")
+	if err != nil {
+		return nil, err
+	}
+	// An inner permwrap's knock (nodes.go), recognised on the path as
+	// read, before anything is resolved.
+	if resolve == 0 && couldKnock(flags) {
+		if k, err := d.knock(p, flags); k != nil || err != nil {
+			return k, err
+		}
+	}
+	r, err := d.resolve(d.dirfd(dirArg), p, pin.OpenHowResolveFlags(flags, resolve))
 	if err != nil {
 		return nil, err
 	}

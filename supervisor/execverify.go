@@ -356,6 +356,7 @@ func (v *execVerifier) fail(p *pendingExec, what string, err error) {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfaceExec, Value: p.command})
 		req.Access = "exec"
 		req.Process = authority.Process{PID: p.tgid}
+		req.Node = s.nodeLabel(p.tgid)
 		reason := "the executed image or argv differs from the checked one"
 		if err != nil {
 			reason = "the exec could not be verified: " + err.Error()

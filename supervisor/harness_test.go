@@ -56,6 +56,9 @@ type sandbox struct {
 	// prefix, when set, is a command run and bare are started through
 	// (it execs its arguments), such as a private mount namespace.
 	prefix []string
+	// innerArgs, when set, run the command under a nested permwrap:
+	// `permwrap … -- innerArgs… argv…` (innerArgs end with "--").
+	innerArgs []string
 }
 
 // requireSupervision skips (or, under PERMWRAP_REQUIRE_KERNEL=1, fails)
@@ -117,8 +120,8 @@ func (s *sandbox) run(argv ...string) result {
 // runWith is run with a hook called once permwrap has started.
 func (s *sandbox) runWith(onStart func(*exec.Cmd), argv ...string) result {
 	s.t.Helper()
-	args := append([]string{permwrapBin, "--log", s.logPath, "--workspace", s.workspace, "--"}, argv...)
-	args = append(append([]string(nil), s.prefix...), args...)
+	args := append([]string{permwrapBin, "--log", s.logPath, "--workspace", s.workspace, "--"}, s.innerArgs...)
+	args = append(append([]string(nil), s.prefix...), append(args, argv...)...)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = s.workspace
 	cmd.Env = append(os.Environ(),

@@ -126,21 +126,9 @@ func runSandboxStage() int {
 	if err != nil {
 		return fail(initExitInternal, "init stage: %v", err)
 	}
-	// The lookup uses the command's PATH, not the init stage's.
-	for _, kv := range spec.Env {
-		if strings.HasPrefix(kv, "PATH=") {
-			os.Setenv("PATH", kv[len("PATH="):])
-		}
-	}
-	path, err := exec.LookPath(spec.Argv[0])
+	path, code, err := lookCommand(spec.Argv[0], spec.Env)
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return fail(initExitNotFound, "%s: command not found", spec.Argv[0])
-		}
-		if errors.Is(err, os.ErrPermission) {
-			return fail(initExitNoExec, "%s: permission denied", spec.Argv[0])
-		}
-		return fail(initExitNotFound, "%s: %v", spec.Argv[0], err)
+		return fail(code, "%v", err)
 	}
 	// No core dumps: the kernel writes them itself, in the process's
 	// working directory, past every check (docs/security.md). The hard
@@ -164,6 +152,11 @@ func runSandboxStage() int {
 	}
 	lfd, used, err := notify.Install(prog)
 	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EBUSY) {
+			// An outer supervisor's filter refuses a listener of our own,
+			// and it did not answer the knock (docs/nesting.md).
+			return fail(initExitInternal, "nested under a supervisor that did not answer (a permwrap without nesting, or another seccomp supervisor): refusing to run the command with fewer rules than it enforces (%v)", err)
+		}
 		return fail(initExitInternal, "seccomp: %v", err)
 	}
 	// The data says how the filter was loaded, which process the
@@ -182,12 +175,33 @@ func runSandboxStage() int {
 	// The execve is the first notification the supervisor judges: the
 	// command itself is held to the policy like anything it runs later.
 	err = unix.Exec(path, spec.Argv, spec.Env)
-	code := initExitNoExec
+	code = initExitNoExec
 	if errors.Is(err, unix.ENOENT) {
 		code = initExitNotFound
 	}
 	fmt.Fprintf(os.Stderr, "permwrap: %s: %v\n", spec.Argv[0], err)
 	return code
+}
+
+// lookCommand finds the command as env(1) would, on the command's own
+// PATH (env, not this stage's): its path, or the exit code to use (127
+// not found, 126 not executable) and the message.
+func lookCommand(name string, env []string) (string, int, error) {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			os.Setenv("PATH", kv[len("PATH="):])
+		}
+	}
+	path, err := exec.LookPath(name)
+	switch {
+	case err == nil:
+		return path, 0, nil
+	case errors.Is(err, exec.ErrNotFound):
+		return "", initExitNotFound, fmt.Errorf("%s: command not found", name)
+	case errors.Is(err, os.ErrPermission):
+		return "", initExitNoExec, fmt.Errorf("%s: permission denied", name)
+	}
+	return "", initExitNotFound, fmt.Errorf("%s: %v", name, err)
 }
 
 // readSpec reads the whole spec from f and closes it.

@@ -239,6 +239,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	sup.tree = &tree{watchdog: watchdog}
 	sup.net.proxy, sup.net.peers = egressNet.proxy, egressNet.peers
 	sup.waitKillable = handoff&handoffWaitKillable != 0
+	// Inner permwraps register beneath the watchdog: the command's
+	// parent, to which every orphan of the tree is re-parented.
+	if err := sup.startNesting(watchdog); err != nil {
+		sup.notices.line("permwrap: nesting unavailable (a permwrap started inside will refuse to run): " + err.Error())
+	}
 	done := make(chan struct{})
 	go func() {
 		if cfg.serve != nil {

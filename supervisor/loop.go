@@ -17,6 +17,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -57,6 +58,9 @@ type supervisor struct {
 	troubleSaid atomic.Bool
 	// net is what judging network destinations needs beyond the policy.
 	net netState
+	// nest is the nesting of inner permwraps (nodes.go); nil when it
+	// could not be set up.
+	nest *nesting
 
 	asks sync.WaitGroup
 	pool pool
@@ -230,6 +234,9 @@ func (s *supervisor) receiveTrouble(err error) {
 func (s *supervisor) finish() {
 	s.cancel()
 	s.asks.Wait()
+	if s.nest != nil {
+		s.nest.close()
+	}
 	s.notices.flush()
 	if l, ok := s.cfg.Log.(*authority.Log); ok && l != nil {
 		if rules := s.cfg.Policy.SessionRules(); len(rules) > 0 {
@@ -245,6 +252,10 @@ type request struct {
 	tid  int
 	th   *pin.Thread // the calling thread as decoding looked it up, or nil
 	call call
+	// m is the node the calling process belongs to (nodes.go); nested
+	// is false for this permwrap's own processes.
+	m      forwarding.Membership
+	nested bool
 }
 
 func (r *request) close() {
@@ -287,7 +298,22 @@ func (s *supervisor) handle(n *notify.Notif) {
 		c.perform(s, n.ID)
 		return
 	}
+	if k, ok := c.(*knockCall); ok {
+		// An inner permwrap asking for its parent (nodes.go): answered,
+		// not judged, once the knocker is known to be the caller.
+		d.release()
+		if s.l.IDValid(n.ID) == nil {
+			k.perform(s, n.ID)
+		}
+		return
+	}
 	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c}
+	// Which permwrap node the caller is in (one atomic load while no
+	// inner permwrap has registered).
+	if !s.placeRequest(r) {
+		r.close()
+		return
+	}
 	// Everything read from /proc and the target's memory is trusted only
 	// if the target is still the one that made this call.
 	if err := s.l.IDValid(n.ID); err != nil {
@@ -308,12 +334,10 @@ func (s *supervisor) handle(n *notify.Notif) {
 // answered as the kernel answers, without asking; then audit mode.
 func (s *supervisor) decide(r *request) {
 	c := r.call
-	v := c.judge(s.cfg.Policy)
-	if v.result.DependsOnContent {
-		if cc, ok := c.(contentCall); ok {
-			v = cc.judgeContent(s.cfg.Policy, v)
-		}
-	}
+	// Judged by this permwrap's policy, or for a nested caller by every
+	// layer of its node's chain (nodes.go); content rules and audit mode
+	// per policy.
+	v := s.judge(r)
 	if v.result.Action != engine.Allow {
 		if kc, ok := c.(kernelCall); ok {
 			if ans := kc.kernelAnswer(); ans.errno != 0 {
@@ -323,9 +347,6 @@ func (s *supervisor) decide(r *request) {
 			}
 		}
 	}
-	// Audit mode (--audit), the composition's last stage: an ask or deny
-	// of the composed answer is let through and logged as would_*.
-	v.result = s.cfg.Policy.Audit(v.result)
 	switch v.result.Action {
 	case engine.Allow:
 		// Answered first, recorded after: the target runs on while its
@@ -376,11 +397,9 @@ func (s *supervisor) answered(r *request, v verdict, ans kernelAnswer) {
 // ask takes a request whose answer is ask to the decider. It owns r.
 func (s *supervisor) ask(r *request, v verdict) {
 	req := s.authorityRequest(r, v)
-	if s.cfg.Log != nil {
-		s.cfg.Log.Asked(req)
-	}
+	s.logAsked(r, req)
 	var d authority.Decision
-	if v.exec != nil && len(v.exec.Analysis.Units) > 0 && !v.result.HumanOnly &&
+	if v.exec != nil && len(v.exec.Analysis.Units) > 0 && !v.result.HumanOnly && !r.nested &&
 		s.scripts.covers(s.tgidOf(r.tid), v.exec.Analysis.Units[0].Line) {
 		// A unit of a script a person already allowed for this process tree.
 		d = authority.Allowed(authority.ByUser{Via: "script approval"})
@@ -390,13 +409,9 @@ func (s *supervisor) ask(r *request, v verdict) {
 		d = s.cfg.Decider.Resolve(s.ctx, req)
 	}
 	if p, ok := d.SessionRule(); ok {
-		if _, err := s.cfg.Policy.AddSessionRule(p.Surface, p.Pattern); err != nil {
-			fmt.Fprintf(s.cfg.Stderr, "permwrap: could not add session rule %s: %v\n", p, err)
-		}
+		s.addSessionRule(r, p)
 	}
-	if s.cfg.Log != nil {
-		s.cfg.Log.Decided(req, true, d)
-	}
+	s.logDecided(r, req, true, d)
 	if d.Action() == engine.Allow && v.exec != nil {
 		if _, ok := d.DecidedBy().(authority.ByUser); ok {
 			s.scripts.approve(s.tgidOf(r.tid), v.exec)
@@ -425,14 +440,11 @@ func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decisio
 // record writes the review-log record of a decision made without asking
 // and returns the request id it was written under ("" when not written).
 func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) authority.RequestID {
-	if s.cfg.Log == nil {
-		return ""
-	}
-	if l, ok := s.cfg.Log.(*authority.Log); ok && !l.Wants(authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
+	if !s.wantsRecord(r, authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
 		return "" // not written: do not gather it
 	}
 	req := s.authorityRequest(r, v)
-	s.cfg.Log.Decided(req, asked, d)
+	s.logDecided(r, req, asked, d)
 	return req.ID
 }
 
@@ -447,7 +459,6 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	req.Access = v.access
 	req.Process = processInfo(r.th, r.tid, v.result.Action != engine.Allow)
 	req.Agent = s.cfg.Argv
-	req.Node = s.nodeOf(r.tid)
 	req.Rule = v.result.Rule
 	req.HumanOnly = v.result.HumanOnly
 	if v.exec != nil {
@@ -476,6 +487,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 		}
 		req.Suggested = authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(acc, check.Value, s.cfg.Policy.Env())}
 	}
+	s.describeNode(r, &req, v.result.Action == engine.Ask)
 	return req
 }
 
@@ -487,11 +499,6 @@ func (s *supervisor) tgidOf(tid int) int {
 	}
 	return tid
 }
-
-// nodeOf says which permwrap node a thread belongs to: "" for this one.
-// Nested wrappers register their subtrees here (the nesting issue); this
-// is the one place that question is answered.
-func (s *supervisor) nodeOf(tid int) string { return "" }
 
 // processInfo reads who made a request, for people and the log. It is
 // informational only: nothing here is used to decide. Allows (the hot

@@ -22,10 +22,15 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitInternal
 	}
-	f := notify.Probe()
 	w := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-
 	w("permwrap %s (%s/%s, %s)", version(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if nestingReport(w) {
+		// Inside a permwrap: that one enforces, and a permwrap started
+		// here hands it its policy. What this kernel offers a root is its
+		// doctor's to say (probes from inside see the outer filter).
+		return exitOK
+	}
+	f := notify.Probe()
 	w("kernel %s", f.Kernel)
 	w("")
 	w("kernel support:")

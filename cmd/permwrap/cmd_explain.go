@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/forwarding"
 )
 
 const explainAbout = `Show how the effective policy decides one access: the decision, the
@@ -23,6 +24,13 @@ destination (github.com:443, 140.82.112.3:443, [::1]:22, unix:/run/x.sock,
 udp:10.0.0.2:53); further words are the names permwrap resolved to an
 address, or the address a name resolved to (see docs/network.md).
 
+With --node FILE (repeatable), the access is judged as a process of a
+nested permwrap would be: one started inside this one with --policy FILE
+(and otherwise this configuration); a second --node nests inside the
+first. Every layer's explanation is shown, then the combined decision
+(most restrictive wins) and the layer that gave it (docs/nesting.md).
+NAME=FILE names the node (default: the file's base name).
+
 Exit status: 0 allow, 1 deny, 2 ask, 125 bad configuration or usage.`
 
 // exitAsk is explain's status for an ask.
@@ -30,9 +38,11 @@ const exitAsk = 2
 
 // cmdExplain implements `permwrap explain SURFACE VALUE`.
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", "permwrap explain [--policy FILE]... [--config-dir DIR] [--workspace DIR] [--profile P] [--yolo] [--audit] SURFACE VALUE", explainAbout, stderr)
+	fs := newFlagSet("explain", "permwrap explain [--policy FILE]... [--config-dir DIR] [--workspace DIR] [--profile P] [--yolo] [--audit] [--node [NAME=]FILE]... SURFACE VALUE", explainAbout, stderr)
 	var pf policyFlags
 	pf.register(fs, policyFlagSet{modes: true})
+	var nodes scopeList
+	fs.Var(&nodes, "node", "judge as a process of a nested permwrap started with --policy `FILE` (repeatable: each nests in the previous; NAME=FILE names it)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -56,44 +66,121 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		printErr(stderr, "permwrap: ", err)
 		return exitInternal
 	}
-	p := ld.policy
-	var d engine.DecisionExplanation
+	// explainIn explains the access with one policy; nil error.
+	var explainIn func(p *engine.Policy) engine.DecisionExplanation
 	switch surface {
 	case engine.SurfaceBash:
 		// Files the line sources are read, so their commands are shown.
-		d = p.ExplainCommandIn(strings.Join(fs.Args()[1:], " "), engine.ScriptContext{ReadFile: engine.FSReader(os.DirFS("/"))})
+		line := strings.Join(fs.Args()[1:], " ")
+		explainIn = func(p *engine.Policy) engine.DecisionExplanation {
+			return p.ExplainCommandIn(line, engine.ScriptContext{ReadFile: engine.FSReader(os.DirFS("/"))})
+		}
 	case engine.SurfaceNet:
 		in, err := engine.ParseNetTarget(fs.Arg(1), fs.Args()[2:])
 		if err != nil {
 			fmt.Fprintln(stderr, "permwrap explain: net:", err)
 			return exitInternal
 		}
-		d = p.ExplainNet(in)
+		explainIn = func(p *engine.Policy) engine.DecisionExplanation { return p.ExplainNet(in) }
 	default:
 		path, err := absPath(fs.Arg(1), ld.env.Home)
 		if err != nil {
 			fmt.Fprintln(stderr, "permwrap explain:", err)
 			return exitInternal
 		}
-		switch surface {
-		case engine.SurfaceRead:
-			d = p.ExplainPath(engine.AccessRead, path)
-		case engine.SurfaceWrite:
-			d = p.ExplainPath(engine.AccessWrite, path)
-		case engine.SurfaceExec:
-			d = p.ExplainPath(engine.AccessExec, path)
-		default:
-			d = p.ExplainDecision(engine.Check{Surface: engine.SurfacePath, Value: path})
+		explainIn = func(p *engine.Policy) engine.DecisionExplanation {
+			switch surface {
+			case engine.SurfaceRead:
+				return p.ExplainPath(engine.AccessRead, path)
+			case engine.SurfaceWrite:
+				return p.ExplainPath(engine.AccessWrite, path)
+			case engine.SurfaceExec:
+				return p.ExplainPath(engine.AccessExec, path)
+			}
+			return p.ExplainDecision(engine.Check{Surface: engine.SurfacePath, Value: path})
 		}
 	}
-	fmt.Fprint(stdout, d)
-	switch d.Result.Action {
+	var action engine.Action
+	if len(nodes) == 0 {
+		d := explainIn(ld.policy)
+		fmt.Fprint(stdout, d)
+		action = d.Result.Action
+	} else {
+		layers, err := nestedLayers(ld.policy, nodes)
+		if err != nil {
+			printErr(stderr, "permwrap explain: ", err)
+			return exitInternal
+		}
+		action = explainNested(stdout, layers, explainIn)
+	}
+	switch action {
 	case engine.Allow:
 		return exitOK
 	case engine.Ask:
 		return exitAsk
 	}
 	return exitFailure
+}
+
+// nestedLayers builds the chain of a nested set-up offline: this
+// configuration at the root, and for each --node FILE a node started
+// with --policy FILE on top of the same configuration, each inside the
+// previous. The root's --yolo and --audit are its own.
+func nestedLayers(root *engine.Policy, nodes []string) ([]forwarding.Layer, error) {
+	base := root.Config()
+	names := []string{"root"}
+	cfgs := []engine.Config{base}
+	for _, spec := range nodes {
+		name, file := "", spec
+		if i := strings.IndexByte(spec, '='); i > 0 && forwarding.ValidName(spec[:i]) {
+			name, file = spec[:i], spec[i+1:]
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--node %s: %w", spec, err)
+		}
+		if name == "" {
+			name = forwarding.SanitizeName(strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
+		}
+		c := base
+		c.Scopes = append(append([]engine.File(nil), base.Scopes...), engine.File{Name: file, Data: data})
+		c.ScopesRequired, c.Yolo, c.Audit = true, false, false
+		names = append(names, name)
+		cfgs = append(cfgs, c)
+	}
+	layers, _, err := forwarding.OfflineChain(names, cfgs)
+	return layers, err
+}
+
+// explainNested shows every layer's explanation and the combined answer.
+func explainNested(w io.Writer, layers []forwarding.Layer, explainIn func(*engine.Policy) engine.DecisionExplanation) engine.Action {
+	var each []engine.DecisionExplanation // in layer order, as Judge asks
+	d, v := forwarding.Judge(layers, func(p *engine.Policy) engine.DecisionExplanation {
+		d := explainIn(p)
+		each = append(each, d)
+		return d
+	}, func(d engine.DecisionExplanation) engine.Result { return d.Result })
+	for i, l := range v.Layers {
+		what := "this configuration"
+		if i > 0 {
+			scopes := layers[i].Policy.Config().Scopes
+			what = "nested in " + layers[i-1].Node.Label() + ", --policy " + scopes[len(scopes)-1].Name
+		}
+		fmt.Fprintf(w, "== layer %s (%s)\n", l.Node.Label(), what)
+		for _, line := range strings.Split(strings.TrimRight(each[i].String(), "\n"), "\n") {
+			fmt.Fprintf(w, "   %s\n", line)
+		}
+	}
+	fmt.Fprintf(w, "== combined (most restrictive of %d layers wins)\n", len(layers))
+	for _, l := range v.Layers {
+		mark := " "
+		if l.Node == v.Decider {
+			mark = "*"
+		}
+		fmt.Fprintf(w, " %s %-12s %s\n", mark, l.Node.Label()+":", l.Result.Action)
+	}
+	fmt.Fprintf(w, "decision: %s, by layer %s\n", d.Result.Action, v.Decider.Label())
+	return d.Result.Action
 }
 
 // absPath expands a leading ~ and makes p absolute, clean and

@@ -22,12 +22,14 @@ type runFlags struct {
 	policyFlags
 	logPath         onceString
 	requireLandlock onceBool
+	name            onceString // nested: the node's name (nest.go)
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	f.policyFlags.register(fs, policyFlagSet{modes: true})
 	fs.Var(&f.logPath, "log", "write the review log to `FILE` (default: the policy's log.path, else $XDG_STATE_HOME/permwrap/review.jsonl)")
 	fs.Var(&f.requireLandlock, "require-landlock", "fail to start when the kernel has no Landlock")
+	fs.Var(&f.name, "name", "when run inside another permwrap, the `NAME` its prompts and logs show for this one (default: the command's base name)")
 }
 
 // cmdRun runs a command under the sandbox: permwrap [flags] -- CMD [ARG...].
@@ -55,6 +57,14 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	policy := ld.policy
+	// Inside another permwrap: hand this policy to it (nest.go).
+	switch st, err := probeParent(); st {
+	case parentAnswers:
+		return runNested(&f, ld, argv, stdin, stderr)
+	case parentBusy:
+		fmt.Fprintln(stderr, "permwrap:", err)
+		return exitInternal
+	}
 	if msg := policy.EveryExecAsks(); msg != "" {
 		printLines(stderr, "permwrap: warning: ", msg)
 	}

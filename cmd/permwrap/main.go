@@ -29,6 +29,15 @@ func realMain() int {
 	if len(os.Args) > 1 && os.Args[1] == supervisor.InitArg {
 		return supervisor.RunInit(os.Args[2:])
 	}
+	// The helper stages of a nested permwrap (nest.go).
+	if len(os.Args) == 2 {
+		switch os.Args[1] {
+		case nestKeeperArg:
+			return runNestKeeper()
+		case nestExecArg:
+			return runNestExec()
+		}
+	}
 	return run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
