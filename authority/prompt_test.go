@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // ptyScreen lends a real pseudo-terminal to the prompt, like the
@@ -32,12 +33,7 @@ type ptyScreen struct {
 func newPtyScreen(t *testing.T) *ptyScreen {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
-	if err != nil {
-		if os.Getenv("PERMWRAP_REQUIRE_KERNEL") == "1" {
-			t.Fatalf("no pseudo-terminal (PERMWRAP_REQUIRE_KERNEL=1): %v", err)
-		}
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
+	kerneltest.Need(t, "a pseudo-terminal", err)
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
 		t.Fatal(err)
 	}

@@ -759,22 +759,36 @@ func (p *Policy) suggestPathUse(u PathUse) SessionPattern {
 		s = SurfaceRead
 	}
 	if u.Tree {
+		// The tree the command named (`rm -r build`), unless it is a
+		// whole area (`rm -rf .` in the workspace): that is approved
+		// once, and widened for the session only by the person.
+		if wideArea(u.Path, p.env) {
+			return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path)}
+		}
 		return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path) + "/**"}
 	}
-	dir := path.Dir(u.Path)
-	if s == SurfaceRead || p.broadDir(dir) {
-		return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path)}
-	}
-	return SessionPattern{Surface: s, Pattern: QuoteGlob(dir) + "/**"}
+	return SessionPattern{Surface: s, Pattern: SuggestPathPattern(u.Access, u.Path, p.env)}
 }
 
 // broadDir reports whether dir is too wide to approve as a whole on the
-// strength of one file in it.
-func (p *Policy) broadDir(dir string) bool {
+// strength of one file in it: a wide area, or a directory directly in
+// the home directory (~/.ssh, ~/.config).
+func broadDir(dir string, env Env) bool {
+	if wideArea(dir, env) {
+		return true
+	}
+	home := strings.TrimSuffix(env.Home, "/")
+	return home != "" && path.Dir(dir) == home
+}
+
+// wideArea reports whether dir is /, a top-level directory, the home
+// directory, the workspace, a temporary area, or an ancestor of one of
+// them.
+func wideArea(dir string, env Env) bool {
 	if dir == "/" || strings.Count(dir, "/") < 2 {
 		return true // /, /etc, /usr
 	}
-	for _, d := range []string{p.env.Home, p.env.Workspace, p.env.TmpDir, "/tmp", "/var/tmp"} {
+	for _, d := range []string{env.Home, env.Workspace, env.TmpDir, "/tmp", "/var/tmp"} {
 		d = strings.TrimSuffix(d, "/")
 		if d == "" {
 			continue
@@ -783,8 +797,7 @@ func (p *Policy) broadDir(dir string) bool {
 			return true // the area itself, or one of its ancestors
 		}
 	}
-	home := strings.TrimSuffix(p.env.Home, "/")
-	return home != "" && path.Dir(dir) == home // ~/.ssh, ~/.config
+	return false
 }
 
 // ProgramNames lists the programs whose identity changes a decision: the
