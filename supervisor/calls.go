@@ -66,7 +66,8 @@ func closeAll(rs ...*pin.Resolved) {
 
 // writeVerdict judges a call that changes what path names.
 func writeVerdict(p *engine.Policy, access string, path *pin.Resolved) verdict {
-	return verdict{result: p.DecidePath(engine.AccessWrite, path.Path), access: access, value: path.Path}
+	return verdict{result: p.DecidePath(engine.AccessWrite, path.Path), access: access, value: path.Path,
+		touched: [2]touch{{engine.AccessWrite, path.Path}}}
 }
 
 // Opens.
@@ -86,7 +87,8 @@ func (c *openCall) judge(p *engine.Policy) verdict {
 		// does not have.
 		return verdict{result: allowUnchecked(c.path.Path), access: accessWord(c.access), value: c.path.Path}
 	}
-	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path}
+	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path,
+		touched: [2]touch{{c.access, c.path.Path}}}
 }
 
 func (c *openCall) perform(s *supervisor, id uint64) {
@@ -163,7 +165,8 @@ func (c *linkCall) close() { closeAll(c.from, c.to) }
 func moveVerdict(p *engine.Policy, kind engine.MoveKind, access string, from, to *pin.Resolved) verdict {
 	isDir := func(r *pin.Resolved) bool { return r.Exists && r.Stat.Mode&unix.S_IFMT == unix.S_IFDIR }
 	m := engine.Move{Kind: kind, From: from.Path, To: to.Path, FromDir: isDir(from), ToDir: isDir(to)}
-	return verdict{access: access, value: from.Path + " -> " + to.Path, result: p.DecideMove(m)}
+	return verdict{access: access, value: from.Path + " -> " + to.Path, result: p.DecideMove(m),
+		touched: [2]touch{{engine.AccessWrite, from.Path}, {engine.AccessWrite, to.Path}}}
 }
 
 type mkdirCall struct {
@@ -207,7 +210,7 @@ func (c *symlinkCall) judge(p *engine.Policy) verdict {
 		target = path.Join(path.Dir(link), target)
 	}
 	res := p.DecideMove(engine.Move{Kind: engine.MoveSymlink, From: target, To: link, FromDir: true})
-	return verdict{result: res, access: "symlink", value: link}
+	return verdict{result: res, access: "symlink", value: link, touched: [2]touch{{engine.AccessWrite, link}}}
 }
 func (c *symlinkCall) perform(s *supervisor, id uint64) {
 	s.answer(id, pin.Symlink(c.target, c.at))

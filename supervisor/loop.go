@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,28 +217,28 @@ func (s *supervisor) ask(r *request, v verdict) {
 	if s.cfg.Log != nil {
 		s.cfg.Log.Asked(req)
 	}
+	tgid := s.tgidOf(r.tid)
 	var d authority.Decision
-	if v.exec != nil && len(v.exec.Analysis.Units) > 0 && !v.result.HumanOnly &&
-		s.scripts.covers(s.tgidOf(r.tid), v.exec.Analysis.Units[0].Line) {
-		// A unit of a script a person already allowed for this process tree.
-		d = authority.Allowed(authority.ByUser{Via: "script approval"})
+	if sd, ok := scriptAnswer(v, s.scripts.held(tgid)); ok {
+		// One of the commands or files of a script already allowed for
+		// this process tree.
+		d = sd
 	} else if s.cfg.Decider == nil {
 		d = authority.Denied(authority.ByUnavailable{Reason: "confirmation unavailable"}, "confirmation unavailable")
 	} else {
 		d = s.cfg.Decider.Resolve(s.ctx, req)
 	}
-	if p, ok := d.SessionRule(); ok {
-		if _, err := s.cfg.Policy.AddSessionRule(p.Surface, p.Pattern); err != nil {
-			fmt.Fprintf(s.cfg.Stderr, "permwrap: could not add session rule %s: %v\n", p, err)
-		}
+	// "Allow for this session" and "always deny": the rules hold from
+	// the next request on; the log records those that could be added.
+	d, err := d.AddSessionRules(s.cfg.Policy)
+	if err != nil {
+		s.notices.line("permwrap: " + err.Error())
 	}
 	if s.cfg.Log != nil {
 		s.cfg.Log.Decided(req, true, d)
 	}
-	if d.Action() == engine.Allow && v.exec != nil {
-		if _, ok := d.DecidedBy().(authority.ByUser); ok {
-			s.scripts.approve(s.tgidOf(r.tid), v.exec)
-		}
+	if v.exec != nil && approves(d) {
+		s.scripts.approve(tgid, v.exec, d.DecidedBy())
 	}
 	if d.Action() != engine.Allow {
 		s.refuse(r, v, d, req.ID)
@@ -296,15 +297,56 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 				req.Units = append(req.Units, u.Line)
 			}
 		}
-		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)}
-	} else if check.Surface.IsPath() {
-		acc := engine.AccessWrite
-		if check.Surface == engine.SurfaceRead {
-			acc = engine.AccessRead
-		}
-		req.Suggested = authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(acc, check.Value, s.cfg.Policy.Env())}
+	}
+	if v.result.Action == engine.Ask && !v.result.HumanOnly {
+		req.Suggested = s.suggest(v, check)
 	}
 	return req
+}
+
+// suggest is what "allow for this session" would add for an ask: for an
+// exec, a pattern for each part that asked — its commands and the files
+// they use (engine.Policy.SuggestSession) — and for the interpreter of a
+// #! script when it was that which asked; for a path, the narrowest
+// useful pattern (the file, or the directory it is in).
+func (s *supervisor) suggest(v verdict, check engine.Check) []authority.SessionPattern {
+	var out []authority.SessionPattern
+	add := func(sp authority.SessionPattern) {
+		if sp.Pattern == "" || slices.Contains(out, sp) {
+			return
+		}
+		out = append(out, sp)
+	}
+	access := engine.AccessWrite
+	switch check.Surface {
+	case engine.SurfaceRead:
+		access = engine.AccessRead
+	case engine.SurfaceExec:
+		access = engine.AccessExec
+	case engine.SurfacePath:
+		// Every access: suggest for what this call does (a read gets
+		// the file, never a directory every write would match).
+		if t := v.touches(); len(t) > 0 {
+			access = t[0].access
+		}
+	}
+	if v.exec != nil {
+		for _, sp := range s.cfg.Policy.SuggestSession(*v.exec) {
+			add(authority.SessionPattern{Surface: sp.Surface, Pattern: sp.Pattern})
+		}
+		if check != v.exec.Result.Check && check.Surface.IsPath() {
+			// An interpreter of the #! chain asked.
+			add(authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(access, check.Value, s.cfg.Policy.Env())})
+		}
+		if len(out) == 0 {
+			add(authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)})
+		}
+		return out
+	}
+	if check.Surface.IsPath() {
+		add(authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(access, check.Value, s.cfg.Policy.Env())})
+	}
+	return out
 }
 
 // tgidOf is the thread group of a thread (the thread itself when unknown).
