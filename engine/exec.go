@@ -749,6 +749,30 @@ func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
 		}
 		add(SessionPattern{Surface: d.Result.Check.Surface, Pattern: v})
 	}
+	return withoutSubsumed(out)
+}
+
+// withoutSubsumed drops a path pattern another one of the list already
+// covers (`/w/out/a/**` beside `/w/out/**`, from `mkdir -p out/a/b`): the
+// person reads, and may edit, each line that is left.
+func withoutSubsumed(list []SessionPattern) []SessionPattern {
+	covered := func(q SessionPattern) bool {
+		for _, p := range list {
+			if p == q || p.Surface != q.Surface || !p.Surface.IsPath() {
+				continue
+			}
+			if dir, ok := strings.CutSuffix(p.Pattern, "/**"); ok && !strings.ContainsAny(dir, "*?[{\\") && strings.HasPrefix(q.Pattern, dir+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	out := list[:0:0]
+	for _, q := range list {
+		if !covered(q) {
+			out = append(out, q)
+		}
+	}
 	return out
 }
 

@@ -382,6 +382,13 @@ func TestPathUsesCoverTheScriptsOpens(t *testing.T) {
 	if got := p.SuggestSession(d); !reflect.DeepEqual(got, []SessionPattern{{SurfaceWrite, "/srv/app/logs/**"}}) {
 		t.Errorf("SuggestSession = %v", got)
 	}
+	// A pattern another one of the list covers is left out: the person
+	// reads each line.
+	d = p.DecideExec(bashIn("git push origin main && mkdir -p /srv/app/a/b && touch /srv/app/x /srv/app/a/y"))
+	want = []SessionPattern{{SurfaceBash, "git push origin main"}, {SurfaceWrite, "/srv/app/**"}}
+	if got := p.SuggestSession(d); !reflect.DeepEqual(got, want) {
+		t.Errorf("SuggestSession = %v, want %v", got, want)
+	}
 	// Redirects whose target is only known when it runs name no path.
 	d = p.DecideExec(bashIn(`f=$(mktemp -p asked); echo x > "$f"`))
 	if d.Result.Action != Allow || len(d.PathUses) != 0 {
