@@ -232,7 +232,7 @@ func (s *supervisor) ask(r *request, v verdict) {
 	// the next request on; the log records those that could be added.
 	d, err := d.AddSessionRules(s.cfg.Policy)
 	if err != nil {
-		s.notices.line("permwrap: " + err.Error())
+		s.notices.line("permwrap: could not add " + strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if s.cfg.Log != nil {
 		s.cfg.Log.Decided(req, true, d)
