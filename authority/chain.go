@@ -242,10 +242,10 @@ func (c *Chain) resolveHumanOnly(ctx context.Context, r Request) Decision {
 		d = Denied(ByUnavailable{Reason: "protected write needs a person to confirm"}, "protected write: "+ReasonUnavailable)
 	} else {
 		hr := r.clone()
-		hr.Suggested = SessionPattern{}
+		hr.Suggested = nil
 		d = c.term.Decide(ctx, hr)
-		if _, ok := d.SessionRule(); ok { // a terminal must not widen a protected write to a session rule
-			d = Allowed(d.DecidedBy())
+		if d.Action() == engine.Allow && len(d.SessionRules()) > 0 { // a terminal must not widen a protected write to a session rule
+			d = d.withoutSession()
 		}
 	}
 	c.log.chainResolved(r.ID, nil, c.term.Name()+" (human-only: links skipped)", d)
@@ -384,16 +384,24 @@ func FromRule(r engine.Rule) Decision {
 	case engine.Allow:
 		return Allowed(by)
 	case engine.Deny:
-		return Denied(by, r.Reason)
+		reason := r.Reason
+		if u, ok := by.(ByUser); ok && u.Via == AlwaysDenyVia && reason == "" {
+			reason = ReasonDeniedByUser
+		}
+		return Denied(by, reason)
 	}
 	return Denied(ByError{Reason: r.String() + " does not decide"}, "internal: an ask reached a rule decision")
 }
 
-// ruleProvenance names a rule as a decider: session approvals and yolo
-// are rules in the engine but distinct deciders in the log.
+// ruleProvenance names a rule as a decider: session approvals, a
+// person's "always deny" in this run and yolo are rules in the engine but
+// distinct deciders in the log.
 func ruleProvenance(r engine.Rule) DecidedBy {
 	switch r.Origin {
 	case engine.OriginSession:
+		if r.Action == engine.Deny {
+			return ByUser{Via: AlwaysDenyVia}
+		}
 		return BySessionApproval{Surface: r.Surface, Pattern: r.Pattern}
 	case engine.OriginYolo:
 		return ByYolo{Pattern: r.Surface.String() + ":" + r.Pattern}

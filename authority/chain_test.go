@@ -52,7 +52,7 @@ func (t *recTerm) Decide(_ context.Context, r Request) Decision {
 func bashAsk(cmd string) Request {
 	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: cmd})
 	r.Access = "exec"
-	r.Suggested = SessionPattern{Surface: engine.SurfaceBash, Pattern: "git push *"}
+	r.Suggested = []SessionPattern{{Surface: engine.SurfaceBash, Pattern: "git push *"}}
 	return r
 }
 
@@ -276,7 +276,7 @@ func TestChainHumanOnly(t *testing.T) {
 	link := &fixed{v: VerdictAllow}
 	r := NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: "/home/u/.bashrc"})
 	r.HumanOnly = true
-	r.Suggested = SessionPattern{Surface: engine.SurfaceWrite, Pattern: "/home/u/.bashrc"}
+	r.Suggested = []SessionPattern{{Surface: engine.SurfaceWrite, Pattern: "/home/u/.bashrc"}}
 	cfg := ChainConfig{Links: []string{"j"}, Delegation: engine.Delegation{AllowedSurfaces: engine.Surfaces}}
 
 	// A human terminal is reached with no session option, and cannot add one.
@@ -287,10 +287,10 @@ func TestChainHumanOnly(t *testing.T) {
 	if link.n() != 0 {
 		t.Fatal("a link was consulted for a human-only request")
 	}
-	if len(term.reached) != 1 || term.reached[0].Suggested.Pattern != "" {
+	if len(term.reached) != 1 || len(term.reached[0].Suggested) != 0 {
 		t.Fatalf("terminal saw %+v", term.reached)
 	}
-	if _, ok := d.SessionRule(); ok || d.Action() != engine.Allow {
+	if len(d.SessionRules()) != 0 || d.Action() != engine.Allow {
 		t.Fatalf("human-only decision %v", d)
 	}
 

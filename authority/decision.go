@@ -29,8 +29,19 @@ type DecidedBy interface {
 
 // ByUser: a person answered a prompt.
 type ByUser struct {
-	Via string // "dialog"
+	Via string // "dialog", ScriptApprovalVia, AlwaysDenyVia
 }
+
+// How a person's earlier answer decided a request nobody was asked about
+// again (ByUser.Via).
+const (
+	// ScriptApprovalVia: a person allowed a script, and this request is
+	// one of its commands or one of the files they name, made by the
+	// script's own process tree.
+	ScriptApprovalVia = "script approval"
+	// AlwaysDenyVia: a person answered "always deny" earlier in this run.
+	AlwaysDenyVia = "always deny"
+)
 
 // ByAuthorizer: a configured chain link answered allow or deny.
 type ByAuthorizer struct {
@@ -392,7 +403,8 @@ func parsePosition(s string) engine.Position {
 }
 
 // SessionPattern is a rule to remember for the rest of the session: what
-// "allow for this session" adds, with origin session.
+// "allow for this session" adds (with origin session), or what "always
+// deny" denies until the run ends.
 type SessionPattern struct {
 	Surface engine.Surface
 	Pattern string
@@ -401,9 +413,9 @@ type SessionPattern struct {
 func (p SessionPattern) String() string { return p.Surface.String() + ":" + p.Pattern }
 
 // Decision is the answer to one request: allow or deny, why, and who
-// decided. It has no defer, and it can only be built by Allowed, Denied
-// and AllowedForSession, each of which takes a DecidedBy: no decision
-// exists without provenance.
+// decided. It has no defer, and it can only be built by Allowed, Denied,
+// AllowedForSession and DeniedForSession, each of which takes a
+// DecidedBy: no decision exists without provenance.
 //
 // The zero Decision denies, with ByError provenance, so a forgotten
 // assignment fails closed.
@@ -411,8 +423,8 @@ type Decision struct {
 	allow   bool
 	reason  string
 	by      DecidedBy
-	session *SessionPattern
-	saved   *SavedRule
+	session []SessionPattern
+	saved   []SavedRule
 }
 
 // Allowed is an allow decided by by. A nil by yields a deny: an answer
@@ -424,14 +436,36 @@ func Allowed(by DecidedBy) Decision {
 	return Decision{allow: true, by: by}
 }
 
-// AllowedForSession is an allow that also asks the caller to add p as a
-// session rule.
-func AllowedForSession(by DecidedBy, p SessionPattern) Decision {
+// AllowedForSession is an allow that also asks the caller to add ps as
+// session rules (allow) for the rest of the run: one for each part of
+// the request that asked (a script's commands and the files they use).
+// Patterns without a surface or text are dropped.
+func AllowedForSession(by DecidedBy, ps ...SessionPattern) Decision {
 	d := Allowed(by)
-	if d.allow && p.Surface != engine.SurfaceInvalid && p.Pattern != "" {
-		d.session = &p
+	if d.allow {
+		d.session = validPatterns(ps)
 	}
 	return d
+}
+
+// DeniedForSession is a deny that also asks the caller to deny requests
+// matching ps, which would otherwise ask, for the rest of the run
+// without asking again: a person's "always deny", whose saved rule only
+// applies from the next run on.
+func DeniedForSession(by DecidedBy, reason string, ps ...SessionPattern) Decision {
+	d := Denied(by, reason)
+	d.session = validPatterns(ps)
+	return d
+}
+
+func validPatterns(ps []SessionPattern) []SessionPattern {
+	var out []SessionPattern
+	for _, p := range ps {
+		if p.Surface != engine.SurfaceInvalid && p.Pattern != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Denied is a deny decided by by, with a reason that may reach the agent
@@ -472,26 +506,67 @@ func (d Decision) DecidedBy() DecidedBy {
 	return d.by
 }
 
-// SessionRule is the session rule to add, if the decision asked for one.
-func (d Decision) SessionRule() (SessionPattern, bool) {
-	if d.session == nil || d.Action() != engine.Allow {
-		return SessionPattern{}, false
+// SessionRules are the session rules the decision asks for, to be added
+// with its action (Action): allows for "allow for this session", denies
+// for "always deny". nil when none; a decision without provenance has
+// none.
+func (d Decision) SessionRules() []SessionPattern {
+	if d.by == nil || len(d.session) == 0 {
+		return nil
 	}
-	return *d.session, true
+	return append([]SessionPattern(nil), d.session...)
 }
 
-// Saved is the rule a person's "always allow" or "always deny" wrote to
-// the policy file, if any.
-func (d Decision) Saved() (SavedRule, bool) {
-	if d.saved == nil {
-		return SavedRule{}, false
+// withoutSession is d with no session rules and no saved rules: the same
+// answer for this request only.
+func (d Decision) withoutSession() Decision {
+	d.session, d.saved = nil, nil
+	return d
+}
+
+// AddSessionRules adds the decision's session rules to p with its action
+// (engine.Policy.AddSessionRule, AddSessionDeny). It returns the decision
+// with the rules that were added, for the review log to record what
+// holds, and an error naming each pattern that could not be added; the
+// answer to this request stands either way.
+func (d Decision) AddSessionRules(p *engine.Policy) (Decision, error) {
+	return d.AddSessionRulesBy(func(allow bool, sp SessionPattern) error {
+		var err error
+		if allow {
+			_, err = p.AddSessionRule(sp.Surface, sp.Pattern)
+		} else {
+			_, err = p.AddSessionDeny(sp.Surface, sp.Pattern)
+		}
+		return err
+	})
+}
+
+// AddSessionRulesBy is AddSessionRules with the adding done by add (allow:
+// the decision allows; else it denies), for rules that belong elsewhere
+// than one policy (a nested node's chain).
+func (d Decision) AddSessionRulesBy(add func(allow bool, sp SessionPattern) error) (Decision, error) {
+	var added []SessionPattern
+	var errs []error
+	for _, sp := range d.SessionRules() {
+		if err := add(d.Action() == engine.Allow, sp); err != nil {
+			errs = append(errs, fmt.Errorf("session rule %s: %w", sp, err))
+			continue
+		}
+		added = append(added, sp)
 	}
-	return *d.saved, true
+	d.session = added
+	return d, errors.Join(errs...)
+}
+
+// Saved are the rules a person's "always allow" or "always deny" wrote
+// to the policy file, if any.
+func (d Decision) Saved() []SavedRule {
+	return append([]SavedRule(nil), d.saved...)
 }
 
 // withSaved records that the decision was also written to the policy file.
-func (d Decision) withSaved(s SavedRule) Decision {
-	d.saved = &s
+func (d Decision) withSaved(s ...SavedRule) Decision {
+	d.saved = append(append([]SavedRule(nil), d.saved...), s...)
 	return d
 }
 
@@ -500,10 +575,14 @@ func (d Decision) String() string {
 	if r := d.Reason(); r != "" {
 		s += ": " + r
 	}
-	if p, ok := d.SessionRule(); ok {
-		s += " (session rule " + p.String() + ")"
+	if rules := d.SessionRules(); len(rules) > 0 {
+		list := make([]string, len(rules))
+		for i, p := range rules {
+			list[i] = p.String()
+		}
+		s += " (session rules " + strings.Join(list, ", ") + ")"
 	}
-	if r, ok := d.Saved(); ok {
+	for _, r := range d.saved {
 		s += " (saved: " + r.Surface.String() + ":" + r.Pattern + " " + r.Action.String() + " in " + r.File + ")"
 	}
 	return s

@@ -19,7 +19,7 @@ func TestDecisionZeroValueDenies(t *testing.T) {
 	}
 	if d := AllowedForSession(nil, SessionPattern{engine.SurfaceBash, "x *"}); d.Action() != engine.Deny {
 		t.Fatal("session allow without provenance allowed")
-	} else if _, ok := d.SessionRule(); ok {
+	} else if len(d.SessionRules()) != 0 {
 		t.Fatal("denied decision carries a session rule")
 	}
 }
@@ -170,5 +170,69 @@ func TestRequestIDs(t *testing.T) {
 		if bad.Valid() {
 			t.Errorf("%q valid", bad)
 		}
+	}
+}
+
+// A decision's session rules go into the policy with its action: allows
+// for "allow for this session", denies for "always deny"; the log
+// records the ones that hold.
+func TestDecisionAddSessionRules(t *testing.T) {
+	p, _, err := engine.Compile(engine.Config{Env: engine.Env{Home: "/h", Workspace: "/w", TmpDir: "/tmp"},
+		Global: &engine.File{Name: "policy.jsonc", Data: []byte(`{"extends": "none", "permission": {"*": "ask"}}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := AllowedForSession(ByUser{Via: "dialog"},
+		SessionPattern{engine.SurfaceBash, "make *"},
+		SessionPattern{engine.SurfaceWrite, "/w/build/**"},
+		SessionPattern{engine.SurfaceWrite, "/w/[bad"}, // does not compile
+		SessionPattern{}, // dropped
+	)
+	if n := len(allow.SessionRules()); n != 3 {
+		t.Fatalf("%d session rules", n)
+	}
+	held, err := allow.AddSessionRules(p)
+	if err == nil || !strings.Contains(err.Error(), "/w/[bad") {
+		t.Errorf("error %v, want one naming the pattern that failed", err)
+	}
+	if got := held.SessionRules(); len(got) != 2 || held.Action() != engine.Allow {
+		t.Errorf("held %v", held)
+	}
+	if r := p.EvaluateAny(engine.SurfaceBash, "make all"); r.Action != engine.Allow {
+		t.Errorf("make all: %v", r)
+	}
+	if r := p.DecidePath(engine.AccessWrite, "/w/build/x"); r.Action != engine.Allow {
+		t.Errorf("write /w/build/x: %v", r)
+	}
+
+	deny := DeniedForSession(ByUser{Via: "dialog"}, ReasonDeniedByUser, SessionPattern{engine.SurfaceWrite, "/w/secret/**"})
+	if _, err := deny.AddSessionRules(p); err != nil {
+		t.Fatal(err)
+	}
+	r := p.DecidePath(engine.AccessWrite, "/w/secret/k")
+	if r.Action != engine.Deny {
+		t.Fatalf("write /w/secret/k: %v", r)
+	}
+	// As the supervisor decides it: by the person's "always deny".
+	d := FromRule(r.Rule)
+	if d.Action() != engine.Deny || d.DecidedBy() != (ByUser{Via: AlwaysDenyVia}) || d.Reason() != ReasonDeniedByUser {
+		t.Errorf("FromRule: %v", d)
+	}
+
+	l, records := testLog(t)
+	req := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "bash -c 'make > build/x'"})
+	l.Decided(req, true, held)
+	l.Decided(req, true, deny)
+	recs := records()
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	b, _ := json.Marshal(recs[0]["sessionRules"])
+	if string(b) != `[{"action":"allow","pattern":"make *","surface":"bash"},{"action":"allow","pattern":"/w/build/**","surface":"write"}]` {
+		t.Errorf("sessionRules %s", b)
+	}
+	b, _ = json.Marshal(recs[1]["sessionRules"])
+	if string(b) != `[{"action":"deny","pattern":"/w/secret/**","surface":"write"}]` {
+		t.Errorf("sessionRules %s", b)
 	}
 }

@@ -329,11 +329,19 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 	if reason := d.Reason(); reason != "" {
 		f = append(f, field{"reason", reason})
 	}
-	if p, ok := d.SessionRule(); ok {
-		f = append(f, field{"sessionRule", map[string]any{"surface": p.Surface.String(), "pattern": p.Pattern}})
+	if rules := d.SessionRules(); len(rules) > 0 {
+		list := make([]any, len(rules))
+		for i, p := range rules {
+			list[i] = map[string]any{"surface": p.Surface.String(), "pattern": p.Pattern, "action": d.Action().String()}
+		}
+		f = append(f, field{"sessionRules", list})
 	}
-	if sr, ok := d.Saved(); ok {
-		f = append(f, field{"policyRule", map[string]any{"surface": sr.Surface.String(), "pattern": sr.Pattern, "action": sr.Action.String(), "file": sr.File}})
+	if saved := d.Saved(); len(saved) > 0 {
+		list := make([]any, len(saved))
+		for i, sr := range saved {
+			list[i] = map[string]any{"surface": sr.Surface.String(), "pattern": sr.Pattern, "action": sr.Action.String(), "file": sr.File}
+		}
+		f = append(f, field{"policyRules", list})
 	}
 	t := l.now()
 	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow)

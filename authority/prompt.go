@@ -61,15 +61,17 @@ type PromptTerminal struct {
 
 	mu      sync.Mutex
 	pending map[askKey]*sharedAsk
-	// denied are the "always deny" patterns a person gave in this run:
-	// the policy file has them from the next run on; until then a
-	// matching ask is denied without asking again.
+	// denied are the "always deny" patterns a person gave in this run.
+	// The caller adds them to the policy as session denies
+	// (Decision.AddSessionRules), so later requests are denied before
+	// they reach the chain; this copy answers the asks that were already
+	// waiting for the prompt when the person gave it.
 	denied []deniedPattern
 }
 
 type deniedPattern struct {
-	rule  SavedRule
-	match func(string) bool
+	surface engine.Surface
+	match   func(string) bool
 }
 
 type askKey struct {
@@ -127,10 +129,7 @@ func (p *PromptTerminal) Decide(ctx context.Context, r Request) Decision {
 		case <-s.done:
 			// Same answer; the session rule and the saved rule, if any,
 			// belong to the ask that owned the prompt.
-			if s.d.Action() == engine.Allow {
-				return Allowed(s.d.DecidedBy())
-			}
-			return Denied(s.d.DecidedBy(), s.d.Reason())
+			return s.d.withoutSession()
 		case <-ctx.Done():
 			return p.notAnswered(ctx)
 		}
@@ -140,13 +139,6 @@ func (p *PromptTerminal) Decide(ctx context.Context, r Request) Decision {
 	p.mu.Unlock()
 
 	s.d = p.ask(ctx, r)
-	if sr, ok := s.d.Saved(); ok && sr.Action == engine.Deny {
-		if m, err := engine.RuleMatcher(sr.Surface, sr.Pattern, p.opts.Env); err == nil {
-			p.mu.Lock()
-			p.denied = append(p.denied, deniedPattern{sr, m})
-			p.mu.Unlock()
-		}
-	}
 
 	p.mu.Lock()
 	delete(p.pending, key)
@@ -156,13 +148,17 @@ func (p *PromptTerminal) Decide(ctx context.Context, r Request) Decision {
 }
 
 // alwaysDenied answers an ask that matches an "always deny" given in this
-// run.
+// run. Only a person may approve a human-only ask, and the saved rule
+// will not answer it either: it is shown.
 func (p *PromptTerminal) alwaysDenied(r Request) (Decision, bool) {
+	if r.HumanOnly {
+		return Decision{}, false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, d := range p.denied {
-		if d.rule.Surface == r.Check.Surface && d.match(r.Check.Value) {
-			return Denied(ByUser{Via: "always deny"}, ReasonDeniedByUser), true
+		if d.surface == r.Check.Surface && d.match(r.Check.Value) {
+			return Denied(ByUser{Via: AlwaysDenyVia}, ReasonDeniedByUser), true
 		}
 	}
 	return Decision{}, false
@@ -175,6 +171,10 @@ func (p *PromptTerminal) ask(ctx context.Context, r Request) Decision {
 		return p.notAnswered(ctx)
 	}
 	defer func() { <-p.slot }()
+	// An "always deny" given while this ask waited its turn.
+	if d, ok := p.alwaysDenied(r); ok {
+		return d
+	}
 
 	in, out, w, h, release, err := p.screen.Acquire(ctx)
 	if err != nil {
@@ -199,11 +199,26 @@ func (p *PromptTerminal) ask(ctx context.Context, r Request) Decision {
 		return Denied(ByError{Reason: "prompt failed: " + err.Error()}, ReasonUnavailable)
 	}
 	if r.HumanOnly {
-		if _, ok := d.SessionRule(); ok {
-			d = Allowed(d.DecidedBy())
+		d = d.withoutSession()
+	}
+	// Before the next ask in the queue gets the screen.
+	p.rememberDenied(d)
+	return d
+}
+
+// rememberDenied keeps the patterns of an "always deny" for the asks
+// still waiting.
+func (p *PromptTerminal) rememberDenied(d Decision) {
+	if d.Action() != engine.Deny {
+		return
+	}
+	for _, sp := range d.SessionRules() {
+		if m, err := engine.RuleMatcher(sp.Surface, sp.Pattern, p.opts.Env); err == nil {
+			p.mu.Lock()
+			p.denied = append(p.denied, deniedPattern{sp.Surface, m})
+			p.mu.Unlock()
 		}
 	}
-	return d
 }
 
 func (p *PromptTerminal) notAnswered(ctx context.Context) Decision {
@@ -279,12 +294,18 @@ type promptModel struct {
 	state   promptState
 	choices []choice
 	cursor  int
-	editing choice // what statePattern is editing for
-	input   textinput.Model
-	errMsg  string // why the input was not accepted
-	notice  []string
-	fullTop int
-	held    []string // notices the relay holds back (see NoticeHolder)
+	editing choice          // what statePattern is editing for
+	input   textinput.Model // the reason
+	// suggested are the session patterns offered (the request's, less any
+	// the screen cannot show); patterns is the list being edited, one
+	// input a pattern, focus the one keys go to.
+	suggested []SessionPattern
+	patterns  []textinput.Model
+	focus     int
+	errMsg    string // why the input was not accepted
+	notice    []string
+	fullTop   int
+	held      []string // notices the relay holds back (see NoticeHolder)
 
 	done     bool
 	decision Decision
@@ -296,9 +317,17 @@ var byPrompt = ByUser{Via: "dialog"}
 func newPromptModel(r Request, width, height int, opts PromptOptions) *promptModel {
 	m := &promptModel{r: r, opts: opts, width: width, height: height}
 	m.choices = []choice{choiceOnce}
-	// A suggestion holding characters the screen cannot show is not
-	// offered for editing: what the person saw would not be what is kept.
-	canRemember := !r.HumanOnly && r.Suggested.Pattern != "" && display.Printable(r.Suggested.Pattern) == r.Suggested.Pattern
+	if !r.HumanOnly {
+		for _, sp := range r.Suggested {
+			// A suggestion holding characters the screen cannot show is
+			// not offered for editing: what the person saw would not be
+			// what is kept.
+			if sp.Pattern != "" && display.Printable(sp.Pattern) == sp.Pattern && len(m.suggested) < maxSuggested {
+				m.suggested = append(m.suggested, sp)
+			}
+		}
+	}
+	canRemember := len(m.suggested) > 0
 	if canRemember {
 		m.choices = append(m.choices, choiceSession)
 		if opts.Policy != nil {
@@ -349,12 +378,14 @@ func (m *promptModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m.updateFull(msg)
 		}
 	}
-	if m.state == statePattern || m.state == stateReason {
-		var cmd tea.Cmd
+	var cmd tea.Cmd
+	switch m.state {
+	case statePattern:
+		m.patterns[m.focus], cmd = m.patterns[m.focus].Update(msg)
+	case stateReason:
 		m.input, cmd = m.input.Update(msg)
-		return m, cmd
 	}
-	return m, nil
+	return m, cmd
 }
 
 func (m *promptModel) updateChoose(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
@@ -385,10 +416,15 @@ func (m *promptModel) choose(c choice) (tea.Model, tea.Cmd) {
 		return m.finish(Denied(byPrompt, ReasonDeniedByUser))
 	case choiceSession, choiceAlwaysAllow, choiceAlwaysDeny:
 		m.state, m.editing, m.errMsg = statePattern, c, ""
-		m.input.SetValue(m.r.Suggested.Pattern)
-		m.input.CharLimit = 0
-		m.input.CursorEnd()
-		return m, m.input.Focus()
+		m.patterns = make([]textinput.Model, len(m.suggested))
+		for i, sp := range m.suggested {
+			in := textinput.New()
+			in.Prompt = sp.Surface.String() + ": "
+			in.SetValue(sp.Pattern)
+			in.CursorEnd()
+			m.patterns[i] = in
+		}
+		return m, m.focusPattern(0)
 	case choiceDenyReason:
 		m.state, m.errMsg = stateReason, ""
 		m.input.SetValue("")
@@ -401,45 +437,94 @@ func (m *promptModel) choose(c choice) (tea.Model, tea.Cmd) {
 }
 
 func (m *promptModel) updateInput(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if m.state == statePattern {
+		return m.updatePatterns(msg)
+	}
 	if msg.Type != tea.KeyEnter {
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
 		m.errMsg = ""
 		return m, cmd
 	}
-	if m.state == stateReason {
-		reason := strings.TrimSpace(m.input.Value())
-		if reason == "" {
-			reason = ReasonDeniedByUser
+	reason := strings.TrimSpace(m.input.Value())
+	if reason == "" {
+		reason = ReasonDeniedByUser
+	}
+	return m.finish(Denied(byPrompt, reason))
+}
+
+// focusPattern moves the keys to pattern i.
+func (m *promptModel) focusPattern(i int) tea.Cmd {
+	m.focus = min(max(i, 0), len(m.patterns)-1)
+	for j := range m.patterns {
+		m.patterns[j].Blur()
+	}
+	return m.patterns[m.focus].Focus()
+}
+
+// updatePatterns edits the list of patterns: ↑/↓ (Tab) move between
+// them, Enter takes the list as it is (an emptied pattern is left out).
+func (m *promptModel) updatePatterns(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch msg.String() {
+	case "up", "shift+tab":
+		return m, m.focusPattern(m.focus - 1)
+	case "down", "tab":
+		return m, m.focusPattern(m.focus + 1)
+	case "enter":
+	default:
+		var cmd tea.Cmd
+		m.patterns[m.focus], cmd = m.patterns[m.focus].Update(msg)
+		m.errMsg = ""
+		return m, cmd
+	}
+	var list []SessionPattern
+	for i, in := range m.patterns {
+		pattern := strings.TrimSpace(in.Value())
+		if pattern == "" {
+			continue
 		}
-		return m.finish(Denied(byPrompt, reason))
+		surface := m.suggested[i].Surface
+		if _, err := engine.RuleMatcher(surface, pattern, m.opts.Env); err != nil {
+			m.errMsg = fmt.Sprintf("line %d: not a valid %s pattern: %v", i+1, surface, err)
+			return m, m.focusPattern(i)
+		}
+		list = append(list, SessionPattern{Surface: surface, Pattern: pattern})
 	}
-	pattern := strings.TrimSpace(m.input.Value())
-	if pattern == "" {
-		m.errMsg = "the pattern is empty"
+	if len(list) == 0 {
+		m.errMsg = "every pattern is empty"
 		return m, nil
 	}
-	surface := m.r.Suggested.Surface
-	if _, err := engine.RuleMatcher(surface, pattern, m.opts.Env); err != nil {
-		m.errMsg = "not a valid " + surface.String() + " pattern: " + err.Error()
-		return m, nil
+	rules := func(a engine.Action) []engine.Rule {
+		out := make([]engine.Rule, len(list))
+		for i, sp := range list {
+			out[i] = engine.Rule{Surface: sp.Surface, Pattern: sp.Pattern, Action: a}
+		}
+		return out
 	}
-	sp := SessionPattern{Surface: surface, Pattern: pattern}
+	saved := func(a engine.Action) []SavedRule {
+		out := make([]SavedRule, len(list))
+		for i, sp := range list {
+			out[i] = SavedRule{Surface: sp.Surface, Pattern: sp.Pattern, Action: a, File: m.opts.Policy.Path}
+		}
+		return out
+	}
 	switch m.editing {
 	case choiceSession:
-		return m.finish(AllowedForSession(byPrompt, sp))
+		return m.finish(AllowedForSession(byPrompt, list...))
 	case choiceAlwaysAllow:
-		d := AllowedForSession(byPrompt, sp)
-		if err := m.opts.Policy.Remember(engine.Rule{Surface: surface, Pattern: pattern, Action: engine.Allow}, m.r.ID); err != nil {
+		d := AllowedForSession(byPrompt, list...)
+		if err := m.opts.Policy.Remember(rules(engine.Allow), m.r.ID); err != nil {
 			return m.showNotice(d, "Not saved: "+err.Error(), "Allowed for this session only.")
 		}
-		return m.finish(d.withSaved(SavedRule{Surface: surface, Pattern: pattern, Action: engine.Allow, File: m.opts.Policy.Path}))
+		return m.finish(d.withSaved(saved(engine.Allow)...))
 	case choiceAlwaysDeny:
-		d := Denied(byPrompt, ReasonDeniedByUser)
-		if err := m.opts.Policy.Remember(engine.Rule{Surface: surface, Pattern: pattern, Action: engine.Deny}, m.r.ID); err != nil {
-			return m.showNotice(d, "Not saved: "+err.Error(), "Denied this once.")
+		// Denied for the rest of the run whether or not the file could
+		// be written: the person said never.
+		d := DeniedForSession(byPrompt, ReasonDeniedByUser, list...)
+		if err := m.opts.Policy.Remember(rules(engine.Deny), m.r.ID); err != nil {
+			return m.showNotice(d, "Not saved: "+err.Error(), "Denied for the rest of this run only.")
 		}
-		return m.finish(d.withSaved(SavedRule{Surface: surface, Pattern: pattern, Action: engine.Deny, File: m.opts.Policy.Path}))
+		return m.finish(d.withSaved(saved(engine.Deny)...))
 	}
 	return m, nil
 }
@@ -480,6 +565,11 @@ func (m *promptModel) updateFull(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 // maxHeldShown is how many held notices the prompt shows.
 const maxHeldShown = 3
 
+// maxSuggested is how many session patterns the prompt offers for one
+// request (a script with more parts is approved for the session with the
+// first ones only; the rest ask when they come).
+const maxSuggested = 32
+
 const (
 	styleTitle  = "\x1b[1m"
 	styleChosen = "\x1b[7m"
@@ -488,7 +578,11 @@ const (
 )
 
 func (m *promptModel) choiceLabel(c choice, width int) string {
-	sp := display.Printable(m.r.Suggested.String())
+	list := make([]string, len(m.suggested))
+	for i, p := range m.suggested {
+		list[i] = p.String()
+	}
+	sp := display.Printable(strings.Join(list, ", "))
 	file := ""
 	if m.opts.Policy != nil {
 		file = baseName(m.opts.Policy.Path)
@@ -562,11 +656,18 @@ func (m *promptModel) View() string {
 	if len(shownHeld) > 0 {
 		below += 1 + len(shownHeld)
 	}
+	listRows, listTop := 0, 0
 	switch m.state {
 	case stateChoose:
 		below += len(m.choices)
 	case statePattern:
-		below += 3 // where it goes, the input, its error line
+		// The patterns get the rows the facts can spare (3 stay), and
+		// scroll with the focus when they do not all fit.
+		listRows = min(len(m.patterns), max(m.height-1-(below+2)-3-1, 1))
+		if m.focus >= listRows {
+			listTop = m.focus - listRows + 1
+		}
+		below += 2 + listRows // where it goes, the patterns, the error line
 	default:
 		below += 2 // the input and its error line
 	}
@@ -601,12 +702,29 @@ func (m *promptModel) View() string {
 		case choiceAlwaysDeny:
 			what, where = "Always deny", "written to "+display.Printable(m.opts.Policy.Path)
 		}
-		line(fitWidth(what+": "+m.r.Suggested.Surface.String()+" pattern", w))
+		help := "enter confirm · esc deny"
+		if len(m.patterns) == 1 {
+			line(fitWidth(what+": "+m.suggested[0].Surface.String()+" pattern", w))
+		} else {
+			head := fmt.Sprintf("%s: %d patterns, one a line", what, len(m.patterns))
+			if listRows < len(m.patterns) {
+				head += fmt.Sprintf(" (%d-%d shown)", listTop+1, listTop+listRows)
+			}
+			line(fitWidth(head, w))
+			help = "↑/↓ line · an emptied line is left out · enter confirm · esc deny"
+		}
 		line(styleDim + elideMiddle(where, w) + styleReset)
-		m.input.Width = max(w-4, 10)
-		line(m.input.View())
+		for i := listTop; i < listTop+listRows; i++ {
+			in := &m.patterns[i]
+			in.Width = max(w-4-textWidth(in.Prompt), 10)
+			mark := "  "
+			if i == m.focus && len(m.patterns) > 1 {
+				mark = "> "
+			}
+			line(mark + in.View())
+		}
 		line(styleDim + fitWidth(m.errMsg, w) + styleReset)
-		line(styleDim + fitWidth("enter confirm · esc deny", w) + styleReset)
+		line(styleDim + fitWidth(help, w) + styleReset)
 	case stateReason:
 		line("Reason (the agent sees it)")
 		m.input.Width = max(w-4, 10)

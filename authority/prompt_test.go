@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // ptyScreen lends a real pseudo-terminal to the prompt, like the
@@ -32,12 +34,7 @@ type ptyScreen struct {
 func newPtyScreen(t *testing.T) *ptyScreen {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
-	if err != nil {
-		if os.Getenv("PERMWRAP_REQUIRE_KERNEL") == "1" {
-			t.Fatalf("no pseudo-terminal (PERMWRAP_REQUIRE_KERNEL=1): %v", err)
-		}
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
+	kerneltest.Need(t, "a pseudo-terminal", err)
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +98,7 @@ func (s *ptyScreen) clear() { s.mu.Lock(); s.out.Reset(); s.mu.Unlock() }
 
 const (
 	keyDown  = "\x1b[B"
+	keyUp    = "\x1b[A"
 	keyHome  = "\x1b[H"
 	keyEnter = "\r"
 	keyCtrlU = "\x15"
@@ -125,7 +123,7 @@ func promptRequest() Request {
 	r.Agent = []string{"claude", "--model", "x"}
 	r.Access = "exec"
 	r.Rule = engine.Rule{Surface: engine.SurfaceBash, Pattern: "git *", Action: engine.Ask, Origin: engine.OriginGlobal, Pos: engine.Position{File: "policy.jsonc", Line: 9, Column: 5}}
-	r.Suggested = SessionPattern{Surface: engine.SurfaceBash, Pattern: "git checkout *"}
+	r.Suggested = []SessionPattern{{Surface: engine.SurfaceBash, Pattern: "git checkout *"}}
 	return r
 }
 
@@ -163,7 +161,7 @@ func TestPromptAllowOnce(t *testing.T) {
 	if d.Action() != engine.Allow || d.DecidedBy() != (ByUser{Via: "dialog"}) {
 		t.Fatalf("%v", d)
 	}
-	if _, ok := d.SessionRule(); ok {
+	if len(d.SessionRules()) != 0 {
 		t.Fatal("allow once carries a session rule")
 	}
 	if s.acquired != 1 || s.released != 1 {
@@ -180,8 +178,7 @@ func TestPromptAllowForSessionEdited(t *testing.T) {
 	s.waitFor(t, "git checkout *")
 	s.typeKeys(t, keyCtrlU+"git checkout feature/*"+keyEnter)
 	d := await(t, ch)
-	p, ok := d.SessionRule()
-	if d.Action() != engine.Allow || !ok || p != (SessionPattern{engine.SurfaceBash, "git checkout feature/*"}) {
+	if rules := d.SessionRules(); d.Action() != engine.Allow || len(rules) != 1 || rules[0] != (SessionPattern{engine.SurfaceBash, "git checkout feature/*"}) {
 		t.Fatalf("%v", d)
 	}
 	if d.DecidedBy().Kind() != "user" {
@@ -261,7 +258,7 @@ func TestPromptQueueAndShare(t *testing.T) {
 		mu.Lock()
 		active--
 		mu.Unlock()
-		return AllowedForSession(ByUser{Via: "dialog"}, r.Suggested), nil
+		return AllowedForSession(ByUser{Via: "dialog"}, r.Suggested...), nil
 	}
 	reqs := []Request{promptRequest(), promptRequest(), promptRequest()}
 	reqs[2].Check.Value = "git status"
@@ -283,7 +280,7 @@ func TestPromptQueueAndShare(t *testing.T) {
 		if d.Action() != engine.Allow || d.DecidedBy().Kind() != "user" {
 			t.Fatalf("%v", d)
 		}
-		if _, ok := d.SessionRule(); ok {
+		if len(d.SessionRules()) > 0 {
 			sessionRules++
 		}
 	}
@@ -347,7 +344,7 @@ func TestPromptEscAndCtrlCDeny(t *testing.T) {
 			if d.Action() != engine.Deny || d.Reason() != ReasonDismissed || d.DecidedBy() != (ByUser{Via: "dialog"}) {
 				t.Fatalf("%v", d)
 			}
-			if _, ok := d.SessionRule(); ok {
+			if len(d.SessionRules()) != 0 {
 				t.Fatal("a dismissal carries a session rule")
 			}
 		})
@@ -399,12 +396,12 @@ func TestPromptAlwaysAllow(t *testing.T) {
 	s.typeKeys(t, keyCtrlU+"git checkout feature/*"+keyEnter)
 	d := await(t, ch)
 	want := SessionPattern{engine.SurfaceBash, "git checkout feature/*"}
-	if sp, ok := d.SessionRule(); d.Action() != engine.Allow || !ok || sp != want {
+	if rules := d.SessionRules(); d.Action() != engine.Allow || len(rules) != 1 || rules[0] != want {
 		t.Fatalf("%v", d)
 	}
-	saved, ok := d.Saved()
-	if !ok || saved != (SavedRule{engine.SurfaceBash, "git checkout feature/*", engine.Allow, pf.Path}) {
-		t.Fatalf("saved %v %v", saved, ok)
+	saved := d.Saved()
+	if len(saved) != 1 || saved[0] != (SavedRule{engine.SurfaceBash, "git checkout feature/*", engine.Allow, pf.Path}) {
+		t.Fatalf("saved %v", saved)
 	}
 	b, _ := os.ReadFile(pf.Path)
 	text := string(b)
@@ -433,7 +430,7 @@ func TestPromptAlwaysDeny(t *testing.T) {
 	s.waitFor(t, "Always deny: bash pattern")
 	s.typeKeys(t, keyEnter)
 	d := await(t, ch)
-	if saved, ok := d.Saved(); d.Action() != engine.Deny || !ok || saved.Action != engine.Deny || saved.Pattern != "git checkout *" {
+	if saved := d.Saved(); d.Action() != engine.Deny || len(saved) != 1 || saved[0].Action != engine.Deny || saved[0].Pattern != "git checkout *" {
 		t.Fatalf("%v", d)
 	}
 	if b, _ := os.ReadFile(pf.Path); !strings.Contains(string(b), `"git checkout *": "deny"`) {
@@ -474,10 +471,10 @@ func TestPromptAlwaysRefusedWhenFileChanged(t *testing.T) {
 	}
 	s.typeKeys(t, keyEnter)
 	d := await(t, ch)
-	if _, ok := d.SessionRule(); d.Action() != engine.Allow || !ok {
+	if len(d.SessionRules()) != 1 || d.Action() != engine.Allow {
 		t.Fatalf("%v", d)
 	}
-	if _, ok := d.Saved(); ok {
+	if len(d.Saved()) != 0 {
 		t.Fatal("reported as saved")
 	}
 	if b, _ := os.ReadFile(pf.Path); string(b) != edited {
@@ -557,4 +554,117 @@ func TestPromptShowsHeldNotices(t *testing.T) {
 	}
 	s.typeKeys(t, keyEsc)
 	await(t, ch)
+}
+
+// scriptRequest is an exec of a script whose command and redirect asked:
+// two session patterns are suggested.
+func scriptRequest() Request {
+	r := promptRequest()
+	r.Check.Value = "bash -c 'make > build/out.txt'"
+	r.Units = []string{"make"}
+	r.Suggested = []SessionPattern{
+		{Surface: engine.SurfaceBash, Pattern: "make"},
+		{Surface: engine.SurfaceWrite, Pattern: "/w/build/**"},
+	}
+	return r
+}
+
+// A script's session patterns are all offered, each on its own line, and
+// the person may edit any of them or leave one out by emptying it.
+func TestPromptSessionPatternList(t *testing.T) {
+	s := newPtyScreen(t)
+	ch := runPrompt(t, s, scriptRequest())
+	s.waitFor(t, "Allow for this session: bash:make, write:/w/build/**")
+	s.choose(t, 1)
+	s.waitFor(t, "Allow for this session: 2 patterns, one a line")
+	s.waitFor(t, "bash: make")
+	s.waitFor(t, "write: /w/build/**")
+	// An invalid line is refused, naming it; the list stays.
+	s.typeKeys(t, keyDown, keyCtrlU+"/w/[unclosed"+keyEnter)
+	s.waitFor(t, "line 2: not a valid write pattern")
+	// Emptied: left out. The first line, edited.
+	s.typeKeys(t, keyCtrlU, keyUp, keyCtrlU+"make test"+keyEnter)
+	d := await(t, ch)
+	want := []SessionPattern{{engine.SurfaceBash, "make test"}}
+	if got := d.SessionRules(); d.Action() != engine.Allow || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%v: session rules %v, want %v", d, got, want)
+	}
+
+	// Accepted as offered: both.
+	s = newPtyScreen(t)
+	ch = runPrompt(t, s, scriptRequest())
+	s.waitFor(t, "Allow once")
+	s.choose(t, 1)
+	s.waitFor(t, "write: /w/build/**")
+	s.typeKeys(t, keyEnter)
+	d = await(t, ch)
+	if got := d.SessionRules(); !reflect.DeepEqual(got, scriptRequest().Suggested) {
+		t.Fatalf("session rules %v, want %v", got, scriptRequest().Suggested)
+	}
+
+	// Every line emptied: nothing to allow for the session; the prompt
+	// says so and waits.
+	s = newPtyScreen(t)
+	ch = runPrompt(t, s, scriptRequest())
+	s.waitFor(t, "Allow once")
+	s.choose(t, 1)
+	s.waitFor(t, "write: /w/build/**")
+	s.typeKeys(t, keyCtrlU, keyDown, keyCtrlU+keyEnter)
+	s.waitFor(t, "every pattern is empty")
+	s.typeKeys(t, keyEsc)
+	if d := await(t, ch); d.Action() != engine.Deny || len(d.SessionRules()) != 0 {
+		t.Fatalf("%v", d)
+	}
+}
+
+// "Always allow" of a script writes every pattern of the list, in one
+// replacement of the file.
+func TestPromptAlwaysAllowList(t *testing.T) {
+	pf := policyFile(t, userPolicy)
+	s := newPtyScreen(t)
+	_, ch := runPromptWith(t, s, PromptOptions{Policy: pf}, scriptRequest())
+	s.waitFor(t, "Always allow")
+	s.choose(t, 2)
+	s.waitFor(t, "Always allow: 2 patterns, one a line")
+	s.typeKeys(t, keyEnter)
+	d := await(t, ch)
+	if len(d.SessionRules()) != 2 || len(d.Saved()) != 2 {
+		t.Fatalf("%v", d)
+	}
+	b, _ := os.ReadFile(pf.Path)
+	for _, frag := range []string{`"make": "allow"`, `"/w/build/**": "allow"`, "// ask about git"} {
+		if !strings.Contains(string(b), frag) {
+			t.Errorf("policy file lacks %q:\n%s", frag, b)
+		}
+	}
+}
+
+// "Always deny" of a list denies for the rest of the run: the decision
+// carries the patterns as session denies, and an ask that was already
+// waiting for the prompt is denied without one.
+func TestPromptAlwaysDenyListAndQueued(t *testing.T) {
+	pf := policyFile(t, userPolicy)
+	s := newPtyScreen(t)
+	p, ch := runPromptWith(t, s, PromptOptions{Policy: pf}, scriptRequest())
+	s.waitFor(t, "Always deny")
+	// A second ask, queued behind the prompt on screen.
+	queued := promptRequest()
+	queued.Check = engine.Check{Surface: engine.SurfaceWrite, Value: "/w/build/other.o"}
+	qch := make(chan Decision, 1)
+	go func() { qch <- p.Decide(context.Background(), queued) }()
+	time.Sleep(100 * time.Millisecond)
+	s.choose(t, 5)
+	s.waitFor(t, "Always deny: 2 patterns")
+	s.typeKeys(t, keyEnter)
+	d := await(t, ch)
+	if d.Action() != engine.Deny || !reflect.DeepEqual(d.SessionRules(), scriptRequest().Suggested) || len(d.Saved()) != 2 {
+		t.Fatalf("%v", d)
+	}
+	q := await(t, qch)
+	if q.Action() != engine.Deny || q.DecidedBy() != (ByUser{Via: AlwaysDenyVia}) {
+		t.Fatalf("the queued ask: %v", q)
+	}
+	if s.acquired != 1 {
+		t.Fatalf("the screen was taken %d times, want 1", s.acquired)
+	}
 }

@@ -34,19 +34,23 @@ type SavedRule struct {
 	File    string
 }
 
-// Remember appends rule to the file with a comment naming the date and
-// the request, keeping the file's comments and layout (engine.AppendRule),
-// and replaces the file atomically: readers see the old file or the new
-// one, never a part. It refuses — and says why, writing nothing — when
+// Remember appends rules to the file, each with a comment naming the
+// date and the request, keeping the file's comments and layout
+// (engine.AppendRule), and replaces the file atomically, once for all of
+// them: readers see the old file or the new one, never a part, and never
+// some of the rules without the others. It refuses — and says why, writing nothing — when
 // the file changed since permwrap loaded it (someone else's edit would be
 // lost, or a rule appended to text nobody has checked), when it cannot be
 // parsed, or when the result would not load.
 //
 // A symlinked policy.jsonc (a dotfiles repository) is written through:
 // the link stays a link.
-func (f *PolicyFile) Remember(rule engine.Rule, id RequestID) error {
+func (f *PolicyFile) Remember(rules []engine.Rule, id RequestID) error {
 	if f == nil || f.Path == "" {
 		return errors.New("no policy file to write to")
+	}
+	if len(rules) == 0 {
+		return errors.New("no rule to write")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -73,13 +77,15 @@ func (f *PolicyFile) Remember(rule engine.Rule, id RequestID) error {
 	if f.now != nil {
 		now = f.now
 	}
-	comment := fmt.Sprintf("permwrap: always %s, %s, request %s", rule.Action, now().Format("2006-01-02"), id)
-	out, err := engine.AppendRule(cur, base, rule, comment, f.Env)
-	if err != nil {
-		if errors.Is(err, engine.ErrPolicyUnparseable) {
-			return fmt.Errorf("%s cannot be read back (%v); not written", base, err)
+	out := cur
+	for _, rule := range rules {
+		comment := fmt.Sprintf("permwrap: always %s, %s, request %s", rule.Action, now().Format("2006-01-02"), id)
+		if out, err = engine.AppendRule(out, base, rule, comment, f.Env); err != nil {
+			if errors.Is(err, engine.ErrPolicyUnparseable) {
+				return fmt.Errorf("%s cannot be read back (%v); not written", base, err)
+			}
+			return fmt.Errorf("%s:%s: %w; nothing written", rule.Surface, rule.Pattern, err)
 		}
-		return err
 	}
 	if err := replaceFile(target, out); err != nil {
 		return fmt.Errorf("writing %s: %w", base, err)

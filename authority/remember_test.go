@@ -20,7 +20,7 @@ func TestRememberAppends(t *testing.T) {
 	src := "{\n  // keep me\n  \"permission\": {}\n}\n"
 	os.WriteFile(p, []byte(src), 0o600)
 	f := &PolicyFile{Path: p, Loaded: []byte(src), now: fixedNow}
-	if err := f.Remember(denySSH, "req-1"); err != nil {
+	if err := f.Remember([]engine.Rule{denySSH}, "req-1"); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(p)
@@ -29,7 +29,7 @@ func TestRememberAppends(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 	}
 	// A second "always" in the same run builds on the first.
-	if err := f.Remember(engine.Rule{Surface: engine.SurfaceRead, Pattern: "~/.aws/**", Action: engine.Deny}, "req-2"); err != nil {
+	if err := f.Remember([]engine.Rule{{Surface: engine.SurfaceRead, Pattern: "~/.aws/**", Action: engine.Deny}}, "req-2"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(p); !strings.Contains(string(got), `"~/.aws/**": "deny"`) || !strings.Contains(string(got), `"~/.ssh/**": "deny"`) {
@@ -53,7 +53,7 @@ func TestRememberThroughSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &PolicyFile{Path: link, Loaded: []byte(src)}
-	if err := f.Remember(denySSH, "r"); err != nil {
+	if err := f.Remember([]engine.Rule{denySSH}, "r"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
@@ -95,7 +95,7 @@ func TestRememberRefuses(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "policy.jsonc")
 			f := c.setup(p)
 			before, _ := os.ReadFile(p)
-			err := f.Remember(denySSH, "r")
+			err := f.Remember([]engine.Rule{denySSH}, "r")
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -111,7 +111,7 @@ func TestRememberRefuses(t *testing.T) {
 func TestRememberSeedsMissingFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "cfg", "policy.jsonc")
 	f := &PolicyFile{Path: p, Seed: engine.DefaultPolicy()}
-	if err := f.Remember(engine.Rule{Surface: engine.SurfaceRead, Pattern: "~/private/**", Action: engine.Deny}, "r"); err != nil {
+	if err := f.Remember([]engine.Rule{{Surface: engine.SurfaceRead, Pattern: "~/private/**", Action: engine.Deny}}, "r"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(p)

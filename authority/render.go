@@ -77,8 +77,10 @@ func RenderFullRequest(r Request, width int) []string {
 	add("why", whyLine(r))
 	if r.HumanOnly {
 		add("note", "protected write: only a person can allow it, and only once")
-	} else if r.Suggested.Pattern != "" {
-		add("session", r.Suggested.String())
+	} else {
+		for _, sp := range r.Suggested {
+			add("session", sp.String())
+		}
 	}
 	return out
 }

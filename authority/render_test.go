@@ -28,7 +28,7 @@ func renderFixture() Request {
 		Units:   []string{"terraform apply -auto-approve", "aws s3 sync ./dist s3://bucket"},
 		Rule:    engine.Rule{Surface: engine.SurfaceBash, Pattern: "*deploy*", Action: engine.Ask, Origin: engine.OriginGlobal, Pos: engine.Position{File: "/home/u/.config/permwrap/policy.jsonc", Line: 40, Column: 9}},
 	}
-	r.Suggested = SessionPattern{Surface: engine.SurfaceBash, Pattern: "env AWS_PROFILE=prod nice -n 10 ./deploy.sh *"}
+	r.Suggested = []SessionPattern{{Surface: engine.SurfaceBash, Pattern: "env AWS_PROFILE=prod nice -n 10 ./deploy.sh *"}}
 	return r
 }
 

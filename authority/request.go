@@ -38,8 +38,12 @@ type Request struct {
 	// Rule is the rule whose answer was ask; Origin OriginBuiltin or an
 	// empty pattern means no rule matched and ask is the built-in answer.
 	Rule      engine.Rule
-	HumanOnly bool           // protectedWrites: no link, no session approval
-	Suggested SessionPattern // what "allow for this session" would add
+	HumanOnly bool // protectedWrites: no link, no session approval
+	// Suggested is what "allow for this session" would add: one pattern
+	// for each part of the request that asked (a script's commands and
+	// the files they use; a path's file or directory), editable at the
+	// prompt. "Always allow" and "always deny" offer the same list.
+	Suggested []SessionPattern
 }
 
 // NewRequest mints an id and stamps the time: call it where the request
@@ -61,6 +65,7 @@ func (r Request) clone() Request {
 	c.Process.Cmdline = append([]string(nil), r.Process.Cmdline...)
 	c.Runs = append([]string(nil), r.Runs...)
 	c.Units = append([]string(nil), r.Units...)
+	c.Suggested = append([]SessionPattern(nil), r.Suggested...)
 	if r.Net != nil {
 		n := *r.Net
 		n.Names = append([]string(nil), r.Net.Names...)
@@ -134,10 +139,10 @@ type requestJSON struct {
 	Units     []string  `json:"units"`
 	Rule      *ruleJSON `json:"rule"`
 	HumanOnly bool      `json:"humanOnly"`
-	Suggested *struct {
-		Surface string `json:"surface"`
-		Pattern string `json:"pattern"`
-	} `json:"suggested,omitempty"`
+	// Suggested is the first of Suggestions (the field as it was before
+	// a request could suggest several).
+	Suggested   *patternJSON  `json:"suggested,omitempty"`
+	Suggestions []patternJSON `json:"suggestions,omitempty"`
 	// Masked says that MaskSecrets replaced something in a command line
 	// with "***": a reviewer must treat that part as unknown.
 	Masked bool `json:"masked,omitempty"`
@@ -192,17 +197,27 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	j.Units = capList(maskAll(r.Units))
 	j.Rule = ruleToJSON(r.Rule)
 	j.HumanOnly = r.HumanOnly
-	if r.Suggested.Pattern != "" && !r.HumanOnly {
-		pattern := r.Suggested.Pattern
-		if r.Suggested.Surface == engine.SurfaceBash {
-			pattern = mask(pattern)
+	if !r.HumanOnly {
+		for i, sp := range r.Suggested {
+			if i == maxListItems {
+				break
+			}
+			pattern := sp.Pattern
+			if sp.Surface == engine.SurfaceBash {
+				pattern = mask(pattern)
+			}
+			j.Suggestions = append(j.Suggestions, patternJSON{sp.Surface.String(), elide(pattern, maxItemBytes)})
 		}
-		j.Suggested = &struct {
-			Surface string `json:"surface"`
-			Pattern string `json:"pattern"`
-		}{r.Suggested.Surface.String(), pattern}
+		if len(j.Suggestions) > 0 {
+			j.Suggested = &j.Suggestions[0]
+		}
 	}
 	return json.Marshal(j)
+}
+
+type patternJSON struct {
+	Surface string `json:"surface"`
+	Pattern string `json:"pattern"`
 }
 
 // sameSlice reports whether a and b are the same slice (MaskArgv returns

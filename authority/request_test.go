@@ -21,7 +21,7 @@ func TestRequestJSONMasks(t *testing.T) {
 	r.Agent = []string{"agent", "--api-key", "k-123456", "--model=m"}
 	r.Runs = []string{"env PGPASSWORD=pw psql"}
 	r.Units = []string{"export NPM_TOKEN=npm_x", "ls"}
-	r.Suggested = SessionPattern{Surface: engine.SurfaceBash, Pattern: "curl -H 'Authorization: Bearer abc123' *"}
+	r.Suggested = []SessionPattern{{Surface: engine.SurfaceBash, Pattern: "curl -H 'Authorization: Bearer abc123' *"}}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestRequestJSONFields(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"access", "agent", "humanOnly", "masked", "node", "nodeCommand", "process", "requestId", "rule", "runs", "suggested", "surface", "time", "units", "value"}
+	want := []string{"access", "agent", "humanOnly", "masked", "node", "nodeCommand", "process", "requestId", "rule", "runs", "suggested", "suggestions", "surface", "time", "units", "value"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("request fields %v, documented %v", keys, want)
 	}

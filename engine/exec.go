@@ -749,6 +749,30 @@ func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
 		}
 		add(SessionPattern{Surface: d.Result.Check.Surface, Pattern: v})
 	}
+	return withoutSubsumed(out)
+}
+
+// withoutSubsumed drops a path pattern another one of the list already
+// covers (`/w/out/a/**` beside `/w/out/**`, from `mkdir -p out/a/b`): the
+// person reads, and may edit, each line that is left.
+func withoutSubsumed(list []SessionPattern) []SessionPattern {
+	covered := func(q SessionPattern) bool {
+		for _, p := range list {
+			if p == q || p.Surface != q.Surface || !p.Surface.IsPath() {
+				continue
+			}
+			if dir, ok := strings.CutSuffix(p.Pattern, "/**"); ok && !strings.ContainsAny(dir, "*?[{\\") && strings.HasPrefix(q.Pattern, dir+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	out := list[:0:0]
+	for _, q := range list {
+		if !covered(q) {
+			out = append(out, q)
+		}
+	}
 	return out
 }
 
@@ -759,22 +783,36 @@ func (p *Policy) suggestPathUse(u PathUse) SessionPattern {
 		s = SurfaceRead
 	}
 	if u.Tree {
+		// The tree the command named (`rm -r build`), unless it is a
+		// whole area (`rm -rf .` in the workspace): that is approved
+		// once, and widened for the session only by the person.
+		if wideArea(u.Path, p.env) {
+			return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path)}
+		}
 		return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path) + "/**"}
 	}
-	dir := path.Dir(u.Path)
-	if s == SurfaceRead || p.broadDir(dir) {
-		return SessionPattern{Surface: s, Pattern: QuoteGlob(u.Path)}
-	}
-	return SessionPattern{Surface: s, Pattern: QuoteGlob(dir) + "/**"}
+	return SessionPattern{Surface: s, Pattern: SuggestPathPattern(u.Access, u.Path, p.env)}
 }
 
 // broadDir reports whether dir is too wide to approve as a whole on the
-// strength of one file in it.
-func (p *Policy) broadDir(dir string) bool {
+// strength of one file in it: a wide area, or a directory directly in
+// the home directory (~/.ssh, ~/.config).
+func broadDir(dir string, env Env) bool {
+	if wideArea(dir, env) {
+		return true
+	}
+	home := strings.TrimSuffix(env.Home, "/")
+	return home != "" && path.Dir(dir) == home
+}
+
+// wideArea reports whether dir is /, a top-level directory, the home
+// directory, the workspace, a temporary area, or an ancestor of one of
+// them.
+func wideArea(dir string, env Env) bool {
 	if dir == "/" || strings.Count(dir, "/") < 2 {
 		return true // /, /etc, /usr
 	}
-	for _, d := range []string{p.env.Home, p.env.Workspace, p.env.TmpDir, "/tmp", "/var/tmp"} {
+	for _, d := range []string{env.Home, env.Workspace, env.TmpDir, "/tmp", "/var/tmp"} {
 		d = strings.TrimSuffix(d, "/")
 		if d == "" {
 			continue
@@ -783,8 +821,7 @@ func (p *Policy) broadDir(dir string) bool {
 			return true // the area itself, or one of its ancestors
 		}
 	}
-	home := strings.TrimSuffix(p.env.Home, "/")
-	return home != "" && path.Dir(dir) == home // ~/.ssh, ~/.config
+	return false
 }
 
 // ProgramNames lists the programs whose identity changes a decision: the

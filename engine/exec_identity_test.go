@@ -382,6 +382,13 @@ func TestPathUsesCoverTheScriptsOpens(t *testing.T) {
 	if got := p.SuggestSession(d); !reflect.DeepEqual(got, []SessionPattern{{SurfaceWrite, "/srv/app/logs/**"}}) {
 		t.Errorf("SuggestSession = %v", got)
 	}
+	// A pattern another one of the list covers is left out: the person
+	// reads each line.
+	d = p.DecideExec(bashIn("git push origin main && mkdir -p /srv/app/a/b && touch /srv/app/x /srv/app/a/y"))
+	want = []SessionPattern{{SurfaceBash, "git push origin main"}, {SurfaceWrite, "/srv/app/**"}}
+	if got := p.SuggestSession(d); !reflect.DeepEqual(got, want) {
+		t.Errorf("SuggestSession = %v, want %v", got, want)
+	}
 	// Redirects whose target is only known when it runs name no path.
 	d = p.DecideExec(bashIn(`f=$(mktemp -p asked); echo x > "$f"`))
 	if d.Result.Action != Allow || len(d.PathUses) != 0 {
@@ -396,35 +403,38 @@ func TestPathUsesCoverTheScriptsOpens(t *testing.T) {
 func TestArgPathUses(t *testing.T) {
 	resolve := func(p, dir string) (string, bool) { return resolveIn(p, dir, "/w", "/home/u") }
 	for line, want := range map[string][]string{
-		"touch a b":                   {"write /w/a", "write /w/b"},
-		"touch -d yesterday -r ref f": {"write /w/f"},
-		"mkdir -p -m 0755 x/y":        {"write /w/x/y"},
-		"rm -rf -- d":                 {"write /w/d/**"},
-		"rm f -r":                     {"write /w/f/**"},
-		"rmdir --parents a/b":         {"write /w/a/b"},
-		"tee -a log ~/x":              {"write /w/log", "write /home/u/x"},
-		"truncate -s 0 log":           {"write /w/log"},
-		"cp -t dst a b":               {"read /w/a", "write /w/dst/a", "read /w/b", "write /w/dst/b"},
-		"cp a b":                      {"write /w/b", "read /w/a", "write /w/b/a"},
-		"cp -T a b":                   {"write /w/b", "read /w/a"},
-		"cp -r src /dst":              {"write /dst/**", "read /w/src/**", "write /dst/src/**"},
-		"cp a b dir":                  {"read /w/a", "write /w/dir/a", "read /w/b", "write /w/dir/b"},
-		"mv a b":                      {"write /w/b", "write /w/a", "write /w/b/a"},
-		"ln -s target":                {"write /w/target"},
-		"ln -sf /x/y link":            {"write /w/link", "write /w/link/y"},
-		"chmod 644 f g":               {"write /w/f", "write /w/g"},
-		"chmod -R u+w d":              {"write /w/d/**"},
-		"chmod --reference=r f":       {"write /w/f"},
-		"chown -R u:g d":              {"write /w/d/**"},
-		"cat -n f -":                  {"read /w/f"},
-		"head -5 f":                   {"read /w/f"},
-		"head -n 5 f":                 {"read /w/f"},
-		"tail -f -n 100 log":          {"read /w/log"},
-		"wc -l a":                     {"read /w/a"},
-		"touch --bogus f":             nil, // not understood: nothing covered
-		"chmod -x f":                  nil, // a mode that looks like an option
-		"ls -la":                      nil,
-		"touch ~other/f":              nil,
+		"touch a b":                    {"write /w/a", "write /w/b"},
+		"touch -d yesterday -r ref f":  {"write /w/f"},
+		"mkdir -p -m 0755 x/y":         {"write /w/x/y", "write /w/x"},
+		"mkdir --parents a/b/c /abs/d": {"write /w/a/b/c", "write /w/a/b", "write /w/a", "write /abs/d"},
+		"mkdir -p ../up/x ./y":         {"write /up/x", "write /up", "write /w/y"},
+		"mkdir x/y":                    {"write /w/x/y"},
+		"rm -rf -- d":                  {"write /w/d/**"},
+		"rm f -r":                      {"write /w/f/**"},
+		"rmdir --parents a/b":          {"write /w/a/b"},
+		"tee -a log ~/x":               {"write /w/log", "write /home/u/x"},
+		"truncate -s 0 log":            {"write /w/log"},
+		"cp -t dst a b":                {"read /w/a", "write /w/dst/a", "read /w/b", "write /w/dst/b"},
+		"cp a b":                       {"write /w/b", "read /w/a", "write /w/b/a"},
+		"cp -T a b":                    {"write /w/b", "read /w/a"},
+		"cp -r src /dst":               {"write /dst/**", "read /w/src/**", "write /dst/src/**"},
+		"cp a b dir":                   {"read /w/a", "write /w/dir/a", "read /w/b", "write /w/dir/b"},
+		"mv a b":                       {"write /w/b", "write /w/a", "write /w/b/a"},
+		"ln -s target":                 {"write /w/target"},
+		"ln -sf /x/y link":             {"write /w/link", "write /w/link/y"},
+		"chmod 644 f g":                {"write /w/f", "write /w/g"},
+		"chmod -R u+w d":               {"write /w/d/**"},
+		"chmod --reference=r f":        {"write /w/f"},
+		"chown -R u:g d":               {"write /w/d/**"},
+		"cat -n f -":                   {"read /w/f"},
+		"head -5 f":                    {"read /w/f"},
+		"head -n 5 f":                  {"read /w/f"},
+		"tail -f -n 100 log":           {"read /w/log"},
+		"wc -l a":                      {"read /w/a"},
+		"touch --bogus f":              nil, // not understood: nothing covered
+		"chmod -x f":                   nil, // a mode that looks like an option
+		"ls -la":                       nil,
+		"touch ~other/f":               nil,
 	} {
 		a := AnalyzeScript(line)
 		var got []string

@@ -76,7 +76,7 @@ func (p *Policy) Explain(c Check) Explanation {
 		}
 	}
 	if e.Layer == LayerPolicy && e.Action == Deny {
-		if ss := p.session.Load(); ss != nil && ss.lists[c.Surface].find(c.Value) != nil {
+		if r := p.sessionRule(c.Surface, c.Value); r != nil && r.Action == Allow {
 			ex.Notes = append(ex.Notes, "a session approval matches too, but it never lifts a deny the policy wrote")
 		}
 	}

@@ -424,6 +424,18 @@ type Policy struct {
 // Env returns the environment patterns were expanded with.
 func (p *Policy) Env() Env { return p.env }
 
+// GlobalFile is the user's policy.jsonc as this policy was compiled from
+// it: its name and the bytes read (a copy). ok is false when there was
+// none. A caller that writes the file back (the prompt's "always allow")
+// compares against these bytes, not a second read.
+func (p *Policy) GlobalFile() (f File, ok bool) {
+	g := p.cfg.Global
+	if g == nil {
+		return File{}, false
+	}
+	return File{Name: g.Name, Data: append([]byte{}, g.Data...)}, true
+}
+
 // Settings returns the non-rule configuration. The result is a copy:
 // changing it does not change the policy.
 func (p *Policy) Settings() Settings {
@@ -615,19 +627,26 @@ func (p *Policy) evaluate(c Check, mode contentMode) (e evaluation) {
 			return p.ruleResult(c, tight, Deny, LayerProject)
 		}
 	}
-	if r := p.sessionAllows(s, v); r != nil {
-		return p.ruleResult(c, r, Allow, LayerSession)
+	sess := p.sessionRule(s, v)
+	if sess != nil && sess.Action == Allow {
+		return p.ruleResult(c, sess, Allow, LayerSession)
 	}
-	if pol != nil {
-		if tight != nil && tight.Action > pol.Action {
-			return p.lower(p.ruleResult(c, tight, tight.Action, LayerProject))
+	switch {
+	case pol != nil && tight != nil && tight.Action > pol.Action:
+		e = p.lower(p.ruleResult(c, tight, tight.Action, LayerProject))
+	case pol != nil:
+		e = p.lower(p.ruleResult(c, pol, pol.Action, LayerPolicy))
+	default:
+		e = p.fallbackFor(c)
+		e.matched = false
+		if tight != nil && tight.Action > p.unlowered(e).Action {
+			e = p.lower(p.ruleResult(c, tight, tight.Action, LayerProject))
 		}
-		return p.lower(p.ruleResult(c, pol, pol.Action, LayerPolicy))
 	}
-	e = p.fallbackFor(c)
-	e.matched = false
-	if tight != nil && tight.Action > p.unlowered(e).Action {
-		return p.lower(p.ruleResult(c, tight, tight.Action, LayerProject))
+	if sess != nil && sess.Action == Deny && e.Action == Ask {
+		// A person's "always deny" earlier in this run answers what
+		// would otherwise ask them again; it never overrides an allow.
+		return p.ruleResult(c, sess, Deny, LayerSession)
 	}
 	return e
 }
@@ -642,8 +661,9 @@ func (p *Policy) unlowered(e evaluation) evaluation {
 	return e
 }
 
-// sessionAllows returns the session rule that allows v on s, or nil.
-func (p *Policy) sessionAllows(s Surface, v string) *compiledRule {
+// sessionRule returns the most specific session rule for v on s (the
+// later one on a tie), or nil.
+func (p *Policy) sessionRule(s Surface, v string) *compiledRule {
 	if ss := p.session.Load(); ss != nil {
 		return ss.lists[s].find(v)
 	}
@@ -856,11 +876,28 @@ func (e *evaluation) better(b *evaluation) bool {
 
 // AddSessionRule records a person's "allow for this session" as a rule
 // with origin session. Path patterns are expanded like config patterns.
+// A session allow lifts an ask of the policy, never a deny, a hard guard,
+// a protected write or permwrap's own files.
 func (p *Policy) AddSessionRule(s Surface, pattern string) (Rule, error) {
+	return p.addSession(s, pattern, Allow)
+}
+
+// AddSessionDeny records a person's "always deny" for the rest of the run
+// (the rule they saved applies from the next run on): a later request
+// whose answer would be ask is denied instead, without asking. It only
+// ever answers an ask: whatever the policy allows stays allowed, and
+// what only a person may approve (hard-guard asks, protected writes)
+// still asks, as the saved rule will. Among session rules the most
+// specific pattern decides, the later one on a tie.
+func (p *Policy) AddSessionDeny(s Surface, pattern string) (Rule, error) {
+	return p.addSession(s, pattern, Deny)
+}
+
+func (p *Policy) addSession(s Surface, pattern string, a Action) (Rule, error) {
 	if s == SurfaceInvalid || s >= numSurfaces {
 		return Rule{}, fmt.Errorf("invalid surface %v", s)
 	}
-	cr := &compiledRule{Rule: Rule{Surface: s, Pattern: pattern, Action: Allow, Origin: OriginSession}}
+	cr := &compiledRule{Rule: Rule{Surface: s, Pattern: pattern, Action: a, Origin: OriginSession}}
 	var err error
 	switch s {
 	case SurfaceBash:
@@ -915,18 +952,29 @@ func (p *Policy) SessionRules() []Rule {
 	return out
 }
 
-// SuggestPathPattern proposes the pattern for "allow for this session":
-// for a write inside the workspace the containing directory's `/**`
-// (editing one file in a directory usually means more follow), otherwise
-// the exact path, because outside the workspace a person approves one
-// thing, not a tree.
+// SuggestPathPattern proposes the pattern for "allow for this session"
+// of one path: the narrowest useful one. For a read, the file itself. For
+// a write, the directory it is in (`/srv/app/logs/**`: writing one file
+// there usually means more follow), except where that directory is too
+// wide to approve on the strength of one file — /, a top-level
+// directory, the home directory or a directory directly in it (~/.ssh),
+// the workspace itself, a temporary area, or an ancestor of one of them
+// (see broadDir) — where it is the file itself. A person who means a
+// whole workspace widens the pattern at the prompt.
 func SuggestPathPattern(a Access, path string, env Env) string {
-	ws := strings.TrimSuffix(env.Workspace, "/")
-	if a&AccessWrite != 0 && ws != "" && strings.HasPrefix(path, ws+"/") {
-		dir := path[:strings.LastIndexByte(path, '/')]
-		return QuoteGlob(dir) + "/**"
+	if a&AccessWrite == 0 {
+		return QuoteGlob(path)
 	}
-	return QuoteGlob(path)
+	dir := path
+	if i := strings.LastIndexByte(path, '/'); i > 0 {
+		dir = path[:i]
+	} else {
+		dir = "/"
+	}
+	if broadDir(dir, env) {
+		return QuoteGlob(path)
+	}
+	return QuoteGlob(dir) + "/**"
 }
 
 // QuoteGlob returns a pattern that matches s literally: wildcards,

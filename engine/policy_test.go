@@ -541,8 +541,20 @@ func TestSuggestPathPattern(t *testing.T) {
 		want string
 	}{
 		{AccessWrite, "/home/u/src/proj/pkg/a.go", "/home/u/src/proj/pkg/**"},
-		{AccessWrite, "/home/u/src/proj/a.go", "/home/u/src/proj/**"},
+		// Directly in the workspace: the file, never the whole workspace.
+		{AccessWrite, "/home/u/src/proj/a.go", "/home/u/src/proj/a.go"},
+		{AccessRead | AccessWrite, "/home/u/src/proj/a.go", "/home/u/src/proj/a.go"},
 		{AccessWrite, "/etc/hosts", "/etc/hosts"},
+		{AccessWrite, "/srv/app/logs/x.log", "/srv/app/logs/**"},
+		// The home directory, a directory in it, an ancestor of the
+		// workspace, a temporary area: the file.
+		{AccessWrite, "/home/u/.bashrc", "/home/u/.bashrc"},
+		{AccessWrite, "/home/u/.config/app.toml", "/home/u/.config/app.toml"},
+		{AccessWrite, "/home/u/src/x.go", "/home/u/src/x.go"},
+		{AccessWrite, "/tmp/u/out", "/tmp/u/out"},
+		{AccessWrite, "/tmp/out", "/tmp/out"},
+		{AccessWrite, "/home/u/.config/app/app.toml", "/home/u/.config/app/**"},
+		{AccessWrite, "/tmp/u/build/out", "/tmp/u/build/**"},
 		{AccessRead, "/home/u/src/proj/.env", "/home/u/src/proj/.env"},
 		{AccessWrite, "/home/u/src/proj/we*ird/[x].go", "/home/u/src/proj/we\\*ird/**"},
 		{AccessRead, "/tmp/${HOME}", "/tmp/[$]\\{HOME\\}"},

@@ -27,6 +27,24 @@ func (u PathUse) Covers(a Access, p string) bool {
 	return p == u.Path || u.Tree && isBeneath(p, u.Path)
 }
 
+// parentUses are the directories `mkdir -p` creates above operand when
+// they are missing: those the operand itself names, relative to where it
+// runs (`mkdir -p a/b/c` → a, a/b), never the directory it runs in or
+// one above it, nor any of an absolute path (`mkdir -p /srv/app` does
+// not approve writing /srv).
+func parentUses(operand, dir string, a Access, from string, resolve func(p, dir string) (string, bool)) []PathUse {
+	if path.IsAbs(operand) || strings.HasPrefix(operand, "~") {
+		return nil
+	}
+	var out []PathUse
+	for d := path.Dir(path.Clean(operand)); d != "." && d != ".." && !strings.HasSuffix(d, "/..") && d != "/"; d = path.Dir(d) {
+		if p, ok := resolve(d, dir); ok {
+			out = append(out, PathUse{Access: a, Path: p, From: from})
+		}
+	}
+	return out
+}
+
 func isBeneath(p, dir string) bool {
 	if dir == "/" {
 		return strings.HasPrefix(p, "/") && p != "/"
@@ -56,12 +74,15 @@ type fileCommand struct {
 	noTgt   string // options that make the destination exact (-T)
 	ref     string // options whose value replaces the first operand (--reference)
 	numeric bool   // -NUM is an option (head -5)
+	// parents: options that make the command create the missing
+	// directories above each operand too (mkdir -p).
+	parents string
 }
 
 var fileCommands = map[string]*fileCommand{
 	"touch": {access: AccessWrite, spec: wrapperSpec{short: "acfhm", shortV: "dtr",
 		long: map[string]argKind{"no-create": noArg, "date": reqArg, "no-dereference": noArg, "reference": reqArg, "time": reqArg}}},
-	"mkdir": {access: AccessWrite, spec: wrapperSpec{short: "pvZ", shortV: "m",
+	"mkdir": {access: AccessWrite, parents: "p parents", spec: wrapperSpec{short: "pvZ", shortV: "m",
 		long: map[string]argKind{"mode": reqArg, "parents": noArg, "verbose": noArg, "context": optArg}}},
 	"rmdir": {access: AccessWrite, spec: wrapperSpec{short: "pv",
 		long: map[string]argKind{"ignore-fail-on-non-empty": noArg, "parents": noArg, "verbose": noArg}}},
@@ -221,6 +242,9 @@ func argPathUses(u Unit, resolve func(p, dir string) (string, bool)) []PathUse {
 	case operandsAll:
 		for _, i := range ops {
 			use(i, fc.access, tree)
+			if fc.parents != "" && has(fc.parents) && !dyn[i] {
+				out = append(out, parentUses(u.Argv[i], u.Dir, fc.access, from, resolve)...)
+			}
 		}
 	case operandsAfter1:
 		if len(ops) > 0 && (fc.ref == "" || !has(fc.ref)) {

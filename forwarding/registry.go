@@ -398,6 +398,18 @@ func (r *Registry) Register(parent *Node, spec Spec, keeper Peer, keeperPin Pin)
 // processes and a's ancestors are not affected, and a node beneath a
 // still keeps its own asks. It never lifts a deny (engine semantics).
 func (r *Registry) AddSessionRule(a *Node, s engine.Surface, pattern string) (engine.Rule, error) {
+	return r.addSession(a, s, pattern, false)
+}
+
+// AddSessionDeny is AddSessionRule for an "always deny" given at node a:
+// a deny session rule in the same layers (the strictest layer wins, so
+// one would do; every layer keeps explain's answer the same wherever it
+// is asked).
+func (r *Registry) AddSessionDeny(a *Node, s engine.Surface, pattern string) (engine.Rule, error) {
+	return r.addSession(a, s, pattern, true)
+}
+
+func (r *Registry) addSession(a *Node, s engine.Surface, pattern string, deny bool) (engine.Rule, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var rule engine.Rule
@@ -406,7 +418,11 @@ func (r *Registry) AddSessionRule(a *Node, s engine.Surface, pattern string) (en
 	var walk func(x *Node)
 	walk = func(x *Node) {
 		for j := 0; j <= depth && j < len(x.layers); j++ {
-			rl, err := x.layers[j].Policy.AddSessionRule(s, pattern)
+			add := x.layers[j].Policy.AddSessionRule
+			if deny {
+				add = x.layers[j].Policy.AddSessionDeny
+			}
+			rl, err := add(s, pattern)
 			if err != nil && first == nil {
 				first = err
 			}
@@ -422,7 +438,9 @@ func (r *Registry) AddSessionRule(a *Node, s engine.Surface, pattern string) (en
 	if first != nil {
 		return engine.Rule{}, first
 	}
-	a.approvals = append(a.approvals, approval{surface: s, pattern: pattern})
+	if !deny {
+		a.approvals = append(a.approvals, approval{surface: s, pattern: pattern})
+	}
 	return rule, nil
 }
 

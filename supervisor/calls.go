@@ -68,7 +68,8 @@ func closeAll(rs ...*pin.Resolved) {
 
 // writeVerdict judges a call that changes what path names.
 func writeVerdict(p *engine.Policy, access string, path *pin.Resolved) verdict {
-	return verdict{result: p.DecidePath(engine.AccessWrite, path.Path), access: access, value: path.Path}
+	return verdict{result: p.DecidePath(engine.AccessWrite, path.Path), access: access, value: path.Path,
+		touched: [2]touch{{engine.AccessWrite, path.Path}}}
 }
 
 // Opens.
@@ -100,7 +101,8 @@ func (c *openCall) judge(p *engine.Policy) verdict {
 		// does not have.
 		return verdict{result: allowUnchecked(c.path.Path), access: accessWord(c.access), value: c.path.Path}
 	}
-	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path}
+	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path,
+		touched: [2]touch{{c.access, c.path.Path}}}
 }
 
 // openFlags are the flags perform opens with: an O_CREAT whose write
@@ -327,7 +329,8 @@ func moveVerdict(p *engine.Policy, kind engine.MoveKind, access string, from, to
 	is := func(r *pin.Resolved, typ uint32) bool { return r.Exists && r.Stat.Mode&unix.S_IFMT == typ }
 	m := engine.Move{Kind: kind, From: from.Path, To: to.Path, FromDir: is(from, unix.S_IFDIR), ToDir: is(to, unix.S_IFDIR),
 		FromSocket: is(from, unix.S_IFSOCK), ToSocket: is(to, unix.S_IFSOCK)}
-	return verdict{access: access, value: from.Path + " -> " + to.Path, result: p.DecideMove(m)}
+	return verdict{access: access, value: from.Path + " -> " + to.Path, result: p.DecideMove(m),
+		touched: [2]touch{{engine.AccessWrite, from.Path}, {engine.AccessWrite, to.Path}}}
 }
 
 type mkdirCall struct {
@@ -379,7 +382,7 @@ func (c *symlinkCall) judge(p *engine.Policy) verdict {
 	}
 	dir := !c.plainTarget || p.DecidePath(engine.AccessWrite, target).Action == engine.Allow
 	res := p.DecideMove(engine.Move{Kind: engine.MoveSymlink, From: target, To: link, FromDir: dir})
-	return verdict{result: res, access: "symlink", value: link}
+	return verdict{result: res, access: "symlink", value: link, touched: [2]touch{{engine.AccessWrite, link}}}
 }
 func (c *symlinkCall) perform(s *supervisor, id uint64) {
 	s.answer(id, pin.Symlink(c.target, c.at))

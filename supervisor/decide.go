@@ -21,6 +21,27 @@ type verdict struct {
 	// quiet: nothing was judged (a send with no destination, a connect to
 	// permwrap's own proxy): not written to the review log.
 	quiet bool
+	// touched are the paths the call reads or writes, as judged (the
+	// first ones; an empty path ends the list): what an approved script
+	// must have named for the call to be one of its parts (scripts.go).
+	// None for an exec, or a call that names no path. An array, not a
+	// slice: judging an allowed call allocates nothing for it.
+	touched [2]touch
+}
+
+// touch is one path a call uses, and how.
+type touch struct {
+	access engine.Access
+	path   string
+}
+
+// touches lists the paths the call uses.
+func (v *verdict) touches() []touch {
+	n := 0
+	for n < len(v.touched) && v.touched[n].path != "" {
+		n++
+	}
+	return v.touched[:n]
 }
 
 // moreRestrictive is the more restrictive of two results (a on a tie):

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -398,24 +399,24 @@ func (s *supervisor) answered(r *request, v verdict, ans kernelAnswer) {
 func (s *supervisor) ask(r *request, v verdict) {
 	req := s.authorityRequest(r, v)
 	s.logAsked(r, req)
+	tgid := s.tgidOf(r.tid)
 	var d authority.Decision
-	if v.exec != nil && len(v.exec.Analysis.Units) > 0 && !v.result.HumanOnly && !r.nested &&
-		s.scripts.covers(s.tgidOf(r.tid), v.exec.Analysis.Units[0].Line) {
-		// A unit of a script a person already allowed for this process tree.
-		d = authority.Allowed(authority.ByUser{Via: "script approval"})
+	if sd, ok := scriptAnswer(v, s.scripts.held(tgid)); ok && !r.nested {
+		// One of the commands or files of a script already allowed for
+		// this process tree.
+		d = sd
 	} else if s.cfg.Decider == nil {
 		d = authority.Denied(authority.ByUnavailable{Reason: "confirmation unavailable"}, "confirmation unavailable")
 	} else {
 		d = s.cfg.Decider.Resolve(s.ctx, req)
 	}
-	if p, ok := d.SessionRule(); ok {
-		s.addSessionRule(r, p)
-	}
+	// "Allow for this session" and "always deny": the rules hold from
+	// the next request on (for a nested caller, in its node's chain); the
+	// log records those that could be added.
+	d = s.addSessionRules(r, d)
 	s.logDecided(r, req, true, d)
-	if d.Action() == engine.Allow && v.exec != nil {
-		if _, ok := d.DecidedBy().(authority.ByUser); ok {
-			s.scripts.approve(s.tgidOf(r.tid), v.exec)
-		}
+	if v.exec != nil && approves(d) && !r.nested {
+		s.scripts.approve(tgid, v.exec, d.DecidedBy())
 	}
 	if d.Action() != engine.Allow {
 		s.refuse(r, v, d, req.ID)
@@ -472,23 +473,66 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 				req.Units = append(req.Units, u.Line)
 			}
 		}
-		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)}
-	} else if v.net != nil {
+	}
+	if v.result.Action == engine.Ask && !v.result.HumanOnly {
+		// Only a prompt offers suggestions; a record of a decision made
+		// without asking does not carry them.
+		req.Suggested = s.suggest(v, check)
+	}
+	if v.net != nil {
 		req.Net = v.net
-		if v.result.Action == engine.Ask {
-			req.Suggested = authority.SessionPattern{Surface: engine.SurfaceNet, Pattern: engine.SuggestNetPattern(v.result)}
-		}
-	} else if check.Surface.IsPath() && v.result.Action == engine.Ask {
-		// Only a prompt offers the suggestion; a record of a decision
-		// made without asking does not carry it.
-		acc := engine.AccessWrite
-		if check.Surface == engine.SurfaceRead {
-			acc = engine.AccessRead
-		}
-		req.Suggested = authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(acc, check.Value, s.cfg.Policy.Env())}
 	}
 	s.describeNode(r, &req, v.result.Action == engine.Ask)
 	return req
+}
+
+// suggest is what "allow for this session" would add for an ask: for an
+// exec, a pattern for each part that asked — its commands and the files
+// they use (engine.Policy.SuggestSession) — and for the interpreter of a
+// #! script when it was that which asked; for a path, the narrowest
+// useful pattern (the file, or the directory it is in).
+func (s *supervisor) suggest(v verdict, check engine.Check) []authority.SessionPattern {
+	var out []authority.SessionPattern
+	add := func(sp authority.SessionPattern) {
+		if sp.Pattern == "" || slices.Contains(out, sp) {
+			return
+		}
+		out = append(out, sp)
+	}
+	access := engine.AccessWrite
+	switch check.Surface {
+	case engine.SurfaceRead:
+		access = engine.AccessRead
+	case engine.SurfaceExec:
+		access = engine.AccessExec
+	case engine.SurfacePath:
+		// Every access: suggest for what this call does (a read gets
+		// the file, never a directory every write would match).
+		if t := v.touches(); len(t) > 0 {
+			access = t[0].access
+		}
+	}
+	if v.exec != nil {
+		for _, sp := range s.cfg.Policy.SuggestSession(*v.exec) {
+			add(authority.SessionPattern{Surface: sp.Surface, Pattern: sp.Pattern})
+		}
+		if check != v.exec.Result.Check && check.Surface.IsPath() {
+			// An interpreter of the #! chain asked.
+			add(authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(access, check.Value, s.cfg.Policy.Env())})
+		}
+		if len(out) == 0 {
+			add(authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)})
+		}
+		return out
+	}
+	if v.net != nil {
+		add(authority.SessionPattern{Surface: engine.SurfaceNet, Pattern: engine.SuggestNetPattern(v.result)})
+		return out
+	}
+	if check.Surface.IsPath() {
+		add(authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(access, check.Value, s.cfg.Policy.Env())})
+	}
+	return out
 }
 
 // tgidOf is the thread group of a thread (the thread itself when unknown).

@@ -316,43 +316,62 @@ func (s *supervisor) describeNode(r *request, req *authority.Request, ask bool) 
 	req.Node = r.m.Label()
 	n := r.m.Node()
 	if n == nil {
-		req.Suggested = authority.SessionPattern{} // nothing is remembered for an ambiguous process
+		req.Suggested = nil // nothing is remembered for an ambiguous process
 		return
 	}
 	if !ask {
 		return
 	}
 	req.NodeCommand = n.Argv()
-	if c := req.Check; c.Surface.IsPath() && req.Suggested.Pattern != "" && req.Suggested.Surface == c.Surface {
+	if c := req.Check; c.Surface.IsPath() && len(req.Suggested) == 1 && req.Suggested[0].Surface == c.Surface {
+		// A path's suggestion in the node's own terms (its workspace).
 		acc := engine.AccessWrite
 		if c.Surface == engine.SurfaceRead {
 			acc = engine.AccessRead
 		}
-		req.Suggested.Pattern = engine.SuggestPathPattern(acc, c.Value, n.Env())
+		req.Suggested[0].Pattern = engine.SuggestPathPattern(acc, c.Value, n.Env())
 	}
 }
 
-// addSessionRule records "allow for this session" for the request's
-// node: for this permwrap's own processes it lifts this permwrap's layer
-// everywhere (as without nesting); for a node's, the layers from here
-// down to that node, for that node's subtree only. Nothing is
-// remembered for a process whose node is ambiguous.
-func (s *supervisor) addSessionRule(r *request, p authority.SessionPattern) {
-	var err error
-	switch {
-	case !r.nested && (s.nest == nil):
-		_, err = s.cfg.Policy.AddSessionRule(p.Surface, p.Pattern)
-	case !r.nested:
-		_, err = s.nest.reg.AddSessionRule(s.nest.reg.Root(), p.Surface, p.Pattern)
-	case r.m.Node() == nil:
-		s.notices.line(fmt.Sprintf("permwrap: %s not remembered for the session: the process may belong to any of the nodes %s", p, r.m.Label()))
-		return
-	default:
-		_, err = s.nest.reg.AddSessionRule(r.m.Node(), p.Surface, p.Pattern)
+// addSessionRules adds what "allow for this session" or "always deny"
+// asked for where it holds: this permwrap's policy for its own processes,
+// the chain of the node for a nested one (every layer of it and of the
+// nodes below, forwarding.Registry). Nothing is remembered for a process
+// that may belong to several nodes. Rules that could not be added are
+// said; the answer to this request stands.
+func (s *supervisor) addSessionRules(r *request, d authority.Decision) authority.Decision {
+	if len(d.SessionRules()) == 0 {
+		return d
 	}
+	if r.nested && r.m.Node() == nil {
+		s.notices.line(fmt.Sprintf("permwrap: not remembered for the session: the process may belong to any of the nodes %s", r.m.Label()))
+		d, _ = d.AddSessionRulesBy(func(bool, authority.SessionPattern) error { return errors.New("ambiguous node") })
+		return d
+	}
+	d, err := d.AddSessionRulesBy(func(allow bool, sp authority.SessionPattern) error {
+		var err error
+		switch {
+		case !r.nested && s.nest == nil && allow:
+			_, err = s.cfg.Policy.AddSessionRule(sp.Surface, sp.Pattern)
+		case !r.nested && s.nest == nil:
+			_, err = s.cfg.Policy.AddSessionDeny(sp.Surface, sp.Pattern)
+		default:
+			node := s.nest.reg.Root()
+			if r.nested {
+				node = r.m.Node()
+			}
+			if allow {
+				_, err = s.nest.reg.AddSessionRule(node, sp.Surface, sp.Pattern)
+			} else {
+				_, err = s.nest.reg.AddSessionDeny(node, sp.Surface, sp.Pattern)
+			}
+		}
+		return err
+	})
 	if err != nil {
-		s.notices.line(fmt.Sprintf("permwrap: could not add session rule %s: %v", p, err))
+		s.notices.line("permwrap: could not add " + strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	return d
 }
 
 // Records. This permwrap's log has every record; a nested node's are

@@ -106,7 +106,7 @@ func decidedByLine(by authority.DecidedBy, asked engine.Rule) string {
 		}
 		return b.String()
 	case authority.ByUser:
-		if b.Via == "always deny" {
+		if b.Via == authority.AlwaysDenyVia {
 			return `by the person's "always deny" earlier in this run`
 		}
 		return "by the person at the prompt"

@@ -251,3 +251,13 @@ func pgrpMembers(pgrp int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// procParent is the parent pid (field 4 of /proc/PID/stat).
+func procParent(pid int) (int, bool) {
+	f, ok := procStat(pid)
+	if !ok || len(f) < 2 {
+		return 0, false
+	}
+	p, err := strconv.Atoi(f[1])
+	return p, err == nil
+}

@@ -1,6 +1,7 @@
 package supervisor_test
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,5 +202,134 @@ func TestScriptAskedOnce(t *testing.T) {
 	}
 	if dialog != 1 || script != 2 {
 		t.Errorf("approvals: %d by dialog (want 1), %d by the script approval (want 2)", dialog, script)
+	}
+}
+
+// decisions counts the outcome records of the review log by event and
+// by who decided ("user/dialog", "user/script approval",
+// "session_approval", ...), for the requests whose value contains what.
+func decisions(s *sandbox, what string) map[string]int {
+	n := map[string]int{}
+	for _, rec := range s.logRecords() {
+		v, _ := rec["value"].(string)
+		ev, _ := rec["event"].(string)
+		if !strings.Contains(v, what) || ev == "permission_request.asked" {
+			continue
+		}
+		by, _ := rec["decidedBy"].(map[string]any)
+		who, _ := by["kind"].(string)
+		if via, ok := by["via"].(string); ok {
+			who += "/" + via
+		}
+		n[strings.TrimPrefix(ev, "permission_request.")+" by "+who]++
+	}
+	return n
+}
+
+// One shell write with a redirect is one intent: the person is asked
+// once, for the script (which shows the redirect), and its own open of
+// the file is then the script's, not a second prompt. After "allow for
+// this session" of the suggested pattern (the file's directory, not the
+// workspace), later writes there ask nothing.
+func TestShellRedirectAskedOnce(t *testing.T) {
+	s := newSandbox(t, `{ "extends": "none", "permission": { "*": "allow",
+  "write": { "*": "allow", "${WORKSPACE}/asked/**": "ask" } } }`)
+	if err := os.MkdirAll(s.path("asked"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
+	ts.waitFor("$")
+
+	// Allow once: one prompt, then the script runs to its end.
+	ts.keys(`bash -c 'echo x > asked/a.txt && echo done-$((1+1))'`, "Enter")
+	scr := ts.waitFor("permwrap: permission request")
+	mustContain(t, "the prompt", scr, "Allow for this session: write:"+s.path("asked")+"/**")
+	ts.answer(prompt{choose: "Allow once"})
+	scr = ts.waitFor("done-2")
+	if strings.Contains(scr, "permission request") {
+		t.Fatalf("the redirect's open asked again:\n%s", scr)
+	}
+	if b, err := os.ReadFile(s.path("asked/a.txt")); err != nil || string(b) != "x\n" {
+		t.Fatalf("asked/a.txt: %q %v", b, err)
+	}
+
+	// Allow for the session: the suggested pattern covers the next
+	// writes, in a script or not.
+	ts.keys(`bash -c 'echo y > asked/b.txt && echo done-$((1+2))'`, "Enter")
+	ts.waitFor("permwrap: permission request")
+	ts.answer(prompt{choose: "Allow for this session"})
+	ts.waitFor("Allow for this session: write pattern")
+	ts.keys("Enter")
+	ts.waitFor("done-3")
+	ts.keys(`bash -c 'echo z > asked/c.txt && echo done-$((1+3))'; echo w > asked/d.txt && echo done-$((1+4))`, "Enter")
+	scr = ts.waitFor("done-5")
+	if strings.Contains(scr, "permission request") {
+		t.Fatalf("a write the session rule covers asked:\n%s", scr)
+	}
+	ts.keys("exit", "Enter")
+	ts.waitFor("PERMWRAP-EXIT=0")
+
+	// The review log: the person decided each script once; the opens are
+	// the script approval's and the session rule's.
+	for file, want := range map[string]map[string]int{
+		"asked/a.txt": {"approved by user/dialog": 1, "approved by user/script approval": 1},
+		"asked/b.txt": {"approved by user/dialog": 1, "allowed by session_approval": 1},
+		"asked/c.txt": {"allowed by session_approval": 2}, // the script, and its open
+		"asked/d.txt": {"allowed by session_approval": 1},
+	} {
+		got := decisions(s, file)
+		// The exec of bash itself is allowed by the policy's "*".
+		delete(got, "allowed by rule")
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: decisions %v, want %v", file, got, want)
+		}
+	}
+	var rules []any
+	for _, rec := range s.logRecords() {
+		if rec["event"] == "session.rules" {
+			rules, _ = rec["rules"].([]any)
+		}
+	}
+	if len(rules) != 1 || rules[0].(map[string]any)["pattern"] != s.path("asked")+"/**" {
+		t.Errorf("session rules at exit: %v", rules)
+	}
+}
+
+// "Always deny" holds within the run: a later matching ask is denied
+// without a prompt, and the rule is in policy.jsonc for the next run.
+func TestAlwaysDenyWithinTheRun(t *testing.T) {
+	s := newSandbox(t, `{ "extends": "none", "permission": { "*": "allow",
+  "write": { "*": "allow", "${WORKSPACE}/never/**": "ask" } } }`)
+	if err := os.MkdirAll(s.path("never"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
+	ts.waitFor("$")
+	ts.keys("echo a > never/1 || echo refused-$((0+1))", "Enter")
+	scr := ts.waitFor("permwrap: permission request")
+	mustContain(t, "the prompt", scr, "Always deny (policy.jsonc): write:"+s.path("never")+"/**")
+	ts.answer(prompt{choose: "Always deny"})
+	ts.waitFor("Always deny: write pattern")
+	ts.keys("Enter")
+	ts.waitFor("refused-1")
+	ts.keys("echo b > never/2 || echo refused-$((1+1))", "Enter")
+	scr = ts.waitFor("refused-2")
+	if strings.Contains(scr, "permission request") {
+		t.Fatalf("asked again after \"always deny\":\n%s", scr)
+	}
+	ts.keys("exit", "Enter")
+	ts.waitFor("PERMWRAP-EXIT=")
+	if s.exists("never/1") || s.exists("never/2") {
+		t.Error("a denied write happened")
+	}
+	if got, want := decisions(s, "never/1"), map[string]int{"rejected by user/dialog": 1}; !maps.Equal(got, want) {
+		t.Errorf("never/1: %v, want %v", got, want)
+	}
+	if got, want := decisions(s, "never/2"), map[string]int{"denied by user/always deny": 1}; !maps.Equal(got, want) {
+		t.Errorf("never/2: %v, want %v", got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(s.configDir, "policy.jsonc"))
+	if err != nil || !strings.Contains(string(b), `"`+s.path("never")+`/**": "deny"`) {
+		t.Errorf("policy.jsonc: %v\n%s", err, b)
 	}
 }

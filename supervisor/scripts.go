@@ -5,82 +5,264 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 )
 
-// scriptApprovals remembers, when a person allows a shell to run a
-// script, the script's units for that shell's process tree: the execs the
-// script then makes (`bash -c "make && git push"` → `make`, `git push`)
-// were already shown and allowed, so they do not ask again. It only ever
-// turns an ask into an allow for exactly a unit's command line in a
-// descendant of the approved shell while that shell lives; a deny is never
-// touched, and every exec is still judged.
+// scriptApprovals remembers, when a person (or a reviewer, or a parent
+// permwrap) allows an exec, what that exec was seen to do, for the
+// process tree that runs it: the commands of its script (`bash -c "make
+// && git push"` → `make`, `git push`) and the files the analysis found
+// them using (engine.ExecDecision.PathUses: redirect targets, the
+// arguments of file commands). Those were shown and allowed together, so
+// the exec of such a command, or the open of such a file, made by the
+// approved process or a descendant does not ask again: one ask per
+// intent.
+//
+// It only ever answers an ask, and only one the policy made: a deny, a
+// hard guard, a protected write or one of permwrap's own files is never
+// touched (scriptAnswer), and every request is still judged first. An
+// approval lasts while its process lives (pinned by its start time: a
+// reused pid is another process), at most approvalLifetime, and a tree
+// holds at most maxApprovalsPerTree of them.
 type scriptApprovals struct {
 	mu    sync.Mutex
 	byPid map[int]*scriptApproval
+	// now and stat are the clock and /proc, replaced by tests.
+	now  func() time.Time
+	stat func(pid int) (procInfo, bool)
 }
 
+// scriptApproval is what one allowed exec approved.
 type scriptApproval struct {
-	start uint64 // the shell's start time: a reused pid is not the same shell
+	pid   int
+	start uint64 // the process's start time: a reused pid is not the same process
+	root  int    // the tree it counts against: the outermost approved ancestor's pid, or its own
+	at    time.Time
+	by    authority.DecidedBy // the provenance of what it answers (scriptProvenance)
 	units map[string]bool
+	uses  []engine.PathUse
 }
 
-// approve records the units of an allowed exec for the process tgid.
-func (a *scriptApprovals) approve(tgid int, d *engine.ExecDecision) {
-	if d == nil || len(d.Analysis.Units) < 2 {
+// Bounds. An approval answers for a script a person saw: long enough for
+// a build, not for the rest of a day-long session; a tree that keeps
+// approving scripts (an agent's shell) keeps its latest ones.
+const (
+	approvalLifetime    = time.Hour
+	maxApprovalsPerTree = 32
+	maxApprovals        = 512
+	maxApprovalItems    = 256 // units, and path uses, of one approval
+	maxAncestorWalk     = 64
+)
+
+// procInfo is what the approvals need of a process.
+type procInfo struct {
+	ppid  int
+	start uint64
+}
+
+func (a *scriptApprovals) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+func (a *scriptApprovals) proc(pid int) (procInfo, bool) {
+	if a.stat != nil {
+		return a.stat(pid)
+	}
+	return readProcInfo(pid)
+}
+
+// approves reports whether a decision's provenance lets its exec approve
+// its script's parts: a person, a reviewer or a parent permwrap allowed
+// it. (An exec allowed by a script approval is one of the parts of a
+// script already approved.)
+func approves(d authority.Decision) bool {
+	if d.Action() != engine.Allow {
+		return false
+	}
+	switch b := d.DecidedBy().(type) {
+	case authority.ByUser:
+		return b.Via != authority.ScriptApprovalVia
+	case authority.ByAuthorizer, authority.ByForwarded:
+		return true
+	}
+	return false
+}
+
+// scriptProvenance is who decides what an approval answers: the one who
+// allowed the script, by way of the script approval.
+func scriptProvenance(by authority.DecidedBy, depth int) authority.DecidedBy {
+	switch b := by.(type) {
+	case authority.ByAuthorizer:
+		return authority.ByAuthorizer{Name: b.Name, Verdict: authority.VerdictAllow, Reason: authority.ScriptApprovalVia}
+	case authority.ByForwarded:
+		if depth < authority.MaxForwardDepth && b.Decision != nil {
+			return authority.ByForwarded{Responder: b.Responder, Decision: scriptProvenance(b.Decision, depth+1)}
+		}
+		return authority.ByForwarded{Responder: b.Responder, Decision: authority.ByUser{Via: authority.ScriptApprovalVia}}
+	}
+	return authority.ByUser{Via: authority.ScriptApprovalVia}
+}
+
+// approve records what the allowed exec d approved, for the process
+// tgid and its descendants. by is who allowed it.
+func (a *scriptApprovals) approve(tgid int, d *engine.ExecDecision, by authority.DecidedBy) {
+	if d == nil {
 		return
 	}
-	start, ok := procStart(tgid)
+	ap := &scriptApproval{pid: tgid, at: a.clock(), by: scriptProvenance(by, 0), units: map[string]bool{}}
+	if len(d.Analysis.Units) > 1 {
+		for _, u := range d.Analysis.Units[1:] {
+			if u.Sentinel == "" && u.Line != "" && len(ap.units) < maxApprovalItems {
+				ap.units[u.Line] = true
+			}
+		}
+	}
+	ap.uses = d.PathUses[:min(len(d.PathUses), maxApprovalItems)]
+	if len(ap.units) == 0 && len(ap.uses) == 0 {
+		return
+	}
+	self, ok := a.proc(tgid)
 	if !ok {
 		return
 	}
-	ap := &scriptApproval{start: start, units: map[string]bool{}}
-	for _, u := range d.Analysis.Units[1:] {
-		if u.Sentinel == "" && u.Line != "" {
-			ap.units[u.Line] = true
-		}
-	}
+	ap.start, ap.root = self.start, tgid
+
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.byPid == nil {
 		a.byPid = map[int]*scriptApproval{}
 	}
-	// Forget shells that are gone, so the map stays as small as the tree.
+	// Forget processes that are gone and approvals past their time, so
+	// the map stays as small as the trees.
+	now := a.clock()
 	for pid, old := range a.byPid {
-		if s, ok := procStart(pid); !ok || s != old.start {
+		if p, ok := a.proc(pid); !ok || p.start != old.start || now.Sub(old.at) > approvalLifetime {
 			delete(a.byPid, pid)
 		}
+	}
+	// The tree it counts against: the outermost approved ancestor's.
+	for _, g := range a.heldLocked(self.ppid, now) {
+		ap.root = g.root
+	}
+	delete(a.byPid, tgid) // an exec replaces what the process ran before
+	if n := a.countLocked(ap.root); n >= maxApprovalsPerTree {
+		a.evictOldestLocked(func(x *scriptApproval) bool { return x.root == ap.root })
+	}
+	if len(a.byPid) >= maxApprovals {
+		a.evictOldestLocked(func(*scriptApproval) bool { return true })
 	}
 	a.byPid[tgid] = ap
 }
 
-// covers reports whether line was approved as a unit of a script run by
-// tgid or one of its ancestors.
-func (a *scriptApprovals) covers(tgid int, line string) bool {
-	a.mu.Lock()
-	n := len(a.byPid)
-	a.mu.Unlock()
-	if n == 0 || line == "" {
-		return false
+func (a *scriptApprovals) countLocked(root int) int {
+	n := 0
+	for _, x := range a.byPid {
+		if x.root == root {
+			n++
+		}
 	}
-	pid := tgid
-	for depth := 0; depth < 64 && pid > 1; depth++ {
-		a.mu.Lock()
-		ap := a.byPid[pid]
-		a.mu.Unlock()
-		if ap != nil && ap.units[line] {
-			if s, ok := procStart(pid); ok && s == ap.start {
-				return true
+	return n
+}
+
+func (a *scriptApprovals) evictOldestLocked(match func(*scriptApproval) bool) {
+	var oldest *scriptApproval
+	for _, x := range a.byPid {
+		if match(x) && (oldest == nil || x.at.Before(oldest.at)) {
+			oldest = x
+		}
+	}
+	if oldest != nil {
+		delete(a.byPid, oldest.pid)
+	}
+}
+
+// held returns the approvals that hold for a request of process tgid:
+// those of tgid and its ancestors whose process still lives and whose
+// time is not up, nearest first. It reads /proc (the ancestry), so it is
+// called only for a request the policy asked about.
+func (a *scriptApprovals) held(tgid int) []*scriptApproval {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heldLocked(tgid, a.clock())
+}
+
+func (a *scriptApprovals) heldLocked(pid int, now time.Time) []*scriptApproval {
+	if len(a.byPid) == 0 {
+		return nil
+	}
+	var out []*scriptApproval
+	for depth := 0; depth < maxAncestorWalk && pid > 1; depth++ {
+		p, ok := a.proc(pid)
+		if !ok {
+			return out
+		}
+		if ap := a.byPid[pid]; ap != nil && ap.start == p.start && now.Sub(ap.at) <= approvalLifetime {
+			out = append(out, ap)
+		}
+		pid = p.ppid
+	}
+	return out
+}
+
+// scriptAnswer decides, without I/O, whether approvals answer the ask v:
+// an exec whose command line is a unit of an approved script, or a call
+// whose every path is a use an approved script named, with the access
+// it names. Only an ask the policy layers made is answered (not one only
+// a person may approve, not a deny), so nothing a hard guard, a
+// protected write or permwrap's own files decide is ever lifted.
+func scriptAnswer(v verdict, approvals []*scriptApproval) (authority.Decision, bool) {
+	if len(approvals) == 0 || v.result.Action != engine.Ask || v.result.HumanOnly {
+		return authority.Decision{}, false
+	}
+	switch v.result.Layer {
+	case engine.LayerPolicy, engine.LayerProject, engine.LayerFallback, engine.LayerBuiltin:
+	default:
+		return authority.Decision{}, false
+	}
+	if v.exec != nil {
+		if len(v.exec.Analysis.Units) == 0 {
+			return authority.Decision{}, false
+		}
+		line := v.exec.Analysis.Units[0].Line
+		for _, ap := range approvals {
+			if line != "" && ap.units[line] {
+				return authority.Allowed(ap.by), true
 			}
 		}
-		ppid, ok := procParent(pid)
-		if !ok {
-			return false
-		}
-		pid = ppid
+		return authority.Decision{}, false
 	}
-	return false
+	touches := v.touches()
+	if len(touches) == 0 {
+		return authority.Decision{}, false
+	}
+	var by authority.DecidedBy
+	for _, t := range touches {
+		ap := coveringApproval(approvals, t)
+		if ap == nil {
+			return authority.Decision{}, false
+		}
+		if by == nil {
+			by = ap.by
+		}
+	}
+	return authority.Allowed(by), true
+}
+
+func coveringApproval(approvals []*scriptApproval, t touch) *scriptApproval {
+	for _, ap := range approvals {
+		for _, u := range ap.uses {
+			if u.Covers(t.access, t.path) {
+				return ap
+			}
+		}
+	}
+	return nil
 }
 
 // procStat returns the fields of /proc/PID/stat after the command name.
@@ -97,22 +279,14 @@ func procStat(pid int) ([]string, bool) {
 	return strings.Fields(s[i+1:]), true
 }
 
-// procParent is the parent pid (field 4 of /proc/PID/stat).
-func procParent(pid int) (int, bool) {
-	f, ok := procStat(pid)
-	if !ok || len(f) < 2 {
-		return 0, false
-	}
-	p, err := strconv.Atoi(f[1])
-	return p, err == nil
-}
-
-// procStart is the start time (field 22 of /proc/PID/stat).
-func procStart(pid int) (uint64, bool) {
+// readProcInfo is the parent pid (field 4 of /proc/PID/stat) and the
+// start time (field 22), from one read.
+func readProcInfo(pid int) (procInfo, bool) {
 	f, ok := procStat(pid)
 	if !ok || len(f) < 20 {
-		return 0, false
+		return procInfo{}, false
 	}
-	v, err := strconv.ParseUint(f[19], 10, 64)
-	return v, err == nil
+	ppid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	return procInfo{ppid: ppid, start: start}, err1 == nil && err2 == nil
 }

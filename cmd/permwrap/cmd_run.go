@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -121,22 +119,23 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // userPolicyFile is the policy.jsonc a person's "always allow" / "always
-// deny" at the prompt writes to, with what it held at start (the prompt
-// refuses to write a file that changed since). A missing file starts
-// empty: it extends the default profile like any policy.jsonc.
-// TODO(loader): take the bytes the loader compiled instead of reading
-// the file a second time.
-func userPolicyFile(configDir string, env engine.Env) *authority.PolicyFile {
+// deny" at the prompt writes to, with what it held when the loader
+// compiled it (the prompt refuses to write a file that changed since): the
+// loader's own bytes, so the check is against exactly what is in force. A
+// missing file starts empty: it extends the default profile like any
+// policy.jsonc.
+func userPolicyFile(configDir string, p *engine.Policy) *authority.PolicyFile {
 	dir, err := engine.ConfigDir(configDir)
 	if err != nil {
 		return nil
 	}
 	seed := []byte("// permwrap policy: your rules, on top of the default profile\n// (`permwrap policy show default` prints it; docs/policy.md).\n{}\n")
-	pf := &authority.PolicyFile{Path: filepath.Join(dir, engine.PolicyFileName), Seed: seed, Env: env}
-	if b, err := os.ReadFile(pf.Path); err == nil {
-		pf.Loaded = b
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil // unreadable: no "always" options
+	pf := &authority.PolicyFile{Path: filepath.Join(dir, engine.PolicyFileName), Seed: seed, Env: p.Env()}
+	if g, ok := p.GlobalFile(); ok {
+		if g.Name != pf.Path {
+			return nil // not the file the loader read: no "always" options
+		}
+		pf.Loaded = g.Data
 	}
 	return pf
 }
@@ -163,7 +162,7 @@ func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, con
 		r := p.Evaluate(c)
 		return authority.QueryResult{Action: r.Action, Rule: r.Rule}
 	})
-	pf := userPolicyFile(configDir, p.Env())
+	pf := userPolicyFile(configDir, p)
 	return func(screen authority.Screen) supervisor.Decider {
 		var term authority.Terminal = authority.DenyingTerminal{}
 		cc := cc

@@ -91,7 +91,7 @@ func (d *decider) count() int {
 }
 
 func allowForSession(_ context.Context, r authority.Request) authority.Decision {
-	return authority.AllowedForSession(authority.ByUser{Via: "dialog"}, r.Suggested)
+	return authority.AllowedForSession(authority.ByUser{Via: "dialog"}, r.Suggested...)
 }
 
 func denyByUser(_ context.Context, r authority.Request) authority.Decision {

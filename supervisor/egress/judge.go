@@ -88,7 +88,7 @@ func (j *PolicyJudge) Decide(ctx context.Context, in engine.NetIntent) Verdict {
 		dec = authority.FromRule(d.Result.Rule)
 	default:
 		asked = true
-		req.Suggested = authority.SessionPattern{Surface: engine.SurfaceNet, Pattern: engine.SuggestNetPattern(d.Result)}
+		req.Suggested = []authority.SessionPattern{{Surface: engine.SurfaceNet, Pattern: engine.SuggestNetPattern(d.Result)}}
 		if j.Log != nil {
 			j.Log.Asked(req)
 		}
@@ -97,12 +97,10 @@ func (j *PolicyJudge) Decide(ctx context.Context, in engine.NetIntent) Verdict {
 		} else {
 			dec = j.Decider.Resolve(ctx, req)
 		}
-		if p, ok := dec.SessionRule(); ok {
-			if _, err := j.Policy.AddSessionRule(p.Surface, p.Pattern); err != nil {
-				// The allow stands for this connection; the next one asks again.
-				dec = authority.Allowed(dec.DecidedBy())
-			}
-		}
+		// An "allow for this session" or "always deny": the answer
+		// stands for this connection either way; a rule that could not be
+		// added means the next one asks again.
+		dec, _ = dec.AddSessionRules(j.Policy)
 	}
 	if j.Log != nil {
 		j.Log.Decided(req, asked, dec)

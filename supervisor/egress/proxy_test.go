@@ -220,7 +220,7 @@ func TestAsks(t *testing.T) {
 		}
 		ask := r.decider.asks[0]
 		if ask.Check != (engine.Check{Surface: engine.SurfaceNet, Value: fmt.Sprintf("new.test:%d", port)}) ||
-			ask.Suggested.Pattern != fmt.Sprintf("new.test:%d", port) || ask.Access != "connect" ||
+			len(ask.Suggested) != 1 || ask.Suggested[0].Pattern != fmt.Sprintf("new.test:%d", port) || ask.Access != "connect" ||
 			ask.Process.PID != os.Getpid() || ask.Process.Comm != "testclient" || ask.Net == nil || ask.Net.Host != "new.test" {
 			t.Fatalf("ask %+v", ask)
 		}
