@@ -44,15 +44,6 @@ func (v *verdict) touches() []touch {
 	return v.touched[:n]
 }
 
-// moreRestrictive is the more restrictive of two results (a on a tie):
-// independent checks of one call compose most-restrictive-wins.
-func moreRestrictive(a, b engine.Result) engine.Result {
-	if engine.MoreRestrictive(a.Action, b.Action) != a.Action {
-		return b
-	}
-	return a
-}
-
 // allowUnchecked is the result for accesses permwrap lets through without
 // consulting the policy; the review log shows them as builtin.
 func allowUnchecked(path string) engine.Result {
