@@ -54,6 +54,63 @@ func StillBound(b BoundUnix) (bool, error) {
 	return now.Cookie == b.Cookie && now.File == b.File, nil
 }
 
+// FileBound reports whether any Unix socket of this network namespace is
+// bound to the socket file f (a dump of every Unix socket, with the file
+// each is bound to). No socket can ever be bound to an existing file
+// again (bind creates a new one), so a file nobody is bound to now stays
+// unreachable: a connect to it is refused (ECONNREFUSED) by the kernel.
+// A socket bound in another network namespace is not in the dump.
+func FileBound(f FileID) (bool, error) {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+	}
+	defer unix.Close(s)
+	le := binary.LittleEndian
+	req := make([]byte, sizeofNlmsghdr+sizeofUnixReq)
+	le.PutUint32(req[0:], uint32(len(req)))
+	le.PutUint16(req[4:], sockDiagByFamily)
+	le.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	le.PutUint32(req[8:], 1)
+	r := req[sizeofNlmsghdr:]
+	r[0] = unix.AF_UNIX
+	le.PutUint32(r[4:], 0xffffffff) // any state
+	le.PutUint32(r[12:], udiagShowVFS)
+	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+	}
+	buf := make([]byte, 32<<10)
+	found := false
+	for {
+		n, _, err := unix.Recvfrom(s, buf, 0)
+		if err != nil {
+			return false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		}
+		for m := buf[:n]; len(m) >= sizeofNlmsghdr; {
+			l := int(le.Uint32(m[0:]))
+			if l < sizeofNlmsghdr || l > len(m) {
+				return false, fmt.Errorf("%w: bad answer length", ErrNoSockDiag)
+			}
+			switch le.Uint16(m[4:]) {
+			case unix.NLMSG_DONE:
+				return found, nil
+			case unix.NLMSG_ERROR:
+				_, _, err := parseUnixDiag(m[:l])
+				if err == nil {
+					err = fmt.Errorf("%w: error answer", ErrNoSockDiag)
+				}
+				return false, err
+			}
+			if b, ok, err := parseUnixDiag(m[:l]); err != nil {
+				return false, err
+			} else if ok && b.File == f {
+				found = true // read on to the end of the dump
+			}
+			m = m[min(len(m), (l+3)&^3):]
+		}
+	}
+}
+
 // Netlink and sock_diag wire constants (linux/sock_diag.h, unix_diag.h).
 const (
 	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY
