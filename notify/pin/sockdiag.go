@@ -61,24 +61,12 @@ func StillBound(b BoundUnix) (bool, error) {
 // unreachable: a connect to it is refused (ECONNREFUSED) by the kernel.
 // A socket bound in another network namespace is not in the dump.
 func FileBound(f FileID) (bool, error) {
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	s, err := diagAsk(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, [2]uint32{^uint32(0), ^uint32(0)})
 	if err != nil {
-		return false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		return false, err
 	}
 	defer unix.Close(s)
 	le := binary.LittleEndian
-	req := make([]byte, sizeofNlmsghdr+sizeofUnixReq)
-	le.PutUint32(req[0:], uint32(len(req)))
-	le.PutUint16(req[4:], sockDiagByFamily)
-	le.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	le.PutUint32(req[8:], 1)
-	r := req[sizeofNlmsghdr:]
-	r[0] = unix.AF_UNIX
-	le.PutUint32(r[4:], 0xffffffff) // any state
-	le.PutUint32(r[12:], udiagShowVFS)
-	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
-	}
 	buf := make([]byte, 32<<10)
 	found := false
 	for {
@@ -124,16 +112,31 @@ const (
 // unixDiag asks for one Unix socket by inode (and cookie, or none).
 func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	var b BoundUnix
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	s, err := diagAsk(unix.NLM_F_REQUEST, ino, cookie)
+	if err != nil {
+		return b, false, err
+	}
+	defer unix.Close(s)
+	buf := make([]byte, 4096)
+	n, _, err := unix.Recvfrom(s, buf, 0)
 	if err != nil {
 		return b, false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
 	}
-	defer unix.Close(s)
+	return parseUnixDiag(buf[:n])
+}
+
+// diagAsk sends one unix_diag request (with the file each socket is
+// bound to) and returns the netlink socket to read the answer from.
+func diagAsk(flags uint16, ino uint32, cookie [2]uint32) (int, error) {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+	}
 	le := binary.LittleEndian
 	req := make([]byte, sizeofNlmsghdr+sizeofUnixReq)
 	le.PutUint32(req[0:], uint32(len(req)))
 	le.PutUint16(req[4:], sockDiagByFamily)
-	le.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	le.PutUint16(req[6:], flags)
 	le.PutUint32(req[8:], 1) // seq
 	r := req[sizeofNlmsghdr:]
 	r[0] = unix.AF_UNIX             // sdiag_family; sdiag_protocol and pad stay 0
@@ -143,14 +146,10 @@ func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	le.PutUint32(r[16:], cookie[0])
 	le.PutUint32(r[20:], cookie[1])
 	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return b, false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		unix.Close(s)
+		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
 	}
-	buf := make([]byte, 4096)
-	n, _, err := unix.Recvfrom(s, buf, 0)
-	if err != nil {
-		return b, false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
-	}
-	return parseUnixDiag(buf[:n])
+	return s, nil
 }
 
 // parseUnixDiag reads the answer to one request: an error, or one
