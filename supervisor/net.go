@@ -329,6 +329,8 @@ type connectCall struct {
 	addr      []byte
 	t         netTarget
 	net       *netState
+	// unheard: the Unix socket file is bound by no socket (judge).
+	unheard bool
 	handedOff
 }
 
@@ -356,7 +358,28 @@ func decodeConnect(d *decoder) (call, error) {
 	return nil, err
 }
 
-func (c *connectCall) judge(p *engine.Policy) verdict { return c.t.judge(p, "connect") }
+// judge is the destination's answer, except that an ask about a Unix
+// socket file no socket is bound to is not put to anyone: nothing listens
+// there, and nothing ever can (bind creates a new file, it never takes
+// over an existing one), so the kernel would refuse the connection
+// (ECONNREFUSED), and permwrap answers that without connecting. This is
+// the stale socket a tmux or screen server leaves behind when it exits:
+// a tmux client inside the tree tries the default socket first, and
+// starts its own server (which is the tree's, see netTarget.own) only on
+// ECONNREFUSED — an ask, or a denial headless, would stop it there.
+// A file whose socket is in another network namespace looks unbound
+// (sock_diag sees one namespace): it is refused rather than asked about,
+// never connected.
+func (c *connectCall) judge(p *engine.Policy) verdict {
+	v := c.t.judge(p, "connect")
+	if v.result.Action == engine.Ask && c.t.unix != nil && !c.t.own && c.t.unix.Stat.Ino <= 0xffffffff {
+		if bound, err := pin.FileBound(c.t.unix.ID()); err == nil && !bound {
+			c.unheard = true
+			v.result = allowBuiltin(c.t.intent, "no socket is bound to this file: the kernel refuses the connection")
+		}
+	}
+	return v
+}
 
 // perform connects the target's socket. A blocking connect waits for the
 // peer (or SO_SNDTIMEO), so it runs off the receiving pool; a
@@ -382,7 +405,9 @@ func (c *connectCall) perform(s *supervisor, id uint64) {
 func (c *connectCall) connect(s *supervisor, id uint64) {
 	defer c.release()
 	var err error
-	if c.t.unix != nil {
+	if c.unheard {
+		err = unix.ECONNREFUSED
+	} else if c.t.unix != nil {
 		err = c.h.ConnectUnix(c.t.unix)
 	} else {
 		err = c.h.Connect(c.addr)

@@ -779,3 +779,39 @@ func TestNetSocketSemantics(t *testing.T) {
 	}
 	mustContain(t, "denial line", r.stderr, "permwrap: denied sendto tcp 127.0.0.2:")
 }
+
+// Under the default policy, which asks before connecting to a tmux
+// server's socket (an outside server runs what it is sent), a tmux server
+// the session starts itself is reachable without asking, while an
+// outside server's socket in the same place is not (headless, the ask is
+// a denial). Both servers use sockets of their own, never the default.
+// The bare run leaves its server's socket file behind (tmux does not
+// remove it), as a tmux server that exited does at /tmp/tmux-UID/default:
+// the tree's client must be refused there (ECONNREFUSED, nobody listens),
+// not asked, or it never starts a server of its own.
+func TestNetOwnTmuxServer(t *testing.T) {
+	tmux := kerneltest.Tool(t, "tmux")
+	s := newSandbox(t, "")
+	dir, err := os.MkdirTemp("/tmp", "tmux-pwtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	own, outside := filepath.Join(dir, "own"), filepath.Join(dir, "outside")
+	if out, err := exec.Command(tmux, "-S", outside, "new-session", "-d", "sleep 120").CombinedOutput(); err != nil {
+		t.Fatalf("outside tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(tmux, "-S", outside, "kill-server").Run() })
+	script := fmt.Sprintf(`%[1]s -S %[2]s new-session -d 'sleep 60' && %[1]s -S %[2]s list-sessions >/dev/null && echo own-ok
+%[1]s -S %[2]s kill-server
+%[1]s -S %[3]s list-sessions >/dev/null && echo outside-ok || echo outside-refused`, tmux, own, outside)
+	b := s.bare("sh", "-c", script)
+	mustContain(t, "bare", b.stdout, "own-ok\noutside-ok")
+	if st, err := os.Lstat(own); err != nil || st.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("the bare server left no stale socket file: %v", err)
+	}
+	r := s.run("sh", "-c", script)
+	mustContain(t, "permwrap", r.stdout, "own-ok\noutside-refused")
+	mustContain(t, "denial line", r.stderr, "denied connect unix "+outside)
+	mustContain(t, "denial line", r.stderr, "asked by rule net:unix:/tmp/tmux-*/**")
+}

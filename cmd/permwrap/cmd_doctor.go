@@ -104,9 +104,10 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 
 // probeSockDiag asks whether the kernel can name the file a bound Unix
 // socket is at (NETLINK_SOCK_DIAG with unix_diag), which lets the tree
-// connect to the sockets it bound itself without asking.
+// connect to the sockets it bound itself without asking, and refuse a
+// stale socket file (no server) rather than ask about it.
 func probeSockDiag() (notify.Tri, string) {
-	const why = "sockets the tree binds are connectable without asking"
+	const why = "sockets the tree binds connect without asking; stale socket files are refused, not asked about"
 	dir, err := os.MkdirTemp("", "permwrap-doctor-")
 	if err != nil {
 		return notify.Unknown, why + " (could not test: " + err.Error() + ")"

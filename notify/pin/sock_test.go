@@ -2,6 +2,7 @@ package pin
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -200,6 +201,60 @@ func TestBoundFile(t *testing.T) {
 		t.Errorf("an unbound socket: %v %v", ok, err)
 	}
 	hu.Close()
+}
+
+// FileBound finds a socket file's socket in a dump of every Unix socket,
+// across several answers (hundreds of sockets), and says a file whose
+// socket was closed (a stale tmux socket) is bound by nobody.
+func TestFileBound(t *testing.T) {
+	dir := t.TempDir()
+	var files []FileID
+	var fds []int
+	for i := range 400 {
+		path := filepath.Join(dir, fmt.Sprintf("s%d.sock", i))
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+		if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, FileID{Dev: st.Dev, Ino: st.Ino})
+	}
+	t.Cleanup(func() {
+		for _, fd := range fds {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	})
+	for _, i := range []int{0, 199, 399} {
+		ok, err := FileBound(files[i])
+		if errors.Is(err, ErrNoSockDiag) {
+			t.Skipf("no sock_diag: %v", err)
+		}
+		if err != nil || !ok {
+			t.Errorf("socket %d: FileBound = %v %v, want bound", i, ok, err)
+		}
+	}
+	unix.Close(fds[399])
+	fds[399] = -1
+	if ok, err := FileBound(files[399]); ok || err != nil {
+		t.Errorf("after close: FileBound = %v %v, want not bound", ok, err)
+	}
+	// A file that is no socket's at all.
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := FileBound(FileID{Dev: st.Dev, Ino: st.Ino}); ok || err != nil {
+		t.Errorf("a directory: FileBound = %v %v", ok, err)
+	}
 }
 
 func TestParseUnixDiagBounds(t *testing.T) {

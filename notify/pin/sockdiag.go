@@ -54,6 +54,51 @@ func StillBound(b BoundUnix) (bool, error) {
 	return now.Cookie == b.Cookie && now.File == b.File, nil
 }
 
+// FileBound reports whether any Unix socket of this network namespace is
+// bound to the socket file f (a dump of every Unix socket, with the file
+// each is bound to). No socket can ever be bound to an existing file
+// again (bind creates a new one), so a file nobody is bound to now stays
+// unreachable: a connect to it is refused (ECONNREFUSED) by the kernel.
+// A socket bound in another network namespace is not in the dump.
+func FileBound(f FileID) (bool, error) {
+	s, err := diagAsk(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, [2]uint32{^uint32(0), ^uint32(0)})
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(s)
+	le := binary.LittleEndian
+	buf := make([]byte, 32<<10)
+	found := false
+	for {
+		n, _, err := unix.Recvfrom(s, buf, 0)
+		if err != nil {
+			return false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		}
+		for m := buf[:n]; len(m) >= sizeofNlmsghdr; {
+			l := int(le.Uint32(m[0:]))
+			if l < sizeofNlmsghdr || l > len(m) {
+				return false, fmt.Errorf("%w: bad answer length", ErrNoSockDiag)
+			}
+			switch le.Uint16(m[4:]) {
+			case unix.NLMSG_DONE:
+				return found, nil
+			case unix.NLMSG_ERROR:
+				_, _, err := parseUnixDiag(m[:l])
+				if err == nil {
+					err = fmt.Errorf("%w: error answer", ErrNoSockDiag)
+				}
+				return false, err
+			}
+			if b, ok, err := parseUnixDiag(m[:l]); err != nil {
+				return false, err
+			} else if ok && b.File == f {
+				found = true // read on to the end of the dump
+			}
+			m = m[min(len(m), (l+3)&^3):]
+		}
+	}
+}
+
 // Netlink and sock_diag wire constants (linux/sock_diag.h, unix_diag.h).
 const (
 	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY
@@ -67,16 +112,31 @@ const (
 // unixDiag asks for one Unix socket by inode (and cookie, or none).
 func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	var b BoundUnix
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	s, err := diagAsk(unix.NLM_F_REQUEST, ino, cookie)
+	if err != nil {
+		return b, false, err
+	}
+	defer unix.Close(s)
+	buf := make([]byte, 4096)
+	n, _, err := unix.Recvfrom(s, buf, 0)
 	if err != nil {
 		return b, false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
 	}
-	defer unix.Close(s)
+	return parseUnixDiag(buf[:n])
+}
+
+// diagAsk sends one unix_diag request (with the file each socket is
+// bound to) and returns the netlink socket to read the answer from.
+func diagAsk(flags uint16, ino uint32, cookie [2]uint32) (int, error) {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+	}
 	le := binary.LittleEndian
 	req := make([]byte, sizeofNlmsghdr+sizeofUnixReq)
 	le.PutUint32(req[0:], uint32(len(req)))
 	le.PutUint16(req[4:], sockDiagByFamily)
-	le.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	le.PutUint16(req[6:], flags)
 	le.PutUint32(req[8:], 1) // seq
 	r := req[sizeofNlmsghdr:]
 	r[0] = unix.AF_UNIX             // sdiag_family; sdiag_protocol and pad stay 0
@@ -86,14 +146,10 @@ func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	le.PutUint32(r[16:], cookie[0])
 	le.PutUint32(r[20:], cookie[1])
 	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return b, false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		unix.Close(s)
+		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
 	}
-	buf := make([]byte, 4096)
-	n, _, err := unix.Recvfrom(s, buf, 0)
-	if err != nil {
-		return b, false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
-	}
-	return parseUnixDiag(buf[:n])
+	return s, nil
 }
 
 // parseUnixDiag reads the answer to one request: an error, or one
