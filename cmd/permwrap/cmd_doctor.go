@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
 // cmdDoctor reports what this kernel and build support, what permwrap
@@ -72,12 +74,29 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	w("  - exec is continued and verified afterwards (/proc/PID/exe and argv); a mismatch is killed")
 	w("  - no io_uring, no nested seccomp listener, no open_by_handle_at, no mount/chroot/pivot_root, no ptrace,")
 	w("    no process_vm_writev or pidfd_getfd, no keyctl, no userfaultfd; i386 and x32 syscalls kill the process")
+	w("  - an object reached through a handle after its name was removed is judged by the name it had")
+	w("  - filesystem ioctls by type: queries continue, attribute changes are judged, the rest is refused")
+	w("  - no fanotify event fds, acct, swapon, quotactl; no core dumps (RLIMIT_CORE 0)")
+	w("  - resource limits, priorities and affinity only of processes of the sandbox (permwrap's own are out of reach)")
+	w("  - opens that can block (FIFOs, devices, network file systems) are made off the receiving pool")
+	if h := pin.BinfmtMiscHandlers(); len(h) > 0 {
+		w("  - binfmt_misc handlers registered here (%s): an exec only one of them could run is refused", strings.Join(h, ", "))
+		w("    with ENOEXEC (permwrap does not follow them; run the interpreter explicitly)")
+	}
 	w("")
 	w("permwrap does not enforce (see docs/security.md):")
 	w("  - what a process does with file descriptors it already holds (read, write, mmap)")
 	w("  - stat/access/readlink/getdents of paths (metadata and names are visible)")
 	w("  - network access (not handled yet)")
 	w("  - a window of instructions a verified exec runs before its verification")
+	w("  - a program rebuilt or changed by a byte is not recognised as the program it was copied from")
+	if os.Geteuid() == 0 {
+		w("  - running as root: the command keeps root's capabilities for everything permwrap does not watch")
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/core_pattern"); err == nil && strings.HasPrefix(string(b), "|") {
+		helper := strings.Fields(strings.TrimPrefix(string(b), "|") + " ?")[0]
+		w("  - core_pattern pipes to a helper (%s): a crash's memory goes to it, RLIMIT_CORE notwithstanding", helper)
+	}
 	for _, x := range weaker {
 		w("  - %s", x)
 	}
