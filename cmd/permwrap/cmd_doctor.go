@@ -86,6 +86,15 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	w("    (TCP, UDP, ICMP, Unix sockets), judged by the net rules and performed by permwrap on the process's own")
 	w("    socket with the address it judged; HTTP(S) through permwrap's proxy is judged by host name;")
 	w("    raw and packet sockets, SCTP, other socket families and IP source routes are refused")
+	w("  - an object reached through a handle after its name was removed is judged by the name it had")
+	w("  - filesystem ioctls by type: queries continue, attribute changes are judged, the rest is refused")
+	w("  - no fanotify event fds, acct, swapon, quotactl; no core dumps (RLIMIT_CORE 0)")
+	w("  - resource limits, priorities and affinity only of processes of the sandbox (permwrap's own are out of reach)")
+	w("  - opens that can block (FIFOs, devices, network file systems) are made off the receiving pool")
+	if h := pin.BinfmtMiscHandlers(); len(h) > 0 {
+		w("  - binfmt_misc handlers registered here (%s): an exec only one of them could run is refused", strings.Join(h, ", "))
+		w("    with ENOEXEC (permwrap does not follow them; run the interpreter explicitly)")
+	}
 	w("")
 	w("permwrap does not enforce (see docs/security.md):")
 	w("  - what a process does with file descriptors it already holds (read, write, mmap)")
@@ -93,6 +102,14 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	w("  - what flows over a connection once it is allowed (a tunnel through an allowed host), DNS queries")
 	w("    through the system's resolver, sockets passed in from outside the tree")
 	w("  - a window of instructions a verified exec runs before its verification")
+	w("  - a program rebuilt or changed by a byte is not recognised as the program it was copied from")
+	if os.Geteuid() == 0 {
+		w("  - running as root: the command keeps root's capabilities for everything permwrap does not watch")
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/core_pattern"); err == nil && strings.HasPrefix(string(b), "|") {
+		helper := strings.Fields(strings.TrimPrefix(string(b), "|") + " ?")[0]
+		w("  - core_pattern pipes to a helper (%s): a crash's memory goes to it, RLIMIT_CORE notwithstanding", helper)
+	}
 	for _, x := range weaker {
 		w("  - %s", x)
 	}

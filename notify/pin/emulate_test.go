@@ -498,8 +498,14 @@ func TestEmulationTmpfileLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer from.Close()
-	if from.Kind != KindAnon {
-		t.Errorf("tmpfile kind %v (%q), want anon", from.Kind, from.Path)
+	// An O_TMPFILE file is judged as the name the kernel gives it in the
+	// directory it was made in ("DIR/#INO (deleted)").
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%s/#%d", dir, st.Ino); from.Kind != KindPath || !from.Deleted || from.Path != want {
+		t.Errorf("tmpfile: kind %v deleted %v path %q, want a deleted %q", from.Kind, from.Deleted, from.Path, want)
 	}
 	to, err := Resolve(tid, unix.AT_FDCWD, dir+"/named", ParentOnly)
 	if err != nil {

@@ -104,9 +104,10 @@ func KernelFilename(dirfd int, path string, atFlags int) string {
 // head the binary format handlers see.
 const binprmBufSize = 256
 
-// maxInterpDepth is how many #! levels the kernel follows before ELOOP
-// (exec_binprm: depth 0..5, the first being the file itself).
-const maxInterpDepth = 5
+// maxInterpDepth is how many files of a #! chain the kernel loads before
+// ELOOP (exec_binprm: depths 0 to 5, the first being the file itself,
+// the last the ELF binary).
+const maxInterpDepth = 6
 
 // ReadImage predicts what an exec of r by thread tid runs: a native ELF
 // binary, or a #! chain ending in one, each interpreter resolved for tid
@@ -139,7 +140,7 @@ func ReadImage(tid int, r *Resolved) (Image, error) {
 	}()
 	for depth := 0; ; depth++ {
 		if depth >= maxInterpDepth {
-			return img, fmt.Errorf("pin: %s: more than %d nested #! interpreters: %w", r.Path, maxInterpDepth-1, unix.ELOOP)
+			return img, fmt.Errorf("pin: %s: more than %d nested #! scripts: %w", r.Path, maxInterpDepth-1, unix.ELOOP)
 		}
 		head, err := readImageHead(obj)
 		if err != nil {

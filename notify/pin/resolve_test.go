@@ -337,9 +337,89 @@ func TestResolveDeletedCwd(t *testing.T) {
 		t.Fatalf(". in deleted cwd: %v", err)
 	}
 	defer r.Close()
-	if r.Kind != KindAnon {
-		t.Errorf(". in deleted cwd: kind %v path %q, want anon", r.Kind, r.Path)
+	if r.Kind != KindPath || !r.Deleted || r.Path != gone {
+		t.Errorf(". in deleted cwd: kind %v deleted %v path %q, want the deleted %q", r.Kind, r.Deleted, r.Path, gone)
 	}
+}
+
+// TestResolveDeletedKeepsItsName: an object reached through a handle
+// after its name was removed is judged by the name it had — unlinked,
+// renamed over, or unlinked while another hard link keeps it (nlink 1) —
+// while a memfd, which never had a name, stays anonymous, and a file
+// whose real name ends in " (deleted)" keeps that name.
+func TestResolveDeletedKeepsItsName(t *testing.T) {
+	requireResolveKernel(t)
+	base := makeTree(t)
+	tid := os.Getpid()
+	hold := func(p string) *os.File {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(p, unix.O_PATH, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	check := func(what string, f *os.File, kind Kind, deleted bool, path string) {
+		t.Helper()
+		for _, p := range []string{fmt.Sprintf("/proc/self/fd/%d", f.Fd()), fmt.Sprintf("/dev/fd/%d", f.Fd())} {
+			r, err := Resolve(tid, unix.AT_FDCWD, p, FollowLast)
+			if err != nil {
+				t.Errorf("%s via %s: %v", what, p, err)
+				continue
+			}
+			if r.Kind != kind || r.Deleted != deleted || (path != "" && r.Path != path) {
+				t.Errorf("%s via %s: kind %v deleted %v path %q, want %v %v %q", what, p, r.Kind, r.Deleted, r.Path, kind, deleted, path)
+			}
+			r.Close()
+		}
+		r, err := Resolve(tid, int(f.Fd()), "", AllowEmpty)
+		if err != nil {
+			t.Fatalf("%s by AT_EMPTY_PATH: %v", what, err)
+		}
+		if r.Kind != kind || r.Deleted != deleted || (path != "" && r.Path != path) {
+			t.Errorf("%s by AT_EMPTY_PATH: kind %v deleted %v path %q", what, r.Kind, r.Deleted, r.Path)
+		}
+		r.Close()
+	}
+
+	f := hold(base + "/unlinked.env")
+	os.Remove(base + "/unlinked.env")
+	check("unlinked", f, KindPath, true, base+"/unlinked.env")
+
+	f = hold(base + "/over.env")
+	os.WriteFile(base+"/other", nil, 0o644)
+	if err := os.Rename(base+"/other", base+"/over.env"); err != nil {
+		t.Fatal(err)
+	}
+	check("renamed over", f, KindPath, true, base+"/over.env")
+
+	f = hold(base + "/linked.env")
+	if err := os.Link(base+"/linked.env", base+"/second"); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(base + "/linked.env")
+	check("unlinked, another link left", f, KindPath, true, base+"/linked.env")
+
+	f = hold(base + "/moved")
+	if err := os.Rename(base+"/moved", base+"/moved-to"); err != nil {
+		t.Fatal(err)
+	}
+	check("renamed away", f, KindPath, false, base+"/moved-to")
+
+	f = hold(base + "/real (deleted)")
+	check("a name ending in (deleted)", f, KindPath, false, base+"/real (deleted)")
+
+	mfd, err := unix.MemfdCreate("m", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := os.NewFile(uintptr(mfd), "memfd")
+	defer mf.Close()
+	check("memfd", mf, KindAnon, false, "")
 }
 
 // TestResolveRaceSwapDirForSymlink swaps a directory component for a symlink
