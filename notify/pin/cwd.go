@@ -108,7 +108,7 @@ func CallSeen(tid int, id uint64) {
 // that exited (their pidfd polls readable), and those now in another
 // syscall (/proc/TID/syscall names it: calls of one thread are
 // sequential, so the chdir before it has returned). A thread that is
-// running, or in chdir or fchdir again, stays.
+// running, or in chdir, fchdir or unshare (again or still), stays.
 func (c *threadCache) reapChdirsLocked() {
 	if len(c.chdirs) == 0 {
 		return
@@ -137,7 +137,7 @@ func (c *threadCache) reapChdirsLocked() {
 }
 
 // inOtherSyscall reports that thread tid is blocked in a syscall other
-// than chdir or fchdir.
+// than chdir, fchdir or unshare.
 func inOtherSyscall(tid int) bool {
 	fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/syscall", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -154,7 +154,13 @@ func inOtherSyscall(tid int) bool {
 		return false
 	}
 	nr, err := strconv.Atoi(f[0]) // "running" while on a CPU
-	return err == nil && nr >= 0 && nr != unix.SYS_CHDIR && nr != unix.SYS_FCHDIR
+	return err == nil && nr >= 0 && !changesCwd(nr)
+}
+
+// changesCwd reports whether syscall nr is one announced by CwdChanging:
+// a thread seen blocked in it may not have made its change yet.
+func changesCwd(nr int) bool {
+	return nr == unix.SYS_CHDIR || nr == unix.SYS_FCHDIR || nr == unix.SYS_UNSHARE
 }
 
 func (c *threadCache) dropCwdLocked(e *threadEntry) {

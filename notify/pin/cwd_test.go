@@ -2,7 +2,9 @@ package pin
 
 import (
 	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -90,4 +92,41 @@ func TestCwdCacheProtocol(t *testing.T) {
 	if !cachedCwd(tid) {
 		t.Fatal("a quiet lookup after the change did not cache the cwd")
 	}
+}
+
+// A thread in flight leaves the set when /proc/TID/syscall shows it in
+// another call, never while it is blocked in a call that changes the cwd
+// (unshare(CLONE_NEWNS) included: announced, then waiting to be continued).
+func TestCwdInOtherSyscall(t *testing.T) {
+	for _, nr := range []int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE} {
+		if !changesCwd(nr) {
+			t.Errorf("syscall %d not treated as a cwd change", nr)
+		}
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[1])
+	tids := make(chan int)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- unix.Gettid()
+		var b [1]byte
+		unix.Read(p[0], b[:]) // blocks until written
+		unix.Close(p[0])
+		close(done)
+	}()
+	tid := <-tids
+	deadline := time.Now().Add(5 * time.Second)
+	for !inOtherSyscall(tid) {
+		if time.Now().After(deadline) {
+			t.Fatal("a thread blocked in read(2) is not seen in another syscall")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	unix.Write(p[1], []byte{0})
+	<-done
 }
