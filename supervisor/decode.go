@@ -466,7 +466,7 @@ func decodeExecStop(*decoder) (call, error) {
 // first, while the thread waits in the call, so no cached cwd is used
 // across the change (notify/pin/cwd.go).
 func decodeChdir(d *decoder) (call, error) {
-	pin.CwdChanging(d.tid)
+	pin.CwdChanging(d.tid, d.n.ID)
 	return continued{}, nil
 }
 
@@ -476,6 +476,8 @@ func decodeChdir(d *decoder) (call, error) {
 // a lookup for it could use the old root.
 func decodeUnshare(d *decoder) (call, error) {
 	pin.RootChanged(d.tid)
+	// The new tree's copy of the cwd becomes the thread's cwd too.
+	pin.CwdChanging(d.tid, d.n.ID)
 	return continued{}, nil
 }
 

@@ -270,7 +270,7 @@ func (r *request) close() {
 // notification is still valid, judge (pure), then perform or refuse.
 func (s *supervisor) handle(n *notify.Notif) {
 	// The thread is in a new call: a chdir of its own has run.
-	pin.CallSeen(int(n.Pid))
+	pin.CallSeen(int(n.Pid), n.ID)
 	// A process that just exec'd is verified before anything it asks for.
 	if !s.execs.check(n) {
 		return

@@ -13,26 +13,35 @@ import (
 //
 // A thread's cwd changes only by chdir or fchdir — its own, or those of
 // any thread sharing its fs_struct (its process's other threads, or a
-// process cloned with CLONE_FS) — and by setns, chroot and pivot_root,
-// which the filter refuses. The supervisor is told of every chdir and
+// process cloned with CLONE_FS) —, by unshare(CLONE_NEWNS) (the copy of
+// the cwd in the new mount tree; notified, announced like a chdir) and
+// by setns, chroot and pivot_root, which the filter refuses. The supervisor is told of every chdir and
 // fchdir (CwdChanging) before it continues them, and the protocol below
 // keeps any cached or half-read cwd from being used across one:
 //
-//   - CwdChanging(tid), called while the thread waits in the call, drops
-//     every cached cwd, advances the generation, and records the thread
-//     as "in flight": its call has not run yet, and no one can know when
-//     it has, except by seeing the thread again.
+//   - CwdChanging(tid, id), called while the thread waits in the call
+//     (notification id), drops every cached cwd, advances the generation,
+//     and records the thread as "in flight": its call has not run yet, and
+//     no one can know when it has, except by seeing the thread again.
 //   - While any thread is in flight, no cwd is cached or used from the
 //     cache: each lookup opens /proc/TID/cwd afresh, as without a cache.
 //   - A thread leaves the in-flight set at its next notification
-//     (CallSeen, called for every notification before it is decoded), or
+//     (CallSeen, called for every notification before it is decoded) —
+//     one the kernel made after the chdir's: notification ids of one
+//     listener increase by one per notification, and a notification of
+//     the thread received late (made before the chdir, withdrawn when a
+//     signal interrupted its call, and only now handled) proves nothing —, or
 //     when /proc/TID/syscall shows it blocked in another syscall: either
 //     way it is in a later syscall, so its chdir has run. A thread that
 //     exited leaves it too (its pidfd polls readable).
-//   - A cwd read from /proc is stored only if the generation is the one
-//     seen before reading and nothing is in flight, so a read that raced
-//     a CwdChanging is used once (it was right when read, before the
-//     chdir was continued) and never stored.
+//   - A cwd read from /proc is stored only if nothing was in flight when
+//     the read began, nothing is in flight after it, and the generation
+//     did not change in between: then no chdir can have run during the
+//     read (one that ran must have been announced before it was
+//     continued, and was either still in flight at the start or announced
+//     during the read). A read that raced a chdir is used once — for a
+//     call that was concurrent with the chdir, either order is one the
+//     kernel could have chosen — and never stored.
 //
 // A cached fd is reference-counted: dropping it while a resolution uses
 // it closes it only after that resolution ends, so its number is never
@@ -46,12 +55,14 @@ type cwdFd struct {
 // chdirInFlight is a thread whose chdir or fchdir was notified and not yet
 // known to have run.
 type chdirInFlight struct {
-	pidfd int // to notice the thread's exit; -1 if none could be had
+	pidfd int    // to notice the thread's exit; -1 if none could be had
+	id    uint64 // the chdir's notification id
 }
 
-// CwdChanging tells the cache that thread tid is in chdir or fchdir (not
-// yet continued). See the protocol above.
-func CwdChanging(tid int) {
+// CwdChanging tells the cache that thread tid is in chdir, fchdir or
+// another call that changes its cwd (unshare(CLONE_NEWNS)), not yet
+// continued; id is the call's notification id. See the protocol above.
+func CwdChanging(tid int, id uint64) {
 	// The pidfd only lets an exited thread leave the set; without one
 	// (out of fds) the thread leaves it at its next notification, or never,
 	// which only costs the cache.
@@ -65,7 +76,7 @@ func CwdChanging(tid int) {
 	if old, ok := c.chdirs[tid]; ok && old.pidfd >= 0 {
 		unix.Close(old.pidfd)
 	}
-	c.chdirs[tid] = chdirInFlight{pidfd: pidfd}
+	c.chdirs[tid] = chdirInFlight{pidfd: pidfd, id: id}
 	c.inFlight.Store(int32(len(c.chdirs)))
 	c.cwdGen++
 	for _, e := range c.m {
@@ -73,15 +84,17 @@ func CwdChanging(tid int) {
 	}
 }
 
-// CallSeen tells the cache that thread tid made a new notified call: a
-// chdir of its own that was in flight has run.
-func CallSeen(tid int) {
+// CallSeen tells the cache that thread tid made the notified call id: a
+// chdir of its own that was in flight, notified before id, has run.
+func CallSeen(tid int, id uint64) {
 	c := threads
 	if c.inFlight.Load() == 0 {
 		return
 	}
 	c.mu.Lock()
-	if f, ok := c.chdirs[tid]; ok {
+	// Ids increase by one per notification (from a random start: compared
+	// modulo 2^64).
+	if f, ok := c.chdirs[tid]; ok && int64(id-f.id) > 0 {
 		if f.pidfd >= 0 {
 			unix.Close(f.pidfd)
 		}
@@ -95,7 +108,7 @@ func CallSeen(tid int) {
 // that exited (their pidfd polls readable), and those now in another
 // syscall (/proc/TID/syscall names it: calls of one thread are
 // sequential, so the chdir before it has returned). A thread that is
-// running, or in chdir or fchdir again, stays.
+// running, or in chdir, fchdir or unshare (again or still), stays.
 func (c *threadCache) reapChdirsLocked() {
 	if len(c.chdirs) == 0 {
 		return
@@ -124,7 +137,7 @@ func (c *threadCache) reapChdirsLocked() {
 }
 
 // inOtherSyscall reports that thread tid is blocked in a syscall other
-// than chdir or fchdir.
+// than chdir, fchdir or unshare.
 func inOtherSyscall(tid int) bool {
 	fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/syscall", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -141,7 +154,13 @@ func inOtherSyscall(tid int) bool {
 		return false
 	}
 	nr, err := strconv.Atoi(f[0]) // "running" while on a CPU
-	return err == nil && nr >= 0 && nr != unix.SYS_CHDIR && nr != unix.SYS_FCHDIR
+	return err == nil && nr >= 0 && !changesCwd(nr)
+}
+
+// changesCwd reports whether syscall nr is one announced by CwdChanging:
+// a thread seen blocked in it may not have made its change yet.
+func changesCwd(nr int) bool {
+	return nr == unix.SYS_CHDIR || nr == unix.SYS_FCHDIR || nr == unix.SYS_UNSHARE
 }
 
 func (c *threadCache) dropCwdLocked(e *threadEntry) {
@@ -170,7 +189,7 @@ func (t *Thread) cwd() (int, func(), error) {
 		c.mu.Unlock()
 		return w.fd, func() { c.mu.Lock(); c.unrefCwdLocked(w); c.mu.Unlock() }, nil
 	}
-	gen := c.cwdGen
+	start := c.cwdReadStartLocked()
 	c.mu.Unlock()
 	fd, err := t.openProc("cwd", 0)
 	if err != nil {
@@ -178,11 +197,29 @@ func (t *Thread) cwd() (int, func(), error) {
 	}
 	w := &cwdFd{fd: fd, refs: 1}
 	c.mu.Lock()
-	if c.cwdGen == gen && len(c.chdirs) == 0 && !t.e.dropped {
+	if c.cwdStorableLocked(start) && !t.e.dropped {
 		c.dropCwdLocked(t.e)
 		w.refs++ // the cache's reference
 		t.e.cwd = w
 	}
 	c.mu.Unlock()
 	return fd, func() { c.mu.Lock(); c.unrefCwdLocked(w); c.mu.Unlock() }, nil
+}
+
+// cwdRead is the state of the protocol when a read of /proc/TID/cwd began.
+type cwdRead struct {
+	gen   uint64
+	quiet bool // nothing was in flight
+}
+
+func (c *threadCache) cwdReadStartLocked() cwdRead {
+	return cwdRead{gen: c.cwdGen, quiet: len(c.chdirs) == 0}
+}
+
+// cwdStorableLocked reports whether what a read that began at start
+// found may be cached. Without start.quiet, a chdir continued before the
+// read began could run during it and leave the set before now: the read
+// would be the old cwd, stored as current.
+func (c *threadCache) cwdStorableLocked(start cwdRead) bool {
+	return start.quiet && c.cwdGen == start.gen && len(c.chdirs) == 0
 }
