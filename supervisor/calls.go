@@ -199,10 +199,18 @@ func (c *renameCall) close() { closeAll(c.from, c.to) }
 type linkCall struct {
 	from, to *pin.Resolved
 	flags    int
+	// copyInstead: the link is not allowed as a whole, but the new name
+	// alone may be written, so the kernel's answer for a link across file
+	// systems (EXDEV) makes the program copy instead (kernel.go).
+	copyInstead bool
 }
 
 func (c *linkCall) judge(p *engine.Policy) verdict {
-	return moveVerdict(p, engine.MoveLink, "link", c.from, c.to)
+	v := moveVerdict(p, engine.MoveLink, "link", c.from, c.to)
+	c.copyInstead = v.result.Action != engine.Allow && c.from.Exists &&
+		c.from.Stat.Mode&unix.S_IFMT == unix.S_IFREG &&
+		p.DecidePath(engine.AccessWrite, c.to.Path).Action == engine.Allow
+	return v
 }
 func (c *linkCall) perform(s *supervisor, id uint64) {
 	s.answer(id, pin.Link(c.from, c.to, c.flags))
