@@ -178,6 +178,10 @@ func (b *battery) run(wrapped bool, dir string, extraEnv []string, argv ...strin
 	b.t.Helper()
 	if wrapped {
 		argv = append([]string{b.bin, "--"}, argv...)
+	} else {
+		// Found on the battery's PATH, not the test's (root's may hold
+		// shims the battery's user cannot run).
+		argv = append([]string{b.lookPath(argv[0])}, argv[1:]...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -206,6 +210,25 @@ func (b *battery) run(wrapped bool, dir string, extraEnv []string, argv ...strin
 		code = 128 + int(ws.Signal())
 	}
 	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// lookPath finds name on the battery's PATH.
+func (b *battery) lookPath(name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	for _, kv := range b.env {
+		if dirs, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(dirs) {
+				p := filepath.Join(d, name)
+				if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+					return p
+				}
+			}
+		}
+	}
+	b.t.Fatalf("%s is not on the battery's PATH", name)
+	return ""
 }
 
 // step is one piece of everyday work.
@@ -523,6 +546,8 @@ func (b *battery) trueDenials() {
 		bare := b.run(false, bareDir, []string{"HOME=" + b.bareHome()}, b.homeArgs(c.argv, b.bareHome())...)
 		if bare.code != 0 {
 			t.Errorf("true denial %q: fails even bare (exit %d): %s", c.name, bare.code, bare.stderr)
+		} else {
+			t.Logf("true denial %q: exit %d under permwrap, 0 bare", c.name, wrapped.code)
 		}
 	}
 	// Nothing reached the remote.
