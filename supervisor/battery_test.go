@@ -327,7 +327,7 @@ git clone -q "$FIX/remote.git" clone
 git -C clone log --oneline | wc -l
 git -C repo ls-files | sort
 tar cf repo.tar repo
-tar tf repo.tar | grep -c .
+tar tf repo.tar | grep -v '^repo/\.git/' | sort
 `, true),
 		script("mkdir -p", `set -e
 mkdir -p "$PWD/deep/a/b/c" "$HOME/src/project/deep/x" /usr/share /var/tmp
