@@ -81,6 +81,9 @@ ensure_test_deps() {
 	ensure_build_deps
 	# Real programs the workload and prompt tests drive.
 	apt_install tmux git make tar python3 strace
+	# The daily battery (supervisor/battery_test.go): a venv with pip and
+	# pytest from Debian's python3, vim, gdb, unshare (util-linux).
+	apt_install python3-venv python3-pytest vim gdb util-linux
 	# Node and npm may come from elsewhere than Debian (nodesource, nvm):
 	# installed only when there is none at all. The prompt tests drive
 	# Node terminal programs (testdata/tui); a workload test runs npm.

@@ -308,10 +308,24 @@ func (c *renameCall) close() { closeAll(c.from, c.to) }
 type linkCall struct {
 	from, to *pin.Resolved
 	flags    int
+	// copyInstead: the link is not allowed as a whole, but the new name
+	// alone may be written and the file read, so the kernel's answer for
+	// a link across file systems (EXDEV) makes the program copy instead
+	// (kernel.go). A link of a file the policy does not let the sandbox
+	// read is asked about as a link: a copy would ask anyway.
+	copyInstead bool
 }
 
 func (c *linkCall) judge(p *engine.Policy) verdict {
-	return moveVerdict(p, engine.MoveLink, "link", c.from, c.to)
+	v := moveVerdict(p, engine.MoveLink, "link", c.from, c.to)
+	c.copyInstead = v.result.Action != engine.Allow && c.from.Exists &&
+		c.from.Stat.Mode&unix.S_IFMT == unix.S_IFREG &&
+		p.DecidePath(engine.AccessWrite, c.to.Path).Action == engine.Allow
+	if c.copyInstead {
+		r := p.DecidePath(engine.AccessRead, c.from.Path)
+		c.copyInstead = r.Action == engine.Allow && !r.DependsOnContent
+	}
+	return v
 }
 func (c *linkCall) perform(s *supervisor, id uint64) {
 	s.answer(id, pin.Link(c.from, c.to, c.flags))

@@ -189,7 +189,19 @@ func (c *linkCall) kernelAnswer() kernelAnswer {
 	case c.to.Exists:
 		return answerExists
 	}
-	return parentRefuses(c.to)
+	if a := parentRefuses(c.to); a.errno != 0 {
+		return a
+	}
+	if c.copyInstead {
+		// A hard link of a file the policy does not let the sandbox
+		// write (git clone of a repository outside the workspace links
+		// its objects) would make that file writable at the new name.
+		// Every program that links to save space copies when the kernel
+		// says the names are on different file systems; the copy is
+		// judged as the opens it makes, and only writes the new name.
+		return kernelAnswer{unix.EXDEV, "a hard link would share a file the policy does not let the sandbox write; a copy writes only the new name"}
+	}
+	return kernelAnswer{}
 }
 
 // The removing and renaming calls: ENOENT when there is nothing to act
