@@ -125,11 +125,6 @@ func Decide(layers []Layer, checks ...engine.Check) Verdict {
 	return JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.Decide(checks...) })
 }
 
-// DecidePath decides an access to a path in every layer.
-func DecidePath(layers []Layer, a engine.Access, path string) Verdict {
-	return JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.DecidePath(a, path) })
-}
-
 // DecideExec decides an exec in every layer; the returned decision is the
 // deciding layer's.
 func DecideExec(layers []Layer, in engine.ExecIntent) (engine.ExecDecision, Verdict) {
