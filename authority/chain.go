@@ -73,13 +73,6 @@ type Authorizer interface {
 	Review(ctx context.Context, r Request, q Querier) (v Verdict, reason string, err error)
 }
 
-// AuthorizerFunc adapts a function to Authorizer.
-type AuthorizerFunc func(ctx context.Context, r Request, q Querier) (Verdict, string, error)
-
-func (f AuthorizerFunc) Review(ctx context.Context, r Request, q Querier) (Verdict, string, error) {
-	return f(ctx, r, q)
-}
-
 // Terminal is the end of the chain: it must answer, and since a Decision
 // can only be an allow or a deny, it cannot defer.
 type Terminal interface {

@@ -852,19 +852,11 @@ func (p *Policy) ProgramNames() []string {
 			add("git")
 		}
 	}
-	each := func(l *ruleList) {
-		for _, r := range l.exact {
-			fromRule(r)
-		}
-		for _, e := range l.rules {
-			fromRule(e.r)
-		}
-	}
-	each(&p.hard[SurfaceBash])
-	each(&p.rules[SurfaceBash])
-	each(&p.baseRules[SurfaceBash])
+	p.hard[SurfaceBash].each(fromRule)
+	p.rules[SurfaceBash].each(fromRule)
+	p.baseRules[SurfaceBash].each(fromRule)
 	if ss := p.session.Load(); ss != nil {
-		each(&ss.lists[SurfaceBash])
+		ss.lists[SurfaceBash].each(fromRule)
 	}
 	for n := range wrappers {
 		add(n)

@@ -702,12 +702,7 @@ func (p *Policy) LandlockFloor() Floor {
 		dirs[pre[:i]] = true
 	}
 	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.baseRules[SurfaceWrite], &p.baseRules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath], &p.protected} {
-		for _, r := range l.exact {
-			consider(r)
-		}
-		for _, e := range l.rules {
-			consider(e.r)
-		}
+		l.each(consider)
 	}
 	// A write no rule matches gets the fallback or the builtin ask; both
 	// let it through unless the fallback denies. A write with no write

@@ -474,7 +474,7 @@ func (p *Policy) movePatterns() []movePattern {
 // which Unix sockets match too). With session set, session rules too.
 func (p *Policy) eachUnixRule(session bool, f func(r *compiledRule, pp *pathPattern)) {
 	visit := func(l *ruleList) {
-		each := func(r *compiledRule) {
+		l.each(func(r *compiledRule) {
 			switch {
 			case r.net == nil:
 			case r.net.kind == hostAny && r.net.port == 0:
@@ -482,13 +482,7 @@ func (p *Policy) eachUnixRule(session bool, f func(r *compiledRule, pp *pathPatt
 			case unixPathPattern(r) != nil:
 				f(r, unixPathPattern(r))
 			}
-		}
-		for _, r := range l.exact {
-			each(r)
-		}
-		for _, e := range l.rules {
-			each(e.r)
-		}
+		})
 	}
 	visit(&p.hard[SurfaceNet])
 	visit(&p.rules[SurfaceNet])
@@ -643,14 +637,7 @@ func prefixCompatible(lit, dir string) bool {
 // eachPathRule visits every rule on a path surface, in every fixed layer
 // and, with session set, the session rules too.
 func (p *Policy) eachPathRule(session bool, f func(*compiledRule)) {
-	visit := func(l *ruleList) {
-		for _, r := range l.exact {
-			f(r)
-		}
-		for _, e := range l.rules {
-			f(e.r)
-		}
-	}
+	visit := func(l *ruleList) { l.each(f) }
 	for s := range p.hard {
 		if Surface(s).IsPath() {
 			visit(&p.hard[s])

@@ -547,35 +547,6 @@ func parseClass(s string) (byteSet, int, error) {
 	return set, i, nil
 }
 
-// Glob is one path pattern in the policy's syntax, compiled by the
-// matcher rules use: linear in the value, no recursion over it, no
-// allocation. It is the one glob dialect of permwrap: rules, typo paths
-// and the secret-name lists of automated reviewers all match with it.
-// A pattern without '/' matches a value's last component (so a bare
-// file name such as ".env" can be matched directly); any other pattern
-// matches absolute values only; `X/**` also matches X.
-type Glob struct {
-	pp *pathPattern
-}
-
-// CompileGlob compiles a pattern after expanding a leading `~` and
-// ${HOME}, ${WORKSPACE} and ${TMPDIR} from env, as the policy does (an
-// unknown variable, or one env leaves empty, is an error).
-func CompileGlob(pattern string, env Env) (*Glob, error) {
-	exp, err := expandPattern(pattern, env)
-	if err != nil {
-		return nil, err
-	}
-	pp, err := compilePathPattern(exp)
-	if err != nil {
-		return nil, err
-	}
-	return &Glob{pp: pp}, nil
-}
-
-// Match reports whether value matches the pattern.
-func (g *Glob) Match(value string) bool { return g.pp.match(value) }
-
 // match reports whether the path pattern matches value. Values that are
 // not absolute match only basename patterns (and `*`): a relative path
 // cannot be placed under a full-path rule without guessing.

@@ -120,6 +120,17 @@ type ruleList struct {
 	n     int
 }
 
+// each calls f for every rule of the list: the exact ones (in map order),
+// then the patterns in list order.
+func (l *ruleList) each(f func(*compiledRule)) {
+	for _, r := range l.exact {
+		f(r)
+	}
+	for _, e := range l.rules {
+		f(e.r)
+	}
+}
+
 // listEntry keeps what rejects most rules (a literal prefix and suffix
 // compared with the value, or its last component) next to the rule, so
 // the scan over a surface's rules stays in cache and out of calls.

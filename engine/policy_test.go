@@ -741,15 +741,3 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("defaults %+v", ds)
 	}
 }
-
-func TestMoreRestrictive(t *testing.T) {
-	acts := []Action{Allow, Ask, Deny}
-	for i, a := range acts {
-		for j, b := range acts {
-			want := acts[max(i, j)]
-			if got := MoreRestrictive(a, b); got != want {
-				t.Errorf("MoreRestrictive(%v, %v) = %v, want %v", a, b, got, want)
-			}
-		}
-	}
-}

@@ -153,7 +153,7 @@ type Compound struct {
 	Via  []string
 }
 
-// ShellAnalysis is everything AnalyzeArgv or AnalyzeScript found.
+// ShellAnalysis is everything the analysis of an exec or a script found.
 type ShellAnalysis struct {
 	Units     []Unit
 	Redirects []Redirect
@@ -318,27 +318,11 @@ type ScriptContext struct {
 	ReadFile FileReader // nil: sourced files are not read
 }
 
-// AnalyzeArgv analyses one exec. Units[0] is the exec itself; wrappers
-// (env, sudo, xargs, sh -c …) add their inner commands, recursively.
-// The command name used to recognise wrappers is the basename of argv[0];
-// callers that know the resolved binary should use analyzeExec instead,
-// because argv[0] is chosen by the caller of execve.
-func AnalyzeArgv(argv []string) ShellAnalysis {
-	return analyzeArgvIn(argv, ScriptContext{})
-}
-
-// analyzeArgvIn is AnalyzeArgv with what is known about where it runs.
-func analyzeArgvIn(argv []string, ctx ScriptContext) ShellAnalysis {
-	name := ""
-	if len(argv) > 0 {
-		name = path.Base(argv[0])
-	}
-	return analyzeExec(name, argv, ctx, nil)
-}
-
-// analyzeExec is AnalyzeArgv with the wrapper identity taken from name
-// (the basename of the resolved binary, or the program the supervisor
-// recognised by content) rather than from argv[0]. via prefixes every
+// analyzeExec analyses one exec. Units[0] is the exec itself; wrappers
+// (env, sudo, xargs, sh -c …) add their inner commands, recursively. The
+// wrapper identity is taken from name (the basename of the resolved
+// binary, or the program the supervisor recognised by content) rather
+// than from argv[0], which the caller of execve chooses. via prefixes every
 // unit's wrappers (["#!"] for the line the kernel builds for a script).
 func analyzeExec(name string, argv []string, ctx ScriptContext, via []string) ShellAnalysis {
 	a := &analyzer{ctx: ctx}
@@ -355,13 +339,9 @@ func analyzeExec(name string, argv []string, ctx ScriptContext, via []string) Sh
 	return a.result()
 }
 
-// AnalyzeScript analyses a shell script as `bash -c SCRIPT` would run it.
-func AnalyzeScript(src string) ShellAnalysis {
-	return AnalyzeScriptIn(src, ScriptContext{})
-}
-
-// AnalyzeScriptIn is AnalyzeScript with what is known about where the
-// script runs: sourced files are read through ctx.ReadFile.
+// AnalyzeScriptIn analyses a shell script as `bash -c SCRIPT` would run
+// it, with what is known about where the script runs: sourced files are
+// read through ctx.ReadFile.
 func AnalyzeScriptIn(src string, ctx ScriptContext) ShellAnalysis {
 	a := &analyzer{ctx: ctx}
 	a.script(src, &scope{dir: "."})

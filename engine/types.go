@@ -87,14 +87,6 @@ func ParseAction(s string) (Action, bool) {
 	return 0, false
 }
 
-// MoreRestrictive returns the more restrictive of a and b.
-func MoreRestrictive(a, b Action) Action {
-	if a > b {
-		return a
-	}
-	return b
-}
-
 // Origin says where a rule came from: the provenance shown by explain and
 // written to the review log.
 type Origin uint8

@@ -2,7 +2,6 @@ package forwarding
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/permwrap/permwrap/engine"
 )
@@ -109,70 +108,6 @@ func Strictest[T any](layers []Layer, judge func(*engine.Policy) T, result func(
 		}
 	}
 	return best
-}
-
-func identity(r engine.Result) engine.Result { return r }
-
-// JudgeResult is Judge for judges that return an engine.Result.
-func JudgeResult(layers []Layer, judge func(*engine.Policy) engine.Result) Verdict {
-	_, v := Judge(layers, judge, identity)
-	return v
-}
-
-// Decide composes independent checks of one access in every layer
-// (engine.Policy.Decide) and combines the layers.
-func Decide(layers []Layer, checks ...engine.Check) Verdict {
-	return JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.Decide(checks...) })
-}
-
-// DecidePath decides an access to a path in every layer.
-func DecidePath(layers []Layer, a engine.Access, path string) Verdict {
-	return JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.DecidePath(a, path) })
-}
-
-// DecideExec decides an exec in every layer; the returned decision is the
-// deciding layer's.
-func DecideExec(layers []Layer, in engine.ExecIntent) (engine.ExecDecision, Verdict) {
-	return Judge(layers, func(p *engine.Policy) engine.ExecDecision { return p.DecideExec(in) },
-		func(d engine.ExecDecision) engine.Result { return d.Result })
-}
-
-// String is one line per layer, the decider marked, for explain and
-// tests.
-func (v Verdict) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s", v.Result.Action)
-	if v.Decider != nil {
-		fmt.Fprintf(&b, " by %s", v.Decider.Label())
-	}
-	if v.Ambiguous {
-		b.WriteString(" (ambiguous node: every candidate's chain consulted)")
-	}
-	for _, l := range v.Layers {
-		mark := " "
-		if l.Node == v.Decider && l.Result == v.Result {
-			mark = "*"
-		}
-		fmt.Fprintf(&b, "\n %s %s: %s", mark, l.Node.Label(), l.Result)
-	}
-	return b.String()
-}
-
-// LayerExplanation is how one layer answered a check, and why.
-type LayerExplanation struct {
-	Node        *Node
-	Explanation engine.Explanation
-}
-
-// Explain evaluates one check in every layer (engine.Policy.Explain) and
-// says which layer's answer stands: what `permwrap explain --node` shows.
-func Explain(layers []Layer, c engine.Check) ([]LayerExplanation, Verdict) {
-	out := make([]LayerExplanation, 0, len(layers))
-	for _, l := range layers {
-		out = append(out, LayerExplanation{Node: l.Node, Explanation: l.Policy.Explain(c)})
-	}
-	v := JudgeResult(layers, func(p *engine.Policy) engine.Result { return p.Evaluate(c) })
-	return out, v
 }
 
 // OfflineChain builds a chain from configurations, root first, for

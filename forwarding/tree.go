@@ -110,20 +110,6 @@ func (m Membership) Layers() []Layer {
 	return out
 }
 
-// JudgeMembership is Judge over the membership's layers; the verdict is
-// marked Ambiguous when the process may belong to several nodes.
-func JudgeMembership[T any](m Membership, judge func(*engine.Policy) T, result func(T) engine.Result) (T, Verdict) {
-	x, v := Judge(m.Layers(), judge, result)
-	v.Ambiguous = m.Ambiguous()
-	return x, v
-}
-
-// DecideIn decides independent checks of one access for a process of m.
-func DecideIn(m Membership, checks ...engine.Check) Verdict {
-	_, v := JudgeMembership(m, func(p *engine.Policy) engine.Result { return p.Decide(checks...) }, identity)
-	return v
-}
-
 // Label names the node, or the candidates joined by "|".
 func (m Membership) Label() string {
 	if len(m.nodes) == 0 {

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -53,7 +54,7 @@ var headBufs = sync.Pool{New: func() any { b := make([]byte, engine.SecretScanLi
 // file holds content; one that cannot be read is secret.
 func looksSecret(path string, f *os.File) bool {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if err := host.Fstat(f, &st); err != nil {
 		return true
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {

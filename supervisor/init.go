@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/host"
 )
 
 // InitArg is the hidden first argument that selects one of the two
@@ -95,7 +96,7 @@ func RunInit(args []string) int {
 		}
 	}
 	fmt.Fprintln(os.Stderr, "permwrap: init stage: bad arguments (a permwrap binary of another version?)")
-	_, _ = unix.Write(handoffFd, []byte{handoffFailed})
+	_, _ = host.Write(handoffFd, []byte{handoffFailed})
 	return initExitInternal
 }
 
@@ -119,7 +120,7 @@ func runSandboxStage() int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "permwrap: "+format+"\n", a...)
 		// Tell the supervisor that no listener is coming.
-		_, _ = unix.Write(handoffFd, []byte{handoffFailed})
+		_, _ = host.Write(handoffFd, []byte{handoffFailed})
 		return code
 	}
 	spec, err := readSpec(os.NewFile(specFd, "spec"))
@@ -134,13 +135,13 @@ func runSandboxStage() int {
 	// working directory, past every check (docs/security.md). The hard
 	// limit 0 holds for the whole tree; raising it is refused
 	// (process.go).
-	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0}); err != nil {
+	if err := host.NoCoreDumps(); err != nil {
 		return fail(initExitInternal, "limiting core dumps: %v", err)
 	}
 	// pidfd_getfd needs the supervisor to be allowed to ptrace this
 	// process; a permwrap binary installed unreadable (mode 0711) would
 	// leave it non-dumpable.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+	if err := host.SetDumpable(); err != nil {
 		return fail(initExitInternal, "prctl(PR_SET_DUMPABLE): %v", err)
 	}
 	if err := applyLandlock(spec); err != nil {
@@ -162,7 +163,7 @@ func runSandboxStage() int {
 	// The data says how the filter was loaded, which process the
 	// supervisor forwards signals to (this one, soon the command) and
 	// takes the listener from, and its fd number there.
-	if _, err := unix.Write(handoffFd, handoffData(used.WaitKillable, os.Getpid(), lfd)); err != nil {
+	if _, err := host.Write(handoffFd, handoffData(used.WaitKillable, os.Getpid(), lfd)); err != nil {
 		return fail(initExitInternal, "handing over the seccomp listener: %v", err)
 	}
 	if err := awaitTaken(handoffFd); err != nil {
@@ -170,11 +171,11 @@ func runSandboxStage() int {
 		fmt.Fprintf(os.Stderr, "permwrap: handing over the seccomp listener: %v\n", err)
 		return initExitInternal
 	}
-	unix.Close(lfd)
-	unix.Close(handoffFd)
+	host.Close(lfd)
+	host.Close(handoffFd)
 	// The execve is the first notification the supervisor judges: the
 	// command itself is held to the policy like anything it runs later.
-	err = unix.Exec(path, spec.Argv, spec.Env)
+	err = host.Exec(path, spec.Argv, spec.Env)
 	code = initExitNoExec
 	if errors.Is(err, unix.ENOENT) {
 		code = initExitNotFound
@@ -245,7 +246,7 @@ const handoffLen = 9
 func awaitTaken(fd int) error {
 	var b [1]byte
 	for {
-		n, err := unix.Read(fd, b[:])
+		n, err := host.Read(fd, b[:])
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue

@@ -18,6 +18,7 @@ import (
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -83,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 
 	// Were the watchdog killed, the tree's orphans would be re-parented
 	// to us, so we can make sure none outlives the run.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+	if err := host.Subreaper(); err != nil {
 		return ExitInternal, fmt.Errorf("becoming a subreaper: %w", err)
 	}
 
@@ -115,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	//   - the spec pipe, which carries the spec to the sandbox stage;
 	//   - the life pipe, which we never write: the watchdog reads EOF on
 	//     it when we are gone, however we died.
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	pair, err := host.SeqpacketPair()
 	if err != nil {
 		return ExitInternal, fmt.Errorf("socketpair: %w", err)
 	}
@@ -223,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	if rl != nil {
 		if err := rl.start(); err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
+			_ = host.Kill(pid, unix.SIGKILL)
 			waitWatchdog(watchdog)
 			return ExitInternal, fmt.Errorf("terminal: %w", err)
 		}
@@ -270,9 +271,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 				rl.resize()
 				continue
 			}
-			_ = unix.Kill(pid, s.(syscall.Signal))
+			_ = host.Kill(pid, s.(syscall.Signal))
 		case <-cancelled:
-			_ = unix.Kill(pid, unix.SIGKILL)
+			_ = host.Kill(pid, unix.SIGKILL)
 			cancelled = nil
 		}
 	}
@@ -309,7 +310,7 @@ func receiveListener(sock *os.File) (fd int, flags byte, pid int, err error) {
 	buf := make([]byte, 16)
 	var n int
 	for {
-		n, err = unix.Read(int(sock.Fd()), buf)
+		n, err = host.Read(int(sock.Fd()), buf)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
@@ -333,12 +334,12 @@ func receiveListener(sock *os.File) (fd int, flags byte, pid int, err error) {
 		f.Close()
 		return -1, 0, 0, fmt.Errorf("fd %d of pid %d is not a seccomp listener", lfd, pid)
 	}
-	if _, err := unix.Write(int(sock.Fd()), []byte{handoffTaken}); err != nil {
+	if _, err := host.Write(int(sock.Fd()), []byte{handoffTaken}); err != nil {
 		f.Close()
 		return -1, 0, 0, fmt.Errorf("answering the init stage: %w", err)
 	}
 	// The Listener owns the raw fd from here on.
-	nfd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	nfd, err := host.DupCloexec(f)
 	f.Close()
 	if err != nil {
 		return -1, 0, 0, fmt.Errorf("dup: %w", err)
@@ -352,8 +353,7 @@ func receiveListener(sock *os.File) (fd int, flags byte, pid int, err error) {
 // permwrap failed. -1 while it runs.
 func reapWatchdog(watchdog int) (int, error) {
 	for {
-		var ws unix.WaitStatus
-		p, err := unix.Wait4(watchdog, &ws, unix.WNOHANG, nil)
+		p, ws, err := host.Wait(watchdog, true)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -373,8 +373,7 @@ func reapWatchdog(watchdog int) (int, error) {
 // waitWatchdog blocks until the watchdog exits and returns its status.
 func waitWatchdog(watchdog int) int {
 	for {
-		var ws unix.WaitStatus
-		p, err := unix.Wait4(watchdog, &ws, 0, nil)
+		p, ws, err := host.Wait(watchdog, false)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -401,8 +400,7 @@ func exitStatus(ws unix.WaitStatus) int {
 }
 
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return host.IsTerminal(int(f.Fd()))
 }
 
 // initEnv is the init stage's own environment: the command's, with

@@ -13,6 +13,7 @@ import (
 
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -602,7 +603,7 @@ func decodeSendmmsg(d *decoder) (call, error) {
 // documentation tells callers to answer by sending with a copy.
 func (c *sendCall) checkFlags() error {
 	if c.flags&unix.MSG_ZEROCOPY != 0 {
-		if v, err := unix.GetsockoptInt(int(c.h.File().Fd()), unix.SOL_SOCKET, unix.SO_ZEROCOPY); err == nil && v != 0 {
+		if host.ZeroCopy(c.h.File()) {
 			return kernelErr(unix.ENOBUFS, "MSG_ZEROCOPY cannot be performed by permwrap")
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 	"github.com/permwrap/permwrap/supervisor/egress"
 )
@@ -75,7 +76,7 @@ func (n *nameservers) reload() {
 		p = "/etc/resolv.conf"
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
+	if err := host.Stat(p, &st); err != nil {
 		n.addrs, n.stamp = map[netip.Addr]bool{}, [4]int64{}
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/forwarding"
+	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -553,7 +554,7 @@ func ExecNested(argv, env []string, floor engine.Floor, requireLandlock bool) in
 		fmt.Fprintln(os.Stderr, "permwrap: landlock:", err)
 		return initExitInternal
 	}
-	err = unix.Exec(path, argv, env)
+	err = host.Exec(path, argv, env)
 	fmt.Fprintf(os.Stderr, "permwrap: %s: %v\n", argv[0], err)
 	if errors.Is(err, unix.ENOENT) {
 		return initExitNotFound

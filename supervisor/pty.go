@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/permwrap/permwrap/notify/host"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
@@ -76,11 +77,11 @@ func newRelay(tty, out *os.File) (*relay, error) {
 	// a file in blocking mode once, not at every call).
 	r := &relay{tty: tty, out: out, outFd: int(out.Fd()), ptmx: ptmx, ptmxFd: int(ptmx.Fd()), pts: pts,
 		done: make(chan struct{}), screen: newTermState(), canon: true}
-	if ws, err := unix.IoctlGetWinsize(r.outFd, unix.TIOCGWINSZ); err == nil {
-		_ = unix.IoctlSetWinsize(r.ptmxFd, unix.TIOCSWINSZ, ws)
+	if ws, err := host.WinSize(r.outFd); err == nil {
+		_ = host.SetWinSize(r.ptmxFd, ws)
 	}
 	r.cond = sync.NewCond(&r.mu)
-	if err := unix.Pipe2(r.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+	if err := host.WakePipe(&r.wake); err != nil {
 		ptmx.Close()
 		pts.Close()
 		return nil, err
@@ -108,7 +109,7 @@ func (r *relay) start() error {
 // moment while the command ran. The command has exited by now and its
 // output has been drained.
 func (r *relay) stop() {
-	unix.Write(r.wake[1], []byte{1})
+	host.Write(r.wake[1], []byte{1})
 	r.mu.Lock()
 	r.paused = false
 	r.stopped = true
@@ -166,21 +167,21 @@ func (r *relay) resize() {
 }
 
 func (r *relay) setSizeLocked() {
-	ws, err := unix.IoctlGetWinsize(r.outFd, unix.TIOCGWINSZ)
+	ws, err := host.WinSize(r.outFd)
 	if err != nil {
 		return
 	}
 	if r.shrunk && ws.Col > 1 {
 		ws.Col--
 	}
-	_ = unix.IoctlSetWinsize(r.ptmxFd, unix.TIOCSWINSZ, ws)
+	_ = host.SetWinSize(r.ptmxFd, ws)
 }
 
 func (r *relay) copyOut() {
 	defer close(r.done)
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := unix.Read(r.ptmxFd, buf)
+		n, err := host.Read(r.ptmxFd, buf)
 		if n > 0 {
 			r.mu.Lock()
 			for r.paused {
@@ -225,7 +226,7 @@ func (r *relay) copyIn() {
 	fds := []unix.PollFd{{Fd: int32(r.tty.Fd()), Events: unix.POLLIN}, {Fd: int32(r.wake[0]), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Poll(fds, -1); err != nil {
+		if _, err := host.Poll(fds, -1); err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
@@ -233,7 +234,7 @@ func (r *relay) copyIn() {
 		}
 		if fds[1].Revents != 0 {
 			var b [64]byte
-			unix.Read(r.wake[0], b[:])
+			host.Read(r.wake[0], b[:])
 			select {
 			case <-r.done:
 				return
@@ -253,9 +254,9 @@ func (r *relay) copyIn() {
 			r.waitUnpaused()
 			continue
 		}
-		n, err := unix.Read(int(r.tty.Fd()), buf)
+		n, err := host.Read(int(r.tty.Fd()), buf)
 		if n > 0 {
-			_, _ = unix.Write(r.ptmxFd, buf[:n])
+			_, _ = host.Write(r.ptmxFd, buf[:n])
 		}
 		r.inMu.Unlock()
 		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
@@ -289,12 +290,12 @@ func (r *relay) forwardTypedAhead() {
 	buf := make([]byte, 4096)
 	for i := 0; i < 16; i++ {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, 0); err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
+		if n, err := host.Poll(fds, 0); err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
 			return
 		}
-		n, err := unix.Read(fd, buf)
+		n, err := host.Read(fd, buf)
 		if n > 0 {
-			_, _ = unix.Write(r.ptmxFd, buf[:n])
+			_, _ = host.Write(r.ptmxFd, buf[:n])
 		}
 		if err != nil || n == 0 {
 			return
@@ -337,7 +338,7 @@ func (r *relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, fu
 	r.inMu.Unlock()
 
 	w, h := 80, 24
-	if ws, err := unix.IoctlGetWinsize(r.outFd, unix.TIOCGWINSZ); err == nil {
+	if ws, err := host.WinSize(r.outFd); err == nil {
 		w, h = int(ws.Col), int(ws.Row)
 	}
 	in, err := dupFile(r.tty)
@@ -415,11 +416,10 @@ func (r *relay) unshrink(id, seq uint64) {
 // shell runs the next command): what was drawn before is not the frame
 // of whatever writes now.
 func (r *relay) sampleCanonLocked() bool {
-	t, err := unix.IoctlGetTermios(r.ptmxFd, unix.TCGETS)
+	canon, err := host.Canonical(r.ptmxFd)
 	if err != nil {
 		return false
 	}
-	canon := t.Lflag&unix.ICANON != 0
 	if canon && !r.canon {
 		r.screen.drew = false
 	}
@@ -445,7 +445,7 @@ func (r *relay) safeLocked(unread bool) bool {
 	// Output the agent wrote but the relay has not read yet comes first:
 	// the state above does not know it (copyOut flushes after it).
 	if unread {
-		if n, err := unix.IoctlGetInt(r.ptmxFd, unix.TIOCINQ); err != nil || n > 0 {
+		if n, err := host.Unread(r.ptmxFd); err != nil || n > 0 {
 			return false
 		}
 	}
@@ -538,7 +538,7 @@ func (q *noteQueue) take() ([]string, int) {
 }
 
 func dupFile(f *os.File) (*os.File, error) {
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	fd, err := host.DupCloexec(f)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/permwrap/permwrap/notify/host"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,7 +65,7 @@ func runWatchdog(args []string) int {
 	life := os.NewFile(lifeFd, "life")
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "permwrap: watchdog: "+format+"\n", a...)
-		_, _ = unix.Write(handoffFd, []byte{handoffFailed})
+		_, _ = host.Write(handoffFd, []byte{handoffFailed})
 		return initExitInternal
 	}
 	if len(args) != 1 {
@@ -81,7 +82,7 @@ func runWatchdog(args []string) int {
 	default:
 		return fail("bad arguments")
 	}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+	if err := host.Subreaper(); err != nil {
 		return fail("becoming a subreaper: %v", err)
 	}
 	// Signals meant for the command reach it from the supervisor (or the
@@ -136,8 +137,7 @@ func runWatchdog(args []string) int {
 func reapAll(main int) int {
 	status := -1
 	for {
-		var ws unix.WaitStatus
-		p, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		p, ws, err := host.Wait(-1, true)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -164,8 +164,7 @@ func killTree() {
 		// At least one child existed (every descendant has an ancestor
 		// among the children) and was just killed: wait for one, then
 		// collect whatever else is already gone.
-		var ws unix.WaitStatus
-		if _, err := unix.Wait4(-1, &ws, 0, nil); errors.Is(err, unix.ECHILD) {
+		if _, _, err := host.Wait(-1, false); errors.Is(err, unix.ECHILD) {
 			return
 		}
 		reapAll(-1)
@@ -188,7 +187,7 @@ func killRound() int {
 	var found []node
 	defer func() {
 		for _, n := range found {
-			unix.Close(n.fd)
+			host.Close(n.fd)
 		}
 	}()
 	queue := []node{{pid: os.Getpid(), fd: -1}}
@@ -196,19 +195,19 @@ func killRound() int {
 		parent := queue[0]
 		queue = queue[1:]
 		for _, c := range childrenOf(parent.pid) {
-			fd, err := unix.PidfdOpen(c, 0)
+			fd, err := host.PidfdOpen(c)
 			if errors.Is(err, unix.ENOSYS) {
 				// No pidfds (before Linux 5.3; permwrap needs 5.14 for
 				// its hand-off, so not expected): kill by number.
-				_ = unix.Kill(c, unix.SIGKILL)
+				_ = host.Kill(c, unix.SIGKILL)
 				killedByNumber++
 				continue
 			}
 			if err != nil {
 				continue // gone already
 			}
-			if ppidOf(c) != parent.pid || !pidfdAlive(fd) || (parent.fd >= 0 && !pidfdAlive(parent.fd)) {
-				unix.Close(fd)
+			if ppidOf(c) != parent.pid || !host.PidfdAlive(fd) || (parent.fd >= 0 && !host.PidfdAlive(parent.fd)) {
+				host.Close(fd)
 				continue
 			}
 			n := node{pid: c, fd: fd}
@@ -217,15 +216,9 @@ func killRound() int {
 		}
 	}
 	for _, n := range found {
-		_ = unix.PidfdSendSignal(n.fd, unix.SIGKILL, nil, 0)
+		_ = host.PidfdKill(n.fd)
 	}
 	return len(found) + killedByNumber
-}
-
-// pidfdAlive reports whether the process behind a pidfd has not been
-// reaped (a zombie counts as alive: its pid is still its own).
-func pidfdAlive(fd int) bool {
-	return unix.PidfdSendSignal(fd, 0, nil, 0) == nil
 }
 
 // ppidOf reads the parent pid of pid from /proc/PID/stat; -1 if it cannot.

@@ -78,10 +78,17 @@ func openPidfd(pid int, flags int) (*Pidfd, error) {
 // An error polling counts as exited, so a caller never keeps trusting an
 // entry it cannot check.
 func (p *Pidfd) Exited() bool {
+	closed, n, _, err := p.poll()
+	return closed || err != nil || n != 0
+}
+
+// poll is one poll(2) of the pidfd for POLLIN (readable once the instance
+// has exited), retried on EINTR; closed when Close has run.
+func (p *Pidfd) poll() (closed bool, n int, revents int16, err error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.fd < 0 {
-		return true
+		return true, 0, 0, nil
 	}
 	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
 	for {
@@ -89,8 +96,20 @@ func (p *Pidfd) Exited() bool {
 		if err == unix.EINTR {
 			continue
 		}
-		return err != nil || n != 0
+		return false, n, fds[0].Revents, err
 	}
+}
+
+// Kill sends SIGKILL to the instance (and only to it); one already gone
+// is not an error.
+func (p *Pidfd) Kill() error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	err := unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
+	if err == unix.ESRCH {
+		return nil // already gone
+	}
+	return err
 }
 
 // Alive is !Exited (the forwarding tree's Pin interface).

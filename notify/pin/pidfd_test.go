@@ -140,3 +140,64 @@ func TestPidfdClosed(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+// A Process is a Pidfd: both views of exit agree on a live, a killed and a
+// closed process, Kill goes through the pidfd, and a closed Process says
+// "not exited, no error" as before (it is never asked after Close).
+func TestProcessIsPidfd(t *testing.T) {
+	requirePidfd(t)
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		kerneltest.Skipf(t, "cannot start sleep: %v", err)
+	}
+	defer cmd.Wait()
+	p, err := OpenProcess(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Pid() != cmd.Process.Pid {
+		t.Fatalf("Pid() = %d, want %d", p.Pid(), cmd.Process.Pid)
+	}
+	if gone, err := p.Exited(); gone || err != nil {
+		t.Fatalf("a running process: Exited() = %v, %v", gone, err)
+	}
+	if p.Pidfd.Exited() {
+		t.Fatal("a running process reads as exited through its Pidfd")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		gone, err := p.Exited()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a killed (zombie) process still reads as running")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !p.Pidfd.Exited() {
+		t.Fatal("a killed process reads as alive through its Pidfd")
+	}
+	if err := p.Kill(); err != nil {
+		t.Errorf("killing a zombie: %v, want nil", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := p.Exited(); gone || err != nil {
+		t.Errorf("closed Process: Exited() = %v, %v, want false, nil", gone, err)
+	}
+	if !p.Pidfd.Exited() {
+		t.Error("a closed Pidfd reads as alive")
+	}
+	var nilp *Process
+	if err := nilp.Close(); err != nil {
+		t.Errorf("closing a nil Process: %v", err)
+	}
+}

@@ -8,13 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Process is a process held by a pidfd, so that what is read about it by
+// Process is a process held by a Pidfd, so that what is read about it by
 // pid can be checked to be about it (a pid is reused once its process is
 // reaped; a live process keeps its pid), and so that a signal reaches it
-// and never a process that got its pid later.
+// and never a process that got its pid later (Kill, from Pidfd). It adds
+// to the Pidfd the pid and the reading of /proc/PID (Running), and an
+// Exited that tells an error apart from an exit.
 type Process struct {
+	*Pidfd
 	pid  int
-	fd   int
 	base string // /proc/PID
 }
 
@@ -29,7 +31,7 @@ func OpenProcess(pid int) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pin: pidfd_open(%d): %w", pid, err)
 	}
-	return &Process{pid: pid, fd: fd, base: "/proc/" + strconv.Itoa(pid)}, nil
+	return &Process{Pidfd: &Pidfd{fd: fd}, pid: pid, base: "/proc/" + strconv.Itoa(pid)}, nil
 }
 
 // Pid is the process's id.
@@ -37,37 +39,24 @@ func (p *Process) Pid() int { return p.pid }
 
 // Close releases the pidfd.
 func (p *Process) Close() error {
-	if p == nil || p.fd < 0 {
+	if p == nil {
 		return nil
 	}
-	err := unix.Close(p.fd)
-	p.fd = -1
-	return err
+	return p.Pidfd.Close()
 }
 
 // Exited reports whether the process has exited (a zombie included). An
-// error means it could not be told.
+// error means it could not be told. (Pidfd.Exited, which it hides, counts
+// an error as an exit.)
 func (p *Process) Exited() (bool, error) {
-	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("pin: poll pidfd of %d: %w", p.pid, err)
-		}
-		return n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0, nil
+	closed, n, revents, err := p.poll()
+	if closed {
+		return false, nil // as poll(2) of fd -1: nothing to report
 	}
-}
-
-// Kill sends SIGKILL to the process (and only to it).
-func (p *Process) Kill() error {
-	err := unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
-	if err == unix.ESRCH {
-		return nil // already gone
+	if err != nil {
+		return false, fmt.Errorf("pin: poll pidfd of %d: %w", p.pid, err)
 	}
-	return err
+	return n > 0 && revents&(unix.POLLIN|unix.POLLHUP) != 0, nil
 }
 
 // Running is what a process runs now, as /proc shows it: its executable's
