@@ -91,6 +91,14 @@ func (p *Process) Running() (run Running, ok bool, err error) {
 	}()
 	for try := 0; try <= 10; try++ {
 		e1, err := exeID(p.base)
+		if errors.Is(err, unix.ENOENT) && p.present() {
+			// The process is there but has no memory map: its leader has
+			// exited while other threads live (pthread_exit), or a thread
+			// that is not the leader is exec'ing and the old leader waits
+			// in de_thread to hand over its pid. Nothing runs an image
+			// that can be read now; it is looked at again (not ok).
+			return Running{}, false, nil
+		}
 		if err != nil {
 			return Running{}, false, err
 		}
@@ -136,6 +144,19 @@ func readCmdline(base string) ([]byte, error) {
 		if size >= maxCmdline {
 			return nil, fmt.Errorf("pin: %s/cmdline is over %d bytes: %w", base, maxCmdline, unix.E2BIG)
 		}
+	}
+}
+
+// present reports whether /proc/PID itself can be seen (a missing exe
+// link then means no memory map, not no process).
+func (p *Process) present() bool {
+	var st unix.Stat_t
+	for {
+		err := unix.Stat(p.base, &st)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil
 	}
 }
 
