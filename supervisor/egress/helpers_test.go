@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // Every test here talks to loopback only. Names end in .test (RFC 6761:
@@ -250,14 +250,7 @@ func rawRequest(t testing.TB, p *Proxy, req string) string {
 // client test must not pass as green.
 func requireTool(t testing.TB, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("PERMWRAP_REQUIRE_KERNEL") == "1" {
-			t.Fatalf("%s is required (PERMWRAP_REQUIRE_KERNEL=1) but not installed", name)
-		}
-		t.Skipf("%s is not installed", name)
-	}
-	return p
+	return kerneltest.Tool(t, name)
 }
 
 // listenLoopback serves every connection to a new loopback port with
