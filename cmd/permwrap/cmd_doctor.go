@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 
@@ -52,6 +53,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	lab("i386 syscalls (int 0x80)", f.IA32Emulation, "killed by the filter's arch check either way")
 	sockDiag, sockDiagWhy := probeSockDiag()
 	lab("Unix socket diagnostics", sockDiag, sockDiagWhy)
+	getFd, getFdErr := probeGetFd()
+	lab("pidfd_getfd of a child's fd", getFd, "takes the seccomp listener at launch, and the target's sockets and fds")
 	for _, n := range f.Notes {
 		w("  note: %s", n)
 	}
@@ -60,6 +63,9 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	var missing, weaker []string
 	if f.UserNotif != notify.Yes || f.AddFD != notify.Yes || f.AddFDSend != notify.Yes || f.TsyncESRCH != notify.Yes {
 		missing = append(missing, "seccomp user notification with ADDFD/SEND and TSYNC_ESRCH (Linux ≥ 5.14)")
+	}
+	if getFd == notify.No {
+		missing = append(missing, fmt.Sprintf("pidfd_getfd on its own child (%v): refused by a container's seccomp profile without CAP_SYS_PTRACE, or by Yama ptrace_scope %s", getFdErr, yamaScope()))
 	}
 	if f.LandlockABI == 0 {
 		weaker = append(weaker, "no Landlock: no static floor (--require-landlock refuses to start); signals to permwrap are not scoped")
@@ -123,6 +129,44 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 // socket is at (NETLINK_SOCK_DIAG with unix_diag), which lets the tree
 // connect to the sockets it bound itself without asking, and refuse a
 // stale socket file (no server) rather than ask about it.
+// probeGetFd tries what permwrap's launch does first: take a file
+// descriptor from a child it started (pin.GetFd, pidfd_getfd), here fd 0
+// of a sleep.
+func probeGetFd() (notify.Tri, error) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return notify.Unknown, err
+	}
+	cmd := exec.Command(sleep, "10")
+	r, w, err := os.Pipe()
+	if err != nil {
+		return notify.Unknown, err
+	}
+	defer w.Close()
+	cmd.Stdin = r
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		return notify.Unknown, err
+	}
+	r.Close()
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	f, err := pin.GetFd(cmd.Process.Pid, 0)
+	if err != nil {
+		return notify.No, err
+	}
+	f.Close()
+	return notify.Yes, nil
+}
+
+// yamaScope is the Yama ptrace scope, or "(no Yama)".
+func yamaScope() string {
+	b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+	if err != nil {
+		return "(no Yama here)"
+	}
+	return strings.TrimSpace(string(b))
+}
+
 func probeSockDiag() (notify.Tri, string) {
 	const why = "sockets the tree binds connect without asking; stale socket files are refused, not asked about"
 	dir, err := os.MkdirTemp("", "permwrap-doctor-")
