@@ -140,9 +140,13 @@ func fastResolve(t *Thread, st *procStatus, dirfd int, p string, flags ResolveFl
 			// Not a current name (anonymous, or removed): the walk classifies it.
 			return nil, false, nil
 		}
-		if !lexical && inProc(canon) {
-			return nil, false, nil
-		}
+	}
+	if inProc(canon) {
+		// /proc entries need the walk: it pins the /proc/PID directory
+		// the guard reads (procGuard: whether the target traces that
+		// process, as gdb does before it opens /proc/PID/mem and auxv),
+		// and resolves the magic links /proc is made of.
+		return nil, false, nil
 	}
 	keep = true
 	return &Resolved{

@@ -192,3 +192,26 @@ func BenchmarkResolveFast(b *testing.B) {
 		}
 	}
 }
+
+// A /proc entry always takes the walk, even when its path is plain
+// (absolute, no symlinks): the open's guard reads the pinned /proc/PID
+// directory to tell whether the target traces that process (gdb opening
+// its inferior's /proc/PID/auxv and mem), which the fast path does not pin.
+func TestFastPathLeavesProcToTheWalk(t *testing.T) {
+	requireResolveKernel(t)
+	child := startSleeper(t, t.TempDir(), nil)
+	for _, p := range []string{
+		"/proc/" + strconv.Itoa(child.Process.Pid) + "/auxv",
+		"/proc/" + strconv.Itoa(child.Process.Pid) + "/status",
+		"/proc/" + strconv.Itoa(os.Getpid()) + "/status",
+	} {
+		r, err := Resolve(os.Getpid(), unix.AT_FDCWD, p, FollowLast|ObjectOnly)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if r.Dir == nil {
+			t.Errorf("%s: resolved by the fast path (no pinned /proc/PID directory)", p)
+		}
+		r.Close()
+	}
+}
