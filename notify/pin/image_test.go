@@ -205,3 +205,41 @@ func TestProcessRunning(t *testing.T) {
 		t.Errorf("Kill of an exited process: %v", err)
 	}
 }
+
+// readCmdline's pooled buffer is reused between reads: a command line
+// returned earlier must not change when another, shorter one is read
+// into the same buffer (a verification compares one read later).
+func TestReadCmdlineOwnsResult(t *testing.T) {
+	start := func(args ...string) int {
+		cmd := exec.Command("sleep", args...)
+		if err := cmd.Start(); err != nil {
+			t.Skipf("cannot start sleep: %v", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	read := func(pid int, want string) []byte {
+		for range 200 {
+			c, err := readCmdline("/proc/" + strconv.Itoa(pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(c) == want {
+				return c
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("pid %d never showed cmdline %q", pid, want)
+		return nil
+	}
+	wantA := "sleep\x0060\x00" + strings.Repeat("b", 300) + "\x00"
+	wantB := "sleep\x0061\x00"
+	a := read(start("60", strings.Repeat("b", 300)), wantA)
+	b := start("61")
+	for range 50 { // several reads, so the pool hands the same buffer back
+		read(b, wantB)
+	}
+	if string(a) != wantA {
+		t.Errorf("an earlier command line changed after later reads: %q", a)
+	}
+}
