@@ -162,7 +162,9 @@ func exeFileID(p string) (FileID, error) {
 // Running reads the whole command line in one read and tells a process
 // that exited from one it could not read.
 func TestProcessRunning(t *testing.T) {
-	long := strings.Repeat("a", 100<<10) // past the first buffer
+	// Past the first buffer, and a valid interval (0) so sleep does not
+	// exit at once on a bad argument.
+	long := strings.Repeat("0", 100<<10)
 	cmd := exec.Command("sleep", "60", long)
 	if err := cmd.Start(); err != nil {
 		t.Skipf("cannot start sleep: %v", err)
@@ -219,7 +221,8 @@ func TestReadCmdlineOwnsResult(t *testing.T) {
 		return cmd.Process.Pid
 	}
 	read := func(pid int, want string) []byte {
-		for range 200 {
+		// Until the child has exec'd sleep (slow on a loaded machine).
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 			c, err := readCmdline("/proc/" + strconv.Itoa(pid))
 			if err != nil {
 				t.Fatal(err)
@@ -232,9 +235,10 @@ func TestReadCmdlineOwnsResult(t *testing.T) {
 		t.Fatalf("pid %d never showed cmdline %q", pid, want)
 		return nil
 	}
-	wantA := "sleep\x0060\x00" + strings.Repeat("b", 300) + "\x00"
+	// The extra argument is a valid interval (0): sleep keeps running.
+	wantA := "sleep\x0060\x00" + strings.Repeat("0", 300) + "\x00"
 	wantB := "sleep\x0061\x00"
-	a := read(start("60", strings.Repeat("b", 300)), wantA)
+	a := read(start("60", strings.Repeat("0", 300)), wantA)
 	b := start("61")
 	for range 50 { // several reads, so the pool hands the same buffer back
 		read(b, wantB)
