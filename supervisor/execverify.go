@@ -108,11 +108,19 @@ func (s *supervisor) continueExec(id uint64, c *execCall) {
 		s.respondErr(id, unix.EACCES)
 		s.notices.line("permwrap: refused exec of " + p.command + ": " + why + ": " + err.Error())
 	}
-	tgid, err := pin.Tgid(c.tid)
+	// The thread's group, asked now through the thread cache's pidfd (one
+	// PIDFD_GET_INFO, where /proc/TID/status cost an open, a formatted
+	// read and a close per exec). Like the status read it is about the
+	// thread that holds tid now: one that died meanwhile fails it, or its
+	// tid names a new thread whose exec is not this notification's
+	// (Continue below then fails and the pending exec is dropped).
+	th, err := pin.LookupThread(c.tid)
 	if err != nil {
 		refuse("its process could not be identified", err)
 		return
 	}
+	tgid := th.Tgid
+	th.Release()
 	p.tgid = tgid
 	// Whatever the thread cache remembers of the old image is stale from
 	// now on.

@@ -162,7 +162,9 @@ func exeFileID(p string) (FileID, error) {
 // Running reads the whole command line in one read and tells a process
 // that exited from one it could not read.
 func TestProcessRunning(t *testing.T) {
-	long := strings.Repeat("a", 100<<10) // past the first buffer
+	// Past the first buffer, and a valid interval (0) so sleep does not
+	// exit at once on a bad argument.
+	long := strings.Repeat("0", 100<<10)
 	cmd := exec.Command("sleep", "60", long)
 	if err := cmd.Start(); err != nil {
 		t.Skipf("cannot start sleep: %v", err)
@@ -203,5 +205,45 @@ func TestProcessRunning(t *testing.T) {
 	}
 	if err := p.Kill(); err != nil {
 		t.Errorf("Kill of an exited process: %v", err)
+	}
+}
+
+// readCmdline's pooled buffer is reused between reads: a command line
+// returned earlier must not change when another, shorter one is read
+// into the same buffer (a verification compares one read later).
+func TestReadCmdlineOwnsResult(t *testing.T) {
+	start := func(args ...string) int {
+		cmd := exec.Command("sleep", args...)
+		if err := cmd.Start(); err != nil {
+			t.Skipf("cannot start sleep: %v", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	read := func(pid int, want string) []byte {
+		// Until the child has exec'd sleep (slow on a loaded machine).
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+			c, err := readCmdline("/proc/" + strconv.Itoa(pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(c) == want {
+				return c
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("pid %d never showed cmdline %q", pid, want)
+		return nil
+	}
+	// The extra argument is a valid interval (0): sleep keeps running.
+	wantA := "sleep\x0060\x00" + strings.Repeat("0", 300) + "\x00"
+	wantB := "sleep\x0061\x00"
+	a := read(start("60", strings.Repeat("0", 300)), wantA)
+	b := start("61")
+	for range 50 { // several reads, so the pool hands the same buffer back
+		read(b, wantB)
+	}
+	if string(a) != wantA {
+		t.Errorf("an earlier command line changed after later reads: %q", a)
 	}
 }
