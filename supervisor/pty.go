@@ -54,8 +54,10 @@ type relay struct {
 	screen  termState
 	canon   bool // the pty's canonical mode when last looked at
 	notes   noteQueue
-	outSeq  uint64    // chunks of the agent's output relayed
-	lastOut time.Time // when the last one was
+	// settling: a flush of newly written notices is scheduled (Write).
+	settling bool
+	outSeq   uint64    // chunks of the agent's output relayed
+	lastOut  time.Time // when the last one was
 	// shrunk: the pty is one column narrower than the terminal, so that
 	// giving it its real width back is a real size change (see resume).
 	shrunk   bool
@@ -494,9 +496,26 @@ func (r *relay) Write(p []byte) (int, error) {
 		_, err := r.out.WriteString(strings.Join(lines, "\n") + "\n")
 		return len(p), err
 	}
-	r.flushNotesLocked(true)
+	// Not at once: what the agent wrote just before the call that was
+	// denied may still be on its way through the pty (the kernel moves a
+	// slave's write to the master's buffer from a work queue, so the
+	// unread count can still be 0). A moment later it has been read and
+	// relayed, and the notice follows it; notesLoop retries after that.
+	if !r.settling {
+		r.settling = true
+		time.AfterFunc(noticeSettle, func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.settling = false
+			r.flushNotesLocked(true)
+		})
+	}
 	return len(p), nil
 }
+
+// noticeSettle is how long a new notice waits for the agent's output
+// written before it to come through the pty.
+const noticeSettle = 30 * time.Millisecond
 
 // HeldNotices lists the notices waiting for a safe moment, newest last,
 // for the prompt to show (authority.NoticeHolder): its screen is the one
