@@ -341,32 +341,26 @@ func (s *supervisor) describeNode(r *request, req *authority.Request, ask bool) 
 // that may belong to several nodes. Rules that could not be added are
 // said; the answer to this request stands.
 func (s *supervisor) addSessionRules(r *request, d authority.Decision) authority.Decision {
-	if len(d.SessionRules()) == 0 {
-		return d
-	}
-	if r.nested && r.m.Node() == nil {
-		s.notices.line(fmt.Sprintf("permwrap: not remembered for the session: the process may belong to any of the nodes %s", r.m.Label()))
-		d, _ = d.AddSessionRulesBy(func(bool, authority.SessionPattern) error { return errors.New("ambiguous node") })
-		return d
-	}
 	d, err := d.AddSessionRulesBy(func(allow bool, sp authority.SessionPattern) error {
-		var err error
-		switch {
-		case !r.nested && s.nest == nil && allow:
-			_, err = s.cfg.Policy.AddSessionRule(sp.Surface, sp.Pattern)
-		case !r.nested && s.nest == nil:
-			_, err = s.cfg.Policy.AddSessionDeny(sp.Surface, sp.Pattern)
-		default:
-			node := s.nest.reg.Root()
-			if r.nested {
-				node = r.m.Node()
-			}
+		if s.nest == nil && !r.nested {
 			if allow {
-				_, err = s.nest.reg.AddSessionRule(node, sp.Surface, sp.Pattern)
-			} else {
-				_, err = s.nest.reg.AddSessionDeny(node, sp.Surface, sp.Pattern)
+				_, err := s.cfg.Policy.AddSessionRule(sp.Surface, sp.Pattern)
+				return err
+			}
+			_, err := s.cfg.Policy.AddSessionDeny(sp.Surface, sp.Pattern)
+			return err
+		}
+		node := s.nest.reg.Root()
+		if r.nested {
+			if node = r.m.Node(); node == nil {
+				return fmt.Errorf("not remembered: the process may belong to any of the nodes %s", r.m.Label())
 			}
 		}
+		add := s.nest.reg.AddSessionRule
+		if !allow {
+			add = s.nest.reg.AddSessionDeny
+		}
+		_, err := add(node, sp.Surface, sp.Pattern)
 		return err
 	})
 	if err != nil {

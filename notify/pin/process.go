@@ -174,25 +174,13 @@ func readCmdline(base string) ([]byte, error) {
 // link then means no memory map, not no process).
 func (p *Process) present() bool {
 	var st unix.Stat_t
-	for {
-		err := unix.Stat(p.base, &st)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil
-	}
+	return retry(func() error { return unix.Stat(p.base, &st) }) == nil
 }
 
 func exeID(base string) (FileID, error) {
 	var st unix.Stat_t
-	for {
-		err := unix.Stat(base+"/exe", &st)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return FileID{}, fmt.Errorf("pin: stat %s/exe: %w", base, err)
-		}
-		return FileID{st.Dev, st.Ino}, nil
+	if err := retry(func() error { return unix.Stat(base+"/exe", &st) }); err != nil {
+		return FileID{}, fmt.Errorf("pin: stat %s/exe: %w", base, err)
 	}
+	return FileID{st.Dev, st.Ino}, nil
 }
