@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // Real clients through the proxy: curl, Python's urllib and git, each
@@ -58,7 +60,7 @@ func (c *clientRig) run(t *testing.T, name string, args ...string) (string, stri
 }
 
 func TestCurlThroughProxy(t *testing.T) {
-	curl := requireTool(t, "curl")
+	curl := kerneltest.Tool(t, "curl")
 	c := newClientRig(t)
 
 	out, errs, err := c.run(t, curl, "-sS", "-k", fmt.Sprintf("https://allowed.test:%d/", c.tlsPort))
@@ -103,7 +105,7 @@ except Exception as e:
 `
 
 func TestPythonThroughProxy(t *testing.T) {
-	py := requireTool(t, "python3")
+	py := kerneltest.Tool(t, "python3")
 	c := newClientRig(t)
 	fetch := func(url string) string {
 		out, errs, err := c.run(t, py, "-c", pyFetch, url)
@@ -129,14 +131,14 @@ func TestPythonThroughProxy(t *testing.T) {
 }
 
 func TestGitThroughProxy(t *testing.T) {
-	git := requireTool(t, "git")
+	git := kerneltest.Tool(t, "git")
 	execPath, err := exec.Command(git, "--exec-path").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	backend := filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend")
 	if _, err := os.Stat(backend); err != nil {
-		requireTool(t, "git-http-backend")
+		kerneltest.Tool(t, "git-http-backend")
 	}
 	c := newClientRig(t)
 

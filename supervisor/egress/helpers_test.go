@@ -17,7 +17,6 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
-	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // Every test here talks to loopback only. Names end in .test (RFC 6761:
@@ -243,14 +242,6 @@ func rawRequest(t testing.TB, p *Proxy, req string) string {
 		}
 	}
 	return string(b)
-}
-
-// requireTool finds a program the test needs. A missing tool skips,
-// except under PERMWRAP_REQUIRE_KERNEL=1 (CI), where it fails: a skipped
-// client test must not pass as green.
-func requireTool(t testing.TB, name string) string {
-	t.Helper()
-	return kerneltest.Tool(t, name)
 }
 
 // listenLoopback serves every connection to a new loopback port with

@@ -20,6 +20,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 const basePolicy = `{"permission": {"net": {
@@ -470,7 +471,7 @@ func TestPeerOutsideTheTree(t *testing.T) {
 func TestProcPeersFindsAChild(t *testing.T) {
 	r := newRig(t, basePolicy, nil)
 	// A child process holds the client socket.
-	py := requireTool(t, "python3")
+	py := kerneltest.Tool(t, "python3")
 	cmd := exec.Command(py, "-c", `import socket,sys,time
 s=socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 print(s.getsockname()[1], flush=True)
