@@ -197,7 +197,7 @@ func TestGlobAgainstReference(t *testing.T) {
 			t.Fatalf("glob %q on %q = %v, reference %s says %v", pattern, value, got, re, want)
 		}
 		// The word-sized automaton and the general one must agree too.
-		if m.mid != nil && m.mid.small != nil {
+		if m.mid != nil && m.mid.bits() != nil {
 			mid := value
 			if len(mid) >= len(m.prefix)+len(m.suffix) && strings.HasPrefix(mid, m.prefix) && strings.HasSuffix(mid, m.suffix) {
 				mid = mid[len(m.prefix) : len(mid)-len(m.suffix)]

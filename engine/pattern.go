@@ -69,7 +69,21 @@ type stateSet [maxPatternStates/64 + 1]uint64
 type automaton struct {
 	elems   []elem
 	classes []byteSet
-	small   *bitNFA // the same automaton in one machine word, when it fits
+	// small is the same automaton in one machine word, when it fits. It
+	// is built at the first match (bits), not at compile: its tables are
+	// 4 KiB a pattern, and most of a policy's patterns are rejected by
+	// their literal prefix or suffix before the automaton runs, so
+	// building every one made loading the default policy cost
+	// milliseconds at every start (docs/kernel.md, "Start-up").
+	smallOnce sync.Once
+	small     *bitNFA
+}
+
+// bits returns the word-sized automaton, building it once; nil when the
+// automaton does not fit one.
+func (a *automaton) bits() *bitNFA {
+	a.smallOnce.Do(func() { a.small = newBitNFA(a) })
+	return a.small
 }
 
 // bitNFA runs an automaton of fewer than 64 states with the state set in
@@ -212,8 +226,8 @@ func has(s []uint64, i int) bool { return s[i>>6]&(1<<(uint(i)&63)) != 0 }
 func set(s []uint64, i int)      { s[i>>6] |= 1 << (uint(i) & 63) }
 
 func (a *automaton) match(v string) bool {
-	if a.small != nil {
-		return a.small.match(v)
+	if b := a.bits(); b != nil {
+		return b.match(v)
 	}
 	var cur, next stateSet
 	addClosure(a.elems, cur[:], 0)
@@ -379,7 +393,6 @@ func compileGlob(p string) (globMatcher, specificity, error) {
 		}
 	}
 	g.mid = &automaton{elems: out, classes: classes}
-	g.mid.small = newBitNFA(g.mid)
 	g.must = mandatoryLiteral(out)
 	if len(out) == 1 {
 		switch out[0].kind {
