@@ -102,6 +102,7 @@ type Log struct {
 	w       io.Writer
 	closer  io.Closer
 	ch      chan func() []byte // each yields one encoded record, on the writer goroutine
+	kick    chan struct{}      // wakes a writer holding routine records (cap 1)
 	done    chan struct{}
 	mu      sync.RWMutex // held for reading while sending; Close takes it for writing
 	closed  bool
@@ -169,7 +170,7 @@ func newLog(w io.Writer, c io.Closer, opts LogOptions, batch bool) *Log {
 	if opts.ReadAllows == "" {
 		opts.ReadAllows = readAllowsAll
 	}
-	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), done: make(chan struct{}), now: time.Now, batch: batch}
+	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), kick: make(chan struct{}, 1), done: make(chan struct{}), now: time.Now, batch: batch}
 	go l.writer()
 	return l
 }
@@ -204,27 +205,45 @@ func (l *Log) writer() {
 	defer close(l.done)
 	lastReport := time.Time{}
 	var batch []byte
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for enc := range l.ch {
 		if !l.batch {
 			l.write(enc())
 		} else {
-			// A file log takes what is already queued in one write: whole
-			// records, so a line is never split between writes, and one
-			// syscall instead of several while the supervisor is busy.
+			// A file log takes what is queued in one write: whole records,
+			// so a line is never split between writes. After the first
+			// record it waits up to routineDelay, unless a record that
+			// must be seen at once is queued (kick), so that the allows
+			// of a busy tree are written together instead of waking this
+			// goroutine once per call (docs/review-log.md, "When records
+			// are written").
+			timer.Reset(routineDelay)
+			select {
+			case <-l.kick:
+			case <-timer.C:
+			}
+			timer.Stop()
 			batch = append(batch[:0], enc()...)
 		drain:
-			for len(batch) < maxBatch {
+			for {
 				select {
 				case more, ok := <-l.ch:
 					if !ok {
 						break drain
 					}
 					batch = append(batch, more()...)
+					if len(batch) >= maxBatch {
+						l.write(batch)
+						batch = batch[:0]
+					}
 				default:
 					break drain
 				}
 			}
-			l.write(batch)
+			if len(batch) > 0 {
+				l.write(batch)
+			}
 		}
 		if n := l.dropped.Load(); n > 0 && time.Since(lastReport) >= dropReportInterval {
 			l.dropped.Add(-n)
@@ -236,6 +255,11 @@ func (l *Log) writer() {
 		l.write(l.encode(EventDropped, l.droppedFields(n)))
 	}
 }
+
+// routineDelay is how long a file log may hold routine records (calls
+// allowed by a rule) before writing them; every other record is written
+// at once, with whatever is queued before it.
+const routineDelay = 10 * time.Millisecond
 
 // maxBatch bounds one batched write of a file log.
 const maxBatch = 64 << 10
@@ -274,6 +298,10 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	close(l.ch)
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
 	l.mu.Unlock()
 	<-l.done
 	if l.closer != nil {
@@ -289,13 +317,15 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) send(line []byte, droppable bool) {
-	l.sendLazy(func() []byte { return line }, droppable)
+	l.sendLazy(func() []byte { return line }, droppable, true)
 }
 
 // sendLazy queues a record whose encoding the writer goroutine does: the
 // caller (a supervisor worker with a process waiting on it) pays only for
-// the queueing.
-func (l *Log) sendLazy(enc func() []byte, droppable bool) {
+// the queueing. urgent: the writer writes it now (with everything queued
+// before it); otherwise it may wait routineDelay for company. A queue
+// half full is written at once too.
+func (l *Log) sendLazy(enc func() []byte, droppable, urgent bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -307,9 +337,15 @@ func (l *Log) sendLazy(enc func() []byte, droppable bool) {
 		default:
 			l.dropped.Add(1)
 		}
-		return
+	} else {
+		l.ch <- enc
 	}
-	l.ch <- enc
+	if urgent || 2*len(l.ch) >= cap(l.ch) {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Record writes one permission_request.* record about r and its decision.
@@ -344,7 +380,8 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 		f = append(f, field{"policyRules", list})
 	}
 	t := l.now()
-	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow)
+	routine := ev == EventAllowed || ev == EventAnswered
+	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow, !routine)
 }
 
 // Wants reports whether a record of this kind would be written at all, so

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/permwrap/permwrap/engine"
 )
@@ -301,5 +302,77 @@ func TestLogNestingEvents(t *testing.T) {
 	}
 	if e, ok := got[1].DecidedBy.(ByError); !ok || !strings.Contains(e.Reason, "16 levels") {
 		t.Fatalf("refusal: %+v", got[1])
+	}
+}
+
+// TestLogRoutineRecordsWaitForCompany: a file log holds the allows a rule
+// made (routine) for up to routineDelay so a busy tree's records go out
+// in few writes, but a record that must be seen at once (a denial) is
+// written without that wait, together with every routine record queued
+// before it and in order; Close writes what is still held.
+func TestLogRoutineRecordsWaitForCompany(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "review.jsonl")
+	l, err := OpenLog(path, LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := FromRule(engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/home/**", Action: engine.Allow, Origin: engine.OriginGlobal})
+	deny := FromRule(engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/home/**", Action: engine.Deny, Origin: engine.OriginGlobal})
+	values := func() []string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("broken line %q: %v", line, err)
+			}
+			out = append(out, fmt.Sprint(m["event"], " ", m["value"]))
+		}
+		return out
+	}
+	waitFor := func(n int) []string {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := values()
+			if len(got) >= n || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	// Routine records alone are written within about routineDelay.
+	l.Decided(writeRequest(1), false, allow)
+	l.Decided(writeRequest(2), false, allow)
+	got := waitFor(2)
+	want := []string{"permission_request.allowed /home/u/p/file-1", "permission_request.allowed /home/u/p/file-2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("routine records: %q, want %q", got, want)
+	}
+
+	// A denial takes the routine records queued before it along, in order.
+	l.Decided(writeRequest(3), false, allow)
+	l.Decided(writeRequest(4), false, deny)
+	got = waitFor(4)
+	want = append(want, "permission_request.allowed /home/u/p/file-3", "permission_request.denied /home/u/p/file-4")
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after a denial: %q, want %q", got, want)
+	}
+
+	// Close writes what is held, at once.
+	for i := 5; i < 8; i++ {
+		l.Decided(writeRequest(i), false, allow)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got = values(); len(got) != 7 || got[6] != "permission_request.allowed /home/u/p/file-7" {
+		t.Fatalf("after Close: %q", got)
 	}
 }
