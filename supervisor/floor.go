@@ -28,11 +28,12 @@ func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 	cfg.SyncWakeUp = o.SyncWakeUp
 	cfg.serve = func(l *notify.Listener) {
 		var wg sync.WaitGroup
+		var r role
 		for range workers() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				receiveLoop(l, func(n *notify.Notif) bool { _ = l.Continue(n.ID); return true }, func(error) {}, time.Sleep)
+				receiveLoop(l, &r, func(n *notify.Notif) bool { _ = l.Continue(n.ID); return true }, func(error) {}, time.Sleep)
 			}()
 		}
 		wg.Wait()

@@ -100,6 +100,7 @@ type pool struct {
 	total   atomic.Int32
 	idle    atomic.Int32  // workers waiting in Receive
 	handled atomic.Uint64 // calls finished, for the monitor
+	role    role          // who receives next (role.go)
 	wg      sync.WaitGroup
 }
 
@@ -137,6 +138,11 @@ func (s *supervisor) monitor(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		if s.l.Pending() {
+			// A worker holding the role through a long call while a
+			// call waits loses it to another worker (role.go).
+			s.pool.role.steal(time.Now(), stuckAfter)
+		}
 		now := s.pool.handled.Load()
 		if s.pool.idle.Load() == 0 && now == last && s.pool.total.Load() < maxWorkers {
 			s.startWorker()
@@ -149,7 +155,7 @@ func (s *supervisor) worker() {
 	// Not locked to a thread: RECV blocks in the kernel like any syscall,
 	// and a locked goroutine costs a thread hand-off at every wake-up.
 	surplus := false
-	receiveLoop(s.l, func(n *notify.Notif) bool {
+	receiveLoop(s.l, &s.pool.role, func(n *notify.Notif) bool {
 		s.pool.idle.Add(-1)
 		s.handle(n)
 		s.pool.handled.Add(1)
@@ -183,6 +189,8 @@ func (p *pool) leave() bool {
 // receiver is the listener as the receiving loop sees it.
 type receiver interface {
 	Receive(n *notify.Notif) error
+	// Pending reports a notification waiting to be received.
+	Pending() bool
 }
 
 // Backoff after a failed receive: short enough that a passing shortage
@@ -200,15 +208,38 @@ const (
 // the supervisor of a resource — is transient: the worker reports it and
 // tries again after a backoff, because a worker that gave up would leave
 // the sandbox's calls blocked with nobody to answer them.
-func receiveLoop(l receiver, handle func(*notify.Notif) bool, trouble func(error), sleep func(time.Duration)) {
+func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble func(error), sleep func(time.Duration)) {
 	var n notify.Notif
 	backoff := receiveBackoffMin
+	id := r.newID()
+	held := false
+	defer func() {
+		if held {
+			r.release(id)
+		}
+	}()
 	for {
+		if r != nil && !held {
+			r.acquire(id)
+			held = true
+		}
 		err := l.Receive(&n)
 		switch {
 		case err == nil:
 			backoff = receiveBackoffMin
-			if !handle(&n) {
+			if held && (!holdFor(&n) || l.Pending()) {
+				// Another worker takes the next notification (one
+				// waits already, or this call may take long).
+				r.release(id)
+				held = false
+			} else if held {
+				r.busy(id)
+			}
+			ok := handle(&n)
+			if held {
+				held = r.done(id)
+			}
+			if !ok {
 				return
 			}
 		case errors.Is(err, notify.ErrGone):
@@ -216,11 +247,27 @@ func receiveLoop(l receiver, handle func(*notify.Notif) bool, trouble func(error
 		case errors.Is(err, io.EOF), errors.Is(err, notify.ErrClosed):
 			return
 		default:
+			if held {
+				r.release(id)
+				held = false
+			}
 			trouble(err)
 			sleep(backoff)
 			backoff = min(2*backoff, receiveBackoffMax)
 		}
 	}
+}
+
+// holdFor says whether a worker keeps the receiving role while it
+// handles n: every call but an exec, whose verification may wait for the
+// new image (execverify.go). Asks, opens that can block and answers that
+// wait for a person are handed to goroutines of their own by handle.
+func holdFor(n *notify.Notif) bool {
+	switch n.Nr {
+	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+		return false
+	}
+	return true
 }
 
 // receiveTrouble tells the person, once per run, that receiving failed

@@ -17,6 +17,11 @@ import (
 type scriptedListener struct {
 	steps []any // uint64 id, or error
 	end   error
+	// pending: ids after whose receipt another notification waits; nrs:
+	// the syscall number of an id (default 0, read).
+	pending map[uint64]bool
+	nrs     map[uint64]int32
+	last    uint64
 }
 
 func (l *scriptedListener) Receive(n *notify.Notif) error {
@@ -27,7 +32,8 @@ func (l *scriptedListener) Receive(n *notify.Notif) error {
 	l.steps = l.steps[1:]
 	switch v := step.(type) {
 	case uint64:
-		*n = notify.Notif{ID: v}
+		*n = notify.Notif{ID: v, Nr: l.nrs[v]}
+		l.last = v
 		return nil
 	case error:
 		return v
@@ -60,7 +66,7 @@ func TestReceiveLoopSurvivesTransientErrors(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			receiveLoop(l,
+			receiveLoop(l, nil,
 				func(n *notify.Notif) bool { handled = append(handled, n.ID); return true },
 				func(err error) { troubles = append(troubles, err) },
 				func(d time.Duration) { sleeps = append(sleeps, d) })
@@ -94,7 +100,7 @@ func TestReceiveLoopBackoffIsBounded(t *testing.T) {
 	}
 	l := &scriptedListener{steps: steps, end: io.EOF}
 	var last time.Duration
-	receiveLoop(l, func(*notify.Notif) bool { t.Error("nothing to handle"); return true }, func(error) {}, func(d time.Duration) { last = d })
+	receiveLoop(l, nil, func(*notify.Notif) bool { t.Error("nothing to handle"); return true }, func(error) {}, func(d time.Duration) { last = d })
 	if last != receiveBackoffMax {
 		t.Errorf("backoff after 40 errors: %v, want the cap %v", last, receiveBackoffMax)
 	}
@@ -122,4 +128,72 @@ func (w *fakeWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+func (l *scriptedListener) Pending() bool { return l.pending[l.last] }
+
+// TestReceiveLoopKeepsTheRole: a worker handles a call while still
+// holding the receiving role (no other worker is woken for it), gives the
+// role up before handling when another notification already waits or the
+// call is an exec, and takes it back after.
+func TestReceiveLoopKeepsTheRole(t *testing.T) {
+	l := &scriptedListener{
+		steps:   []any{uint64(1), uint64(2), uint64(3), uint64(4), uint64(5)},
+		end:     io.EOF,
+		pending: map[uint64]bool{2: true},
+		nrs:     map[uint64]int32{4: unix.SYS_EXECVE},
+	}
+	var r role
+	held := map[uint64]bool{}
+	receiveLoop(l, &r, func(n *notify.Notif) bool {
+		held[n.ID] = r.holder.Load() != 0
+		return true
+	}, func(error) {}, func(time.Duration) {})
+	want := map[uint64]bool{1: true, 2: false, 3: true, 4: false, 5: true}
+	if fmt.Sprint(held) != fmt.Sprint(want) {
+		t.Errorf("role held while handling: %v, want %v", held, want)
+	}
+	if r.holder.Load() != 0 || !r.mu.TryLock() {
+		t.Errorf("the role is still held after the loop ended")
+	}
+}
+
+// TestRoleSteal: a holder busy with one call for longer than the limit
+// loses the role to another worker; an idle holder, or one busy for a
+// short while, keeps it; the holder learns it lost the role when done.
+func TestRoleSteal(t *testing.T) {
+	var r role
+	a := r.newID()
+	r.acquire(a)
+	now := time.Now()
+	if r.steal(now, time.Millisecond) {
+		t.Fatal("stole from a holder that waits to receive")
+	}
+	r.busy(a)
+	if r.steal(now, time.Hour) {
+		t.Fatal("stole from a holder busy for less than the limit")
+	}
+	if !r.steal(now.Add(time.Second), time.Millisecond) {
+		t.Fatal("did not steal from a holder busy for a second")
+	}
+	got := make(chan uint64)
+	go func() {
+		b := r.newID()
+		r.acquire(b)
+		got <- b
+	}()
+	select {
+	case b := <-got:
+		if r.holder.Load() != b {
+			t.Fatalf("holder %d after the new worker took the role, want %d", r.holder.Load(), b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("another worker could not take the stolen role")
+	}
+	if r.done(a) {
+		t.Fatal("the robbed holder still thinks it holds the role")
+	}
+	if r.release(a) {
+		t.Fatal("the robbed holder released a role it no longer holds")
+	}
 }
