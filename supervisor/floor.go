@@ -11,8 +11,12 @@ import (
 // The floor: the command launched exactly as Run launches it (watchdog,
 // Landlock, the same filter derived from the same table and policy, the
 // same hand-off), with every notification answered CONTINUE by a receiving
-// pool like the supervisor's. What it costs is the kernel's round trip
-// alone, the floor scripts/bench measures permwrap against. It enforces
+// pool of the supervisor's size whose workers keep the receiving role
+// while the target calls serially (role.go): the cheapest receiver
+// measured for a CONTINUE-only supervisor, cheaper than the hand-off
+// permwrap's own pool makes at every call (docs/kernel.md, "The
+// receiver"). What it costs is the kernel's round trip alone, the floor
+// scripts/bench measures permwrap against. It enforces
 // nothing beyond Landlock and the filter's refusals: a benchmark tool, not
 // a sandbox.
 
