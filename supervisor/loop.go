@@ -211,16 +211,15 @@ const (
 func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble func(error), sleep func(time.Duration)) {
 	var n notify.Notif
 	backoff := receiveBackoffMin
-	id := r.newID()
 	held := false
 	defer func() {
 		if held {
-			r.release(id)
+			r.release()
 		}
 	}()
 	for {
 		if r != nil && !held {
-			r.acquire(id)
+			r.acquire()
 			held = true
 		}
 		err := l.Receive(&n)
@@ -231,14 +230,10 @@ func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble f
 				// Another worker takes the next notification (one
 				// may come from another target meanwhile, one waits
 				// already, or this call may take long).
-				r.release(id)
+				r.release()
 				held = false
 			}
-			ok := handle(&n)
-			if held {
-				held = r.holds(id)
-			}
-			if !ok {
+			if !handle(&n) {
 				return
 			}
 		case errors.Is(err, notify.ErrGone):
@@ -247,7 +242,7 @@ func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble f
 			return
 		default:
 			if held {
-				r.release(id)
+				r.release()
 				held = false
 			}
 			trouble(err)

@@ -19,45 +19,26 @@ import (
 // it (serial), another notification already waits, or it is an exec.
 //
 // The role only decides who polls; Listener.Receive keeps receivers from
-// polling at once on its own.
+// polling at once on its own. A nil *role is no role: every method does
+// nothing, and receiveLoop hands the poll on at every call.
 type role struct {
 	mu sync.Mutex
-	// holder is the id of the worker holding mu, 0 when it gave it up;
-	// only the one who swaps it from an id to 0 unlocks.
-	holder atomic.Uint64
-	ids    atomic.Uint64
 	// lastTid is the thread of the notification received last.
 	lastTid atomic.Uint32
 }
 
-func (r *role) newID() uint64 {
-	if r == nil {
-		return 0
-	}
-	return r.ids.Add(1)
-}
-
 // acquire waits for the role.
-func (r *role) acquire(id uint64) {
-	if r == nil {
-		return
+func (r *role) acquire() {
+	if r != nil {
+		r.mu.Lock()
 	}
-	r.mu.Lock()
-	r.holder.Store(id)
 }
 
-// release gives the role up; false when id no longer held it.
-func (r *role) release(id uint64) bool {
-	if r == nil || !r.holder.CompareAndSwap(id, 0) {
-		return false
+// release gives the role up; only its holder calls it.
+func (r *role) release() {
+	if r != nil {
+		r.mu.Unlock()
 	}
-	r.mu.Unlock()
-	return true
-}
-
-// holds reports whether id holds the role.
-func (r *role) holds(id uint64) bool {
-	return r != nil && r.holder.Load() == id
 }
 
 // serial reports whether tid's notification follows one of the same
