@@ -298,10 +298,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	close(l.ch)
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
+	l.wake()
 	l.mu.Unlock()
 	<-l.done
 	if l.closer != nil {
@@ -341,10 +338,15 @@ func (l *Log) sendLazy(enc func() []byte, droppable, urgent bool) {
 		l.ch <- enc
 	}
 	if urgent || 2*len(l.ch) >= cap(l.ch) {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
+		l.wake()
+	}
+}
+
+// wake tells a writer holding routine records to write now.
+func (l *Log) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
 	}
 }
 
