@@ -19,7 +19,6 @@ package supervisor_test
 import (
 	"archive/tar"
 	"archive/zip"
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/ecdsa"
@@ -30,7 +29,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io/fs"
@@ -279,22 +277,7 @@ func (b *battery) zeroDenials() {
 
 func (b *battery) logRecords() []map[string]any {
 	b.t.Helper()
-	f, err := os.Open(b.logPath)
-	if err != nil {
-		b.t.Fatalf("the review log at its default place: %v", err)
-	}
-	defer f.Close()
-	var recs []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			b.t.Fatalf("review log line does not parse: %v\n%s", err, sc.Bytes())
-		}
-		recs = append(recs, m)
-	}
-	return recs
+	return readLogFile(b.t, b.logPath)
 }
 
 // agentCommand is what the battery's agents send to their bash tools:

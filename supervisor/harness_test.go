@@ -171,24 +171,31 @@ func (s *sandbox) bare(argv ...string) result {
 // logRecords parses the review log; every line must be JSON.
 func (s *sandbox) logRecords() []map[string]any {
 	s.t.Helper()
-	f, err := os.Open(s.logPath)
+	return readLogFile(s.t, s.logPath)
+}
+
+// readLogFile parses a review log: every line must be one JSON record
+// (permwrap writes no blank line and never a cut one in a run that
+// ended).
+func readLogFile(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
-		s.t.Fatalf("review log: %v", err)
+		t.Fatalf("review log %s: %v", path, err)
 	}
 	defer f.Close()
 	var recs []map[string]any
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
 		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			s.t.Fatalf("review log line does not parse: %v\n%s", err, line)
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("review log %s: a line does not parse: %v\n%s", path, err, sc.Bytes())
 		}
 		recs = append(recs, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("review log %s: %v", path, err)
 	}
 	return recs
 }

@@ -60,26 +60,6 @@ func shell(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-func readLogFile(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("review log: %v", err)
-	}
-	var recs []map[string]any
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("review log line does not parse: %v\n%s", err, line)
-		}
-		recs = append(recs, m)
-	}
-	return recs
-}
-
 // writer is a script that tries to write each file it is given and says
 // what happened (the names are arguments, so no command analysis of a
 // redirect can refuse the script itself).
