@@ -136,9 +136,13 @@ type server struct {
 	hits atomic.Int64
 }
 
-// serveHello answers every connection with a line and counts it.
+// serveHello answers every connection with a line and counts it (port:
+// the listener's, when it is TCP).
 func serveHello(t *testing.T, l net.Listener, greeting string) *server {
-	s := &server{port: l.Addr().(*net.TCPAddr).Port}
+	s := &server{}
+	if a, ok := l.Addr().(*net.TCPAddr); ok {
+		s.port = a.Port
+	}
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -595,19 +599,7 @@ func serveUnix(t *testing.T, path, greeting string) *server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	s := &server{}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s.hits.Add(1)
-			c.Write([]byte(greeting + "\n"))
-			c.Close()
-		}
-	}()
-	return s
+	return serveHello(t, l, greeting)
 }
 
 // Unix sockets: a denied socket path is refused (also through a symlink,
