@@ -2,8 +2,11 @@ package supervisor
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify"
 )
@@ -24,6 +27,13 @@ import (
 type FloorOptions struct {
 	// SyncWakeUp sets SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener.
 	SyncWakeUp bool
+	// Emulate answers open, openat and creat the cheapest way an
+	// emulating supervisor can: read the path, open it (through the
+	// target's /proc/PID/cwd or /proc/PID/fd/N when relative), install
+	// the fd with ADDFD|SEND. Every other call is continued. It judges
+	// nothing and re-resolves strings the target can change: the price
+	// of emulation alone, not a sound supervisor.
+	Emulate bool
 }
 
 // RunFloor runs cfg.Argv as Run does, answering every notification with
@@ -37,11 +47,59 @@ func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				receiveLoop(l, &r, func(n *notify.Notif) bool { _ = l.Continue(n.ID); return true }, func(error) {}, time.Sleep)
+				answer := func(n *notify.Notif) bool { _ = l.Continue(n.ID); return true }
+				if o.Emulate {
+					answer = func(n *notify.Notif) bool { floorEmulate(l, n); return true }
+				}
+				receiveLoop(l, &r, answer, func(error) {}, time.Sleep)
 			}()
 		}
 		wg.Wait()
 	}
 	cfg.NoRelay = true
 	return Run(ctx, cfg)
+}
+
+// floorEmulate answers one notification for the emulating floor.
+func floorEmulate(l *notify.Listener, n *notify.Notif) {
+	var dirfd, flags int
+	var addr uint64
+	var mode uint32
+	switch n.Nr {
+	case unix.SYS_OPENAT:
+		dirfd, addr, flags, mode = int(int32(n.Args[0])), n.Args[1], int(n.Args[2]), uint32(n.Args[3])
+	case unix.SYS_OPEN:
+		dirfd, addr, flags, mode = unix.AT_FDCWD, n.Args[0], int(n.Args[1]), uint32(n.Args[2])
+	case unix.SYS_CREAT:
+		dirfd, addr, flags, mode = unix.AT_FDCWD, n.Args[0], unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(n.Args[1])
+	default:
+		_ = l.Continue(n.ID)
+		return
+	}
+	p, err := notify.ReadString(int(n.Pid), addr, unix.PathMax)
+	if err != nil || p == "" {
+		_ = l.Continue(n.ID)
+		return
+	}
+	if p[0] != '/' {
+		pid := strconv.Itoa(int(n.Pid))
+		if dirfd == unix.AT_FDCWD {
+			p = "/proc/" + pid + "/cwd/" + p
+		} else {
+			p = "/proc/" + pid + "/fd/" + strconv.Itoa(dirfd) + "/" + p
+		}
+	}
+	fd, err := unix.Open(p, flags|unix.O_CLOEXEC, mode)
+	if err != nil {
+		errno, _ := err.(unix.Errno)
+		if errno == 0 {
+			errno = unix.EIO
+		}
+		_ = l.RespondError(n.ID, errno)
+		return
+	}
+	if _, err := l.AddFD(n.ID, fd, flags&unix.O_CLOEXEC != 0); err != nil {
+		_ = l.RespondError(n.ID, unix.EIO)
+	}
+	unix.Close(fd)
 }

@@ -3,7 +3,7 @@
 // and policy — but answers every notification with CONTINUE: the kernel's
 // round trip alone, the floor scripts/bench compares permwrap with.
 //
-//	floor [-sync] -- CMD [ARG...]
+//	floor [-sync] [-emulate] -- CMD [ARG...]
 //
 // The policy is loaded as permwrap loads it without flags ($PERMWRAP_CONFIG_DIR,
 // else the usual places); only which opens are watched depends on it.
@@ -27,9 +27,10 @@ func main() {
 	}
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	sync := fs.Bool("sync", false, "set SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener")
+	emulate := fs.Bool("emulate", false, "answer opens by opening the path and installing the fd (ADDFD|SEND), judging nothing")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: floor [-sync] -- CMD [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: floor [-sync] [-emulate] -- CMD [ARG...]")
 		os.Exit(2)
 	}
 	env, err := engine.NewEnv("")
@@ -43,7 +44,7 @@ func main() {
 		os.Exit(supervisor.ExitInternal)
 	}
 	status, err := supervisor.RunFloor(context.Background(), supervisor.Config{Policy: p, Argv: fs.Args()},
-		supervisor.FloorOptions{SyncWakeUp: *sync})
+		supervisor.FloorOptions{SyncWakeUp: *sync, Emulate: *emulate})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 	}
