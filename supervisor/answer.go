@@ -3,7 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -104,7 +103,7 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 // WAIT_KILLABLE_RECV the install and the answer must always be one step,
 // or an interrupted target could be left with an fd it does not know
 // about.
-func (s *supervisor) installFD(id uint64, f *os.File, cloexec, writable bool) {
+func (s *supervisor) installFD(id uint64, f fdCloser, cloexec, writable bool) {
 	if !s.waitKillable || !writable {
 		_, err := s.l.AddFD(id, int(f.Fd()), cloexec)
 		f.Close()
@@ -124,4 +123,11 @@ func (s *supervisor) installFD(id uint64, f *os.File, cloexec, writable bool) {
 		return
 	}
 	s.respondVal(id, int64(fd))
+}
+
+// fdCloser is a descriptor installFD hands over and closes: a file pin
+// opened (*pin.File) or a socket (*os.File).
+type fdCloser interface {
+	Fd() uintptr
+	Close() error
 }

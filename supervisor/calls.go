@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"os"
 	"path"
 	"time"
 
@@ -84,7 +83,7 @@ type openCall struct {
 	// Content rules (content.go): the file opened early to look at,
 	// installed by perform; the kernel's refusal of that open; or the
 	// note that it was decided on as holding no content.
-	opened       *os.File
+	opened       *pin.File
 	openedSecret bool // what opened holds looks secret
 	openErr      error
 	assumedPlain bool

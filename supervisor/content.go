@@ -1,13 +1,11 @@
 package supervisor
 
 import (
-	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
-	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -52,9 +50,9 @@ var headBufs = sync.Pool{New: func() any { b := make([]byte, engine.SecretScanLi
 
 // looksSecret reads f's head and asks engine.LooksSecret. Only a regular
 // file holds content; one that cannot be read is secret.
-func looksSecret(path string, f *os.File) bool {
+func looksSecret(path string, f *pin.File) bool {
 	var st unix.Stat_t
-	if err := host.Fstat(f, &st); err != nil {
+	if err := f.Stat(&st); err != nil {
 		return true
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
@@ -123,6 +121,6 @@ func (c *openCall) judgeContent(p *engine.Policy, v verdict) verdict {
 // holding no content (pinned as a directory, device, FIFO or socket, or
 // missing and created by the open), that what it opened does not look
 // secret: a file swapped in or created meanwhile.
-func (c *openCall) plainStill(path *pin.Resolved, f *os.File) bool {
+func (c *openCall) plainStill(path *pin.Resolved, f *pin.File) bool {
 	return !c.assumedPlain || !looksSecret(path.Path, f)
 }

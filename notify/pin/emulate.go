@@ -2,7 +2,6 @@ package pin
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -25,8 +24,6 @@ const openValidFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCT
 	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_SYNC | unix.O_PATH | unix.O_TMPFILE
 
 const resolveOne = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
-
-func selfFd(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
 
 func (r *Resolved) name() string {
 	if r.TrailingSlash {
@@ -57,7 +54,7 @@ func checkWritable(r *Resolved) error {
 
 // hasDefaultACL reports whether directory dir has a default ACL, in which
 // case the kernel ignores the umask for new entries.
-func hasDefaultACL(dir *os.File) bool {
+func hasDefaultACL(dir *File) bool {
 	if dir == nil {
 		return false
 	}
@@ -78,7 +75,7 @@ func hasDefaultACL(dir *os.File) bool {
 //
 // ELOOP when r's last component was not a symlink at resolution means it was
 // replaced by one since: the caller may resolve again.
-func Open(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
+func Open(r *Resolved, flags int, mode uint32, umask uint32) (*File, error) {
 	if err := checkPinned(r); err != nil {
 		return nil, err
 	}
@@ -91,7 +88,7 @@ func Open(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
 		return openInUserNS(r, flags)
 	}
 	if r.Exists && flags&unix.O_PATH == 0 && isDevTty(&r.Stat) {
-		var f *os.File
+		var f *File
 		err := asCred(r.Cred, func() error {
 			var err error
 			f, err = openCtty(r.tid, flags&openValidFlags&^unix.O_NOFOLLOW)
@@ -99,7 +96,7 @@ func Open(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
 		})
 		return f, err
 	}
-	var f *os.File
+	var f *File
 	err := asCred(r.Cred, func() error {
 		var err error
 		f, err = openPinned(r, flags, mode, umask)
@@ -108,7 +105,7 @@ func Open(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
 	return f, err
 }
 
-func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, error) {
+func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*File, error) {
 	flags &= openValidFlags
 	if flags&unix.O_PATH != 0 {
 		// open() ignores every other flag with O_PATH; openat2 would
@@ -148,7 +145,7 @@ func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, er
 		if err != nil {
 			return nil, err
 		}
-		return os.NewFile(uintptr(fd), r.Path), nil
+		return newFile(fd, r.Path), nil
 	}
 
 	name := r.name()
@@ -188,7 +185,7 @@ func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, er
 						unix.Close(fd)
 						return nil, unix.EISDIR
 					}
-					return os.NewFile(uintptr(fd), r.Path), nil
+					return newFile(fd, r.Path), nil
 				}
 			}
 			f, err := createFile(func(m uint32) (int, error) { return open(flags|unix.O_EXCL, m) }, r.Dir, mode, umask)
@@ -203,14 +200,14 @@ func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*os.File, er
 		if err != nil {
 			return nil, err
 		}
-		return os.NewFile(uintptr(fd), r.Path), nil
+		return newFile(fd, r.Path), nil
 	}
 }
 
 // reopen opens the object of the supervisor's fd f anew with flags,
 // through its /proc/self/fd link (relative to the cached /proc/self/fd,
 // which skips the lookups of "/proc", "self" and "fd").
-func reopen(f *os.File, flags int, mode uint32) (int, error) {
+func reopen(f *File, flags int, mode uint32) (int, error) {
 	dir := selfFdDir()
 	if dir < 0 {
 		return openPathRetry(selfFd(f), flags, mode)
@@ -238,13 +235,13 @@ func openPathRetry(p string, flags int, mode uint32) (int, error) {
 // umask is process-wide and cannot be the target's, so without a default
 // ACL the file is created with mode 0 (never more open than intended, even
 // for an instant) and then fchmod'ed.
-func createFile(create func(mode uint32) (int, error), aclDir *os.File, mode, umask uint32) (*os.File, error) {
+func createFile(create func(mode uint32) (int, error), aclDir *File, mode, umask uint32) (*File, error) {
 	if hasDefaultACL(aclDir) {
 		fd, err := create(mode)
 		if err != nil {
 			return nil, err
 		}
-		return os.NewFile(uintptr(fd), "created"), nil
+		return newFile(fd, "created"), nil
 	}
 	fd, err := create(0)
 	if err != nil {
@@ -256,7 +253,7 @@ func createFile(create func(mode uint32) (int, error), aclDir *os.File, mode, um
 		// The file then stays mode 0, never more open than asked.
 		unix.Fchmod(fd, want)
 	}
-	return os.NewFile(uintptr(fd), "created"), nil
+	return newFile(fd, "created"), nil
 }
 
 // Unlink removes what r names: unlinkat, or with removeDir rmdir semantics.
@@ -509,7 +506,7 @@ func Link(from, to *Resolved, flags int) error {
 }
 
 // pinnedObject returns the pinned inode a metadata operation acts on.
-func pinnedObject(r *Resolved) (*os.File, error) {
+func pinnedObject(r *Resolved) (*File, error) {
 	if err := checkWritable(r); err != nil {
 		return nil, err
 	}
@@ -662,7 +659,7 @@ func RemoteFS(r *Resolved) (bool, error) {
 // an open with flags: a reader for a writer that waits, a writer for a
 // reader (which succeeds only while a reader is there). It releases an
 // open of the FIFO blocked in the supervisor whose target is gone.
-func OpenFIFOPeer(r *Resolved, flags int) (*os.File, error) {
+func OpenFIFOPeer(r *Resolved, flags int) (*File, error) {
 	if err := checkPinned(r); err != nil {
 		return nil, err
 	}
@@ -677,5 +674,5 @@ func OpenFIFOPeer(r *Resolved, flags int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.NewFile(uintptr(fd), r.Path), nil
+	return newFile(fd, r.Path), nil
 }

@@ -478,7 +478,7 @@ func TestEmulationTmpfileLink(t *testing.T) {
 	requireResolveKernel(t)
 	dir := t.TempDir()
 	tid := os.Getpid()
-	f, err := func() (*os.File, error) {
+	f, err := func() (*File, error) {
 		r, err := Resolve(tid, unix.AT_FDCWD, dir, OpenResolveFlags(unix.O_TMPFILE|unix.O_RDWR))
 		if err != nil {
 			return nil, err
@@ -490,7 +490,7 @@ func TestEmulationTmpfileLink(t *testing.T) {
 		t.Fatalf("O_TMPFILE: %v", err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString("tmp"); err != nil {
+	if _, err := f.Write([]byte("tmp")); err != nil {
 		t.Fatal(err)
 	}
 	from, err := Resolve(tid, unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), FollowLast)

@@ -2,7 +2,6 @@ package pin
 
 import (
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,7 +56,7 @@ func ParentPermitted(r *Resolved) error {
 	return accessAs(r.Cred, r.Dir, MayWrite|MayExec)
 }
 
-func accessAs(c *Cred, f *os.File, mode uint32) error {
+func accessAs(c *Cred, f *File, mode uint32) error {
 	return asCred(c, func() error {
 		return retry(func() error {
 			return unix.Faccessat2(int(f.Fd()), "", mode, unix.AT_EACCESS|unix.AT_EMPTY_PATH)
@@ -87,7 +86,7 @@ func SymlinkTarget(r *Resolved, target string) (unix.Stat_t, error) {
 // ReadHead reads at most n bytes from the start of f with pread (the
 // file's offset, which the target will inherit with the fd, is left
 // where it is). A short read ends it.
-func ReadHead(f *os.File, buf []byte) ([]byte, error) {
+func ReadHead(f *File, buf []byte) ([]byte, error) {
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Pread(int(f.Fd()), buf[n:], int64(n))

@@ -1,7 +1,6 @@
 package pin
 
 import (
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -155,7 +154,7 @@ func fastResolve(t *Thread, st *procStatus, dirfd int, p string, flags ResolveFl
 		Name:          canon[strings.LastIndexByte(canon, '/')+1:],
 		Exists:        true,
 		Stat:          sb,
-		Object:        os.NewFile(uintptr(fd), canon),
+		Object:        newFile(fd, canon),
 		TrailingSlash: strings.HasSuffix(p, "/"),
 		last:          lastObject,
 	}, true, nil

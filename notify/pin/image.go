@@ -183,7 +183,7 @@ func ReadImage(tid int, r *Resolved) (Image, error) {
 
 // readImageHead reads the first bytes of a file (what the kernel's binary
 // format handlers see) through its pinned O_PATH fd, without blocking.
-func readImageHead(obj *os.File) ([]byte, error) {
+func readImageHead(obj *File) ([]byte, error) {
 	fd, err := openPathRetry(selfFd(obj), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
@@ -384,7 +384,7 @@ func KeyOf(st *unix.Stat_t) ContentKey {
 // Digest is the SHA-256 of the regular file obj (an O_PATH fd, as
 // Resolved.Object), read by the supervisor without blocking. It refuses
 // files over max bytes.
-func Digest(obj *os.File, max int64) ([32]byte, error) {
+func Digest(obj *File, max int64) ([32]byte, error) {
 	fd, err := openPathRetry(selfFd(obj), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return [32]byte{}, err
@@ -414,7 +414,7 @@ func DigestPath(path string, want ContentKey, max int64) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, err
 	}
-	f := os.NewFile(uintptr(fd), path)
+	f := newFile(fd, path)
 	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {

@@ -63,7 +63,7 @@ const nsopenTimeout = 10 * time.Second
 
 // openInUserNS opens r, an id-map file of the target's own process, in the
 // target's user namespace with its ids (nsopen.c), and returns the file.
-func openInUserNS(r *Resolved, flags int) (*os.File, error) {
+func openInUserNS(r *Resolved, flags int) (*File, error) {
 	ns, err := os.Open("/proc/" + strconv.Itoa(r.tid) + "/ns/user")
 	if err != nil {
 		return nil, fmt.Errorf("pin: the user namespace of %d: %w", r.tid, errnoOf(err))
@@ -89,11 +89,19 @@ func openInUserNS(r *Resolved, flags int) (*os.File, error) {
 		}
 		gs = strings.Join(s, ",")
 	}
+	// exec.Cmd takes *os.File: lend it a duplicate of the pin, closed
+	// once the helper has started.
+	objFd, err := dupCloexec(int(r.Object.Fd()))
+	if err != nil {
+		return nil, err
+	}
+	obj := os.NewFile(uintptr(objFd), r.Path)
+	defer obj.Close()
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"permwrap", nsopenArg, strconv.Itoa(flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TMPFILE)), strconv.FormatUint(uint64(uid), 10), strconv.FormatUint(uint64(gid), 10), gs},
 		Env:        []string{},
-		ExtraFiles: []*os.File{theirs, ns, r.Object},
+		ExtraFiles: []*os.File{theirs, ns, obj},
 	}
 	err = cmd.Start()
 	theirs.Close()
@@ -114,7 +122,7 @@ func openInUserNS(r *Resolved, flags int) (*os.File, error) {
 	case errno != 0:
 		return nil, errno
 	}
-	return os.NewFile(uintptr(fd), r.Path), nil
+	return newFile(fd, r.Path), nil
 }
 
 // recvOpened reads the helper's one message: an errno and, on success,

@@ -1,12 +1,14 @@
 package pin
 
 import (
-	"os"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestIsIDMapFile(t *testing.T) {
-	obj, err := os.Open("/")
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0)
+	obj := newFile(fd, "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,7 +176,7 @@ func isDevTty(st *unix.Stat_t) bool {
 // openCtty opens thread tid's controlling terminal, which is what the
 // target's open of /dev/tty would give it (the supervisor's own open would
 // give the supervisor's terminal, or ENXIO).
-func openCtty(tid int, flags int) (*os.File, error) {
+func openCtty(tid int, flags int) (*File, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
 	if err != nil {
 		return nil, fmt.Errorf("pin: read stat of %d: %w", tid, errnoOf(err))
@@ -214,7 +214,7 @@ func openCtty(tid int, flags int) (*os.File, error) {
 		}
 		var st unix.Stat_t
 		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == want {
-			return os.NewFile(uintptr(fd), "/dev/tty"), nil
+			return newFile(fd, "/dev/tty"), nil
 		}
 		unix.Close(fd)
 	}

@@ -99,7 +99,7 @@ func TestDevTtyIsTargetsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The child is ours once its stat shows the terminal.
-	var f *os.File
+	var f *File
 	for range 200 {
 		r, err := Resolve(cmd.Process.Pid, unix.AT_FDCWD, "/dev/tty", FollowLast)
 		if err != nil {

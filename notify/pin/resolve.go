@@ -147,7 +147,7 @@ type Resolved struct {
 	// Dir is an O_PATH fd of the directory holding the last component. It
 	// is nil when the object is only reachable as Object: the root, ".",
 	// "..", a magic-link target or an AT_EMPTY_PATH dirfd.
-	Dir *os.File
+	Dir *File
 	// Name is the last component inside Dir, without a trailing slash; ""
 	// for the root; "." or ".." when the path ended so.
 	Name string
@@ -160,7 +160,7 @@ type Resolved struct {
 	// sketch it is set whenever Exists, so metadata operations act on the
 	// inode that was checked, not on whatever has the name later. Dir == nil
 	// marks the cases where Object is the only handle.
-	Object *os.File
+	Object *File
 	// TrailingSlash reports a trailing slash after the last component.
 	TrailingSlash bool
 	// Cred is the thread's filesystem identity at resolution when it
@@ -610,11 +610,11 @@ func (w *walker) walk(path string) (*Resolved, error) {
 		r := &Resolved{
 			Path:          joinPath(w.curPath, name),
 			Kind:          KindPath,
-			Dir:           os.NewFile(uintptr(w.takeCur()), "dir"),
+			Dir:           newFile(w.takeCur(), "dir"),
 			Name:          name,
 			Exists:        true,
 			Stat:          st,
-			Object:        os.NewFile(uintptr(fd), name),
+			Object:        newFile(fd, name),
 			TrailingSlash: slash,
 			last:          lastNorm,
 		}
@@ -869,7 +869,7 @@ func (w *walker) finishObject(fd int, text string, slash bool) (*Resolved, error
 		Deleted:       deleted,
 		Exists:        true,
 		Stat:          st,
-		Object:        os.NewFile(uintptr(fd), text),
+		Object:        newFile(fd, text),
 		TrailingSlash: slash,
 		last:          lastObject,
 	}
@@ -904,7 +904,7 @@ func (w *walker) finishSpecial(last lastType, name string, slash bool) (*Resolve
 		Deleted:       deleted,
 		Exists:        true,
 		Stat:          st,
-		Object:        os.NewFile(uintptr(fd), w.curPath),
+		Object:        newFile(fd, w.curPath),
 		Name:          name,
 		TrailingSlash: slash,
 		last:          last,
@@ -924,7 +924,7 @@ func (w *walker) finishAbsent(name string, slash bool) (*Resolved, error) {
 	return &Resolved{
 		Path:          joinPath(w.curPath, name),
 		Kind:          KindPath,
-		Dir:           os.NewFile(uintptr(w.takeCur()), "dir"),
+		Dir:           newFile(w.takeCur(), "dir"),
 		Name:          name,
 		TrailingSlash: slash,
 		last:          lastNorm,

@@ -1,0 +1,98 @@
+package pin
+
+import (
+	"io"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// File is a descriptor the supervisor holds for a target: the O_PATH pin
+// of a resolved object or directory (Resolved.Object, Resolved.Dir), or a
+// file opened for the target to be installed in it (Open). It is a bare
+// descriptor, not an *os.File: os.NewFile costs an fcntl (and for an
+// O_NONBLOCK file an epoll registration) and a finalizer, and an emulated
+// open makes two of them, for descriptors that only ever go to a syscall.
+// The owner closes it; nothing closes it behind the owner's back.
+type File struct {
+	fd   int
+	name string
+}
+
+// newFile wraps fd, which the File then owns.
+func newFile(fd int, name string) *File { return &File{fd: fd, name: name} }
+
+// Fd is the descriptor, valid until Close; ^uintptr(0) for a nil or
+// closed File (as os.File.Fd).
+func (f *File) Fd() uintptr {
+	if f == nil || f.fd < 0 {
+		return ^uintptr(0)
+	}
+	return uintptr(f.fd)
+}
+
+// Name is the name the File was opened by, for messages.
+func (f *File) Name() string { return f.name }
+
+// Close closes the descriptor once; closing again is os.ErrClosed.
+func (f *File) Close() error {
+	if f == nil || f.fd < 0 {
+		return os.ErrClosed
+	}
+	fd := f.fd
+	f.fd = -1
+	if err := unix.Close(fd); err != nil {
+		return &os.PathError{Op: "close", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+// selfFd is the supervisor's /proc/self/fd link of f.
+func selfFd(f *File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
+
+// Stat is fstat of the descriptor.
+func (f *File) Stat(st *unix.Stat_t) error {
+	for {
+		err := unix.Fstat(int(f.Fd()), st)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// Read reads from the descriptor (io.Reader: 0 bytes at the end is
+// io.EOF).
+func (f *File) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := unix.Read(int(f.Fd()), b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, &os.PathError{Op: "read", Path: f.name, Err: err}
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Write writes all of b to the descriptor.
+func (f *File) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := unix.Write(int(f.Fd()), b[done:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, &os.PathError{Op: "write", Path: f.name, Err: err}
+		}
+		done += n
+	}
+	return done, nil
+}
