@@ -111,8 +111,9 @@ type Log struct {
 	err     error
 	now     func() time.Time
 
-	encMu    sync.Mutex
-	encCache map[any][]byte // see sanitizeCached
+	encMu       sync.Mutex // guards the caches of appendSanitizedCached
+	ruleCache   map[ruleCacheKey][]byte
+	byRuleCache map[byRuleCacheKey][]byte
 
 	// batch: the writer may write several queued records at once (a file;
 	// a NewLogWriter's writer gets one record per Write).
@@ -568,70 +569,76 @@ func (l *Log) encode(ev Event, f fields) []byte {
 // encodeAt encodes a record stamped t (when it happened, not when the
 // writer got to it).
 func (l *Log) encodeAt(t time.Time, ev Event, f fields) []byte {
-	all := append(fields{{"time", t.UTC().Format(time.RFC3339Nano)}, {"event", string(ev)}}, f...)
 	b := make([]byte, 0, 512)
-	b = append(b, '{')
-	for i, kv := range all {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, jsonKey(kv.k)...)
+	b = append(b, `{"time":"`...)
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","event":`...)
+	b = appendJSONString(b, string(ev))
+	for _, kv := range f {
+		b = append(b, ',')
+		b = appendJSONString(b, kv.k)
 		b = append(b, ':')
-		b = append(b, l.sanitizeCached(kv.k, kv.v)...)
+		b = l.appendSanitizedCached(b, kv.k, kv.v)
 	}
 	return append(b, "}\n"...)
 }
 
-// jsonKeys holds the encoded record keys (a fixed, small set).
-var jsonKeys sync.Map // string → []byte
-
-func jsonKey(k string) []byte {
-	if b, ok := jsonKeys.Load(k); ok {
-		return b.([]byte)
-	}
-	b := appendJSONString(nil, k)
-	jsonKeys.Store(k, b)
-	return b
-}
-
-// sanitizeCached is sanitize, remembering the encodings of the values
-// that repeat from record to record — the rule and the provenance of a
-// decision (every allowed read of a session is decided by one rule) —
-// keyed by the key and the whole value, so a cached encoding is the one
-// sanitize would produce now. It holds at most sanitizeCacheMax entries.
-func (l *Log) sanitizeCached(key string, v any) []byte {
-	var ck any
+// appendSanitizedCached appends sanitize's encoding of v, remembering the
+// encodings of the values that repeat from record to record — the rule
+// and the provenance of a decision (every allowed read of a session is
+// decided by one rule) — keyed by the key and the whole value, so a
+// cached encoding is the one sanitize would produce now. Each cache
+// holds at most sanitizeCacheMax entries.
+func (l *Log) appendSanitizedCached(dst []byte, key string, v any) []byte {
 	switch x := v.(type) {
 	case *ruleJSON:
-		if x != nil {
-			ck = *x
+		if x == nil {
+			break
 		}
+		k := ruleCacheKey{key, *x}
+		l.encMu.Lock()
+		b, ok := l.ruleCache[k]
+		l.encMu.Unlock()
+		if !ok {
+			b = l.sanitize(key, v)
+			l.encMu.Lock()
+			if l.ruleCache == nil || len(l.ruleCache) >= sanitizeCacheMax {
+				l.ruleCache = map[ruleCacheKey][]byte{}
+			}
+			l.ruleCache[k] = b
+			l.encMu.Unlock()
+		}
+		return append(dst, b...)
 	case ByRule:
-		ck = x
+		k := byRuleCacheKey{key, x}
+		l.encMu.Lock()
+		b, ok := l.byRuleCache[k]
+		l.encMu.Unlock()
+		if !ok {
+			b = l.sanitize(key, v)
+			l.encMu.Lock()
+			if l.byRuleCache == nil || len(l.byRuleCache) >= sanitizeCacheMax {
+				l.byRuleCache = map[byRuleCacheKey][]byte{}
+			}
+			l.byRuleCache[k] = b
+			l.encMu.Unlock()
+		}
+		return append(dst, b...)
 	}
-	if ck == nil {
-		return l.sanitize(key, v)
-	}
-	type cacheKey struct {
-		key string
-		val any
-	}
-	k := cacheKey{key, ck}
-	l.encMu.Lock()
-	b, ok := l.encCache[k]
-	l.encMu.Unlock()
-	if ok {
-		return b
-	}
-	b = l.sanitize(key, v)
-	l.encMu.Lock()
-	if l.encCache == nil || len(l.encCache) >= sanitizeCacheMax {
-		l.encCache = map[any][]byte{}
-	}
-	l.encCache[k] = b
-	l.encMu.Unlock()
-	return b
+	return l.appendSanitized(dst, key, v)
 }
+
+// The caches of appendSanitizedCached, typed so a lookup boxes nothing.
+type (
+	ruleCacheKey struct {
+		key string
+		val ruleJSON
+	}
+	byRuleCacheKey struct {
+		key string
+		val ByRule
+	}
+)
 
 const sanitizeCacheMax = 256
 
@@ -639,21 +646,31 @@ const sanitizeCacheMax = 256
 // every value under a secret-looking key masked. It round-trips through
 // a generic JSON value so nested objects (decidedBy, rule, links) are
 // covered by the same walk and no writer can bypass it.
-func (l *Log) sanitize(key string, v any) []byte {
+func (l *Log) sanitize(key string, v any) []byte { return l.appendSanitized(nil, key, v) }
+
+// appendSanitized appends sanitize's encoding of v to dst.
+func (l *Log) appendSanitized(dst []byte, key string, v any) []byte {
 	if secretKey(key) && v != nil {
-		return []byte(`"` + maskedValue + `"`)
+		return append(dst, `"`+maskedValue+`"`...)
 	}
 	switch x := v.(type) { // the common flat fields skip the round trip
 	case string:
-		return appendJSONString(nil, elide(MaskSecrets(x), l.opts.FieldWidth))
+		return appendJSONString(dst, elide(MaskSecrets(x), l.opts.FieldWidth))
 	case RequestID:
-		return appendJSONString(nil, elide(string(x), l.opts.FieldWidth))
+		return appendJSONString(dst, elide(string(x), l.opts.FieldWidth))
 	case int:
-		return strconv.AppendInt(nil, int64(x), 10)
+		return strconv.AppendInt(dst, int64(x), 10)
 	case int64:
-		return strconv.AppendInt(nil, x, 10)
+		return strconv.AppendInt(dst, x, 10)
 	case bool:
-		return strconv.AppendBool(nil, x)
+		return strconv.AppendBool(dst, x)
+	}
+	return append(dst, l.sanitizeValue(key, v)...)
+}
+
+// sanitizeValue is sanitize for every value but the flat ones.
+func (l *Log) sanitizeValue(key string, v any) []byte {
+	switch x := v.(type) {
 	case DecidedBy: // typed copies: the nested records of every decision skip the round trip too
 		return l.marshal(l.capDecidedBy(x))
 	case *ruleJSON:
@@ -772,7 +789,23 @@ func secretKey(k string) bool {
 	return strong || weak
 }
 
+// appendJSONString appends s as encoding/json writes it. A string of
+// printable ASCII that needs no escaping (a path, a name, a key: almost
+// every value) is copied between quotes; any other goes through
+// json.Marshal, so the escaping is always encoding/json's.
 func appendJSONString(dst []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	b, err := json.Marshal(s)
 	if err != nil { // unreachable for a string; keep the record well-formed anyway
 		return append(dst, `"unencodable"`...)

@@ -221,6 +221,26 @@ func BenchmarkLogRecord(b *testing.B) {
 	l.Close()
 }
 
+// BenchmarkLogRecordAllowedRead is the record of the supervisor's
+// commonest call, a read allowed by a rule, encoded as the writer does.
+func BenchmarkLogRecordAllowedRead(b *testing.B) {
+	l := NewLogWriter(discard{}, LogOptions{})
+	rule := engine.Rule{Surface: engine.SurfaceRead, Pattern: "*", Action: engine.Allow, Origin: engine.OriginDefault, Pos: engine.Position{File: "default.jsonc", Line: 20, Column: 7}}
+	r := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/usr/lib/x86_64-linux-gnu/libc.so.6"})
+	r.Process = Process{PID: 4242, Comm: "git", Exe: "/usr/bin/git"}
+	r.Access = "read"
+	r.Rule = rule
+	d := FromRule(rule)
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		f := l.requestFields(r)
+		f = append(f, field{"action", d.Action().String()}, field{"decidedBy", l.provenance(r, d.DecidedBy())})
+		l.encodeAt(now, EventAllowed, f)
+	}
+	l.Close()
+}
+
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
@@ -374,5 +394,23 @@ func TestLogRoutineRecordsWaitForCompany(t *testing.T) {
 	}
 	if got = values(); len(got) != 7 || got[6] != "permission_request.allowed /home/u/p/file-7" {
 		t.Fatalf("after Close: %q", got)
+	}
+}
+
+// appendJSONString copies plain ASCII itself; whatever it is given, the
+// bytes must be encoding/json's.
+func TestAppendJSONStringIsEncodingJSON(t *testing.T) {
+	cases := []string{"", "/usr/lib/x86_64-linux-gnu/libc.so.6", "a b~c", "\x7f", "é", "\u2028", "\xff\xfe", "<script>&", `"quoted"`, `back\slash`, "tab\there", "nl\n", "\x00"}
+	for c := 0; c < 256; c++ {
+		cases = append(cases, string([]byte{byte(c)}), "x"+string([]byte{byte(c)})+"y")
+	}
+	for _, s := range cases {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString([]byte("prefix"), s); string(got) != "prefix"+string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got[len("prefix"):], want)
+		}
 	}
 }
