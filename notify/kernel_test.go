@@ -446,6 +446,69 @@ func TestKernelCloseWakesReceiversAndFailsClosed(t *testing.T) {
 	}
 }
 
+// TestKernelBlindWait: a receiver waiting in the scheduler-blind poll
+// (SetBlindWait) holds a P, yet with GOMAXPROCS 2 the rest of the
+// program runs meanwhile and a garbage collection, which must stop every
+// P, completes (the runtime's signal interrupts the poll); the receiver
+// then gets the notification, and io.EOF once the child is gone.
+func TestKernelBlindWait(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := startFilteredChildStdin(t, r, "open-after-stdin", "")
+	r.Close()
+	c.L.SetBlindWait()
+	got := make(chan error, 1)
+	var n Notif
+	go func() { got <- c.L.Receive(&n) }()
+	time.Sleep(50 * time.Millisecond) // let it block in the poll
+	for i := range 3 {
+		ran := make(chan struct{})
+		go func() {
+			runtime.GC()
+			close(ran)
+		}()
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("garbage collection %d did not complete while a receiver waited blind", i)
+		}
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("Receive returned %v before any notification", err)
+	default:
+	}
+	w.Write([]byte{1})
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("Receive: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the blind receiver missed the notification")
+	}
+	if n.Nr != unix.SYS_OPENAT {
+		t.Fatalf("notification for syscall %d, want openat", n.Nr)
+	}
+	if err := c.L.Continue(n.ID); err != nil {
+		t.Fatalf("Continue: %v", err)
+	}
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if strings.TrimSpace(out) != "err=none" {
+		t.Errorf("the continued open: child printed %q, want err=none", out)
+	}
+	if err := c.L.Receive(&n); err != io.EOF {
+		t.Errorf("Receive after the child exited = %v, want io.EOF", err)
+	}
+}
+
 // sigPending reports whether sig is pending for thread tid of pid.
 func sigPending(t *testing.T, pid, tid int, sig unix.Signal) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))

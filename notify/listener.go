@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,6 +62,9 @@ type Listener struct {
 
 	recvMu sync.Mutex // one poller at a time
 	eof    bool       // guarded by recvMu: POLLHUP seen
+	// blind: Receive waits in a poll the Go scheduler is not told of
+	// (SetBlindWait).
+	blind atomic.Bool
 
 	mu     sync.Mutex
 	refs   int
@@ -171,7 +175,13 @@ func (l *Listener) Receive(n *Notif) error {
 		for i := range fds {
 			fds[i].Revents = 0
 		}
-		if _, err := unix.Poll(fds, timeout); err != nil {
+		var err error
+		if l.blind.Load() {
+			_, err = rawPoll(fds, timeout)
+		} else {
+			_, err = unix.Poll(fds, timeout)
+		}
+		if err != nil {
 			if err == unix.EINTR {
 				continue
 			}
@@ -208,6 +218,26 @@ func (l *Listener) Receive(n *Notif) error {
 		}
 	}
 }
+
+// SetBlindWait makes Receive wait for a notification in a poll(2) the Go
+// scheduler is not told of (a raw syscall): the waiting goroutine keeps
+// its P (the runtime's right to run Go code) as if it were computing.
+//
+// A goroutine that waits in an ordinary syscall leaves its P in a state
+// the runtime's monitor (sysmon) takes it back from after 20 µs whenever
+// no other P is idle, and a runtime with a P in a syscall keeps sysmon
+// polling every 20 µs. A supervisor that waits between calls of a busy
+// target pays for that at every call: on the 2-vCPU test VM sysmon took
+// a fifth of the supervisor's CPU samples, and taking the P back and
+// handing it on woke threads (docs/kernel.md, "The fourth round").
+//
+// The cost is the P: only one goroutine polls at a time (Receive's
+// lock), so the program must keep GOMAXPROCS at 2 or more, or nothing
+// else runs until a notification comes or the runtime preempts the
+// waiter (after 10 ms, with a signal that interrupts the poll; the
+// garbage collector stops it the same way). It stays set for the
+// listener's life.
+func (l *Listener) SetBlindWait() { l.blind.Store(true) }
 
 // Pending reports whether a notification waits to be received, without
 // waiting (one poll(2) with a zero timeout). False on any error, and

@@ -4,6 +4,7 @@ package notify
 // structs and no wrappers; all of permwrap's unsafe for them is here.
 
 import (
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -136,4 +137,23 @@ func ioctlNotifSetFlags(fd int, flags uint64) error {
 		return errno
 	}
 	return nil
+}
+
+// rawPoll is ppoll(2) through RawSyscall: the Go scheduler is not told
+// the goroutine blocks (Listener.SetBlindWait). A signal (the runtime's
+// preemption, the garbage collector's) interrupts it with EINTR.
+func rawPoll(fds []unix.PollFd, timeoutMs int) (int, error) {
+	if len(fds) == 0 {
+		return 0, unix.EINVAL
+	}
+	var ts *unix.Timespec
+	if timeoutMs >= 0 {
+		t := unix.NsecToTimespec(int64(timeoutMs) * int64(time.Millisecond))
+		ts = &t
+	}
+	n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	if errno != 0 {
+		return int(n), errno
+	}
+	return int(n), nil
 }
