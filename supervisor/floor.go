@@ -41,6 +41,7 @@ type FloorOptions struct {
 func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 	cfg.SyncWakeUp = o.SyncWakeUp
 	cfg.serve = func(l *notify.Listener) {
+		blindWait(l) // as permwrap's pool waits
 		var wg sync.WaitGroup
 		var r role
 		for range workers() {

@@ -96,18 +96,20 @@ const (
 )
 
 type pool struct {
+	role    role // the base workers' receiving role
 	base    int32
 	total   atomic.Int32
-	idle    atomic.Int32  // workers waiting in Receive
+	idle    atomic.Int32  // workers waiting in Receive or for the role
 	handled atomic.Uint64 // calls finished, for the monitor
 	wg      sync.WaitGroup
 }
 
 // serve runs the receiving pool until the filter has no users left.
 func (s *supervisor) serve() {
+	blindWait(s.l)
 	s.pool.base = int32(workers())
 	for i := int32(0); i < s.pool.base; i++ {
-		s.startWorker()
+		s.startWorker(false)
 	}
 	stop := make(chan struct{})
 	go s.monitor(stop)
@@ -115,18 +117,34 @@ func (s *supervisor) serve() {
 	close(stop)
 }
 
-func (s *supervisor) startWorker() {
+// blindWait lets the receiver wait for notifications without the Go
+// scheduler being told (notify.Listener.SetBlindWait), after making sure a
+// P is left for everything else: GOMAXPROCS is set to at least 2, and set
+// explicitly, so the runtime's own adjustment to a changed CPU limit
+// cannot lower it to 1 later.
+func blindWait(l *notify.Listener) {
+	runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	l.SetBlindWait()
+}
+
+// startWorker starts a worker: one of the base pool, which takes turns at
+// the receiving role, or (extra) one that receives without it.
+func (s *supervisor) startWorker(extra bool) {
 	s.pool.total.Add(1)
 	s.pool.idle.Add(1)
 	s.pool.wg.Add(1)
 	go func() {
 		defer s.pool.wg.Done()
-		s.worker()
+		s.worker(extra)
 	}()
 }
 
-// monitor starts a worker when every worker has been busy, with nothing
-// finished, for a whole tick.
+// monitor starts an extra worker when, for a whole tick, nothing finished
+// and no worker could receive: every worker was busy, or the one holding
+// the receiving role was busy with a call while the others waited for the
+// role. The extra worker receives without the role, so a call that hangs
+// (a lookup on a file system whose server does not answer) never leaves
+// the sandbox without a receiver.
 func (s *supervisor) monitor(stop <-chan struct{}) {
 	t := time.NewTicker(monitorTick)
 	defer t.Stop()
@@ -138,24 +156,29 @@ func (s *supervisor) monitor(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		now := s.pool.handled.Load()
-		if s.pool.idle.Load() == 0 && now == last && s.pool.total.Load() < maxWorkers {
-			s.startWorker()
+		if s.pool.starved(now, last) {
+			s.startWorker(true)
 		}
 		last = now
 	}
 }
 
-func (s *supervisor) worker() {
+func (s *supervisor) worker(extra bool) {
 	// Not locked to a thread: RECV blocks in the kernel like any syscall,
 	// and a locked goroutine costs a thread hand-off at every wake-up.
 	surplus := false
-	// No receiving role (role.go): a worker hands the poll on as soon as
-	// it has received, so two targets calling at once are served at
-	// once. The role, kept while handling, measured better on git status
-	// but worse on spawning and on find | xargs cat, where permwrap's
-	// longer handling (an exec's verification, an emulated open) made a
-	// second caller wait (docs/kernel.md, "The receiver").
-	receiveLoop(s.l, nil, func(n *notify.Notif) bool {
+	// The base workers take turns at the receiving role (role.go): the
+	// holder handles a call of the thread it served last itself and
+	// receives again, so a target calling serially wakes one thread per
+	// call, not two; it passes the role on before handling a call of
+	// another thread, when another call already waits, and for an exec
+	// and its verification stop. Extra workers (monitor) receive without
+	// it.
+	r := &s.pool.role
+	if extra {
+		r = nil
+	}
+	receiveLoop(s.l, r, func(n *notify.Notif) bool {
 		s.pool.idle.Add(-1)
 		s.handle(n)
 		s.pool.handled.Add(1)
@@ -171,13 +194,23 @@ func (s *supervisor) worker() {
 	}
 }
 
+// starved reports, at a monitor tick, that the pool needs an extra
+// worker: nothing finished since the last tick (handled now as then) and
+// no worker could receive — all were busy, or the receiving role's
+// holder was busy with a call while the others waited for the role.
+func (p *pool) starved(now, last uint64) bool {
+	stuck := p.idle.Load() == 0 || p.role.inline.Load()
+	return stuck && now == last && p.total.Load() < maxWorkers
+}
+
 // leave reports whether a worker that just finished a call may end: the
-// pool is above its base size and another worker is free to receive. It
-// takes the worker out of the count when so.
+// pool is above its base size and another worker is free to receive (not
+// one waiting for a role whose holder is busy with a call). It takes the
+// worker out of the count when so.
 func (p *pool) leave() bool {
 	for {
 		t := p.total.Load()
-		if t <= p.base || p.idle.Load() == 0 {
+		if t <= p.base || p.idle.Load() == 0 || p.role.inline.Load() {
 			return false
 		}
 		if p.total.CompareAndSwap(t, t-1) {
@@ -233,7 +266,16 @@ func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble f
 				r.release()
 				held = false
 			}
-			if !handle(&n) {
+			if held {
+				// Handled by the holder: nobody receives meanwhile
+				// (the monitor starts an extra worker if it lasts).
+				r.inline.Store(true)
+			}
+			more := handle(&n)
+			if held {
+				r.inline.Store(false)
+			}
+			if !more {
 				return
 			}
 		case errors.Is(err, notify.ErrGone):
@@ -254,10 +296,12 @@ func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble f
 
 // holdFor says whether a worker holding the receiving role keeps it
 // while it handles n: every call but an exec, after which the new image's
-// first calls and its parent's may come at once.
+// first calls and its parent's may come at once, and the exec's
+// verification stop (arch_prctl), which reads /proc while the exec
+// poller runs.
 func holdFor(n *notify.Notif) bool {
 	switch n.Nr {
-	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+	case unix.SYS_EXECVE, unix.SYS_EXECVEAT, unix.SYS_ARCH_PRCTL:
 		return false
 	}
 	return true

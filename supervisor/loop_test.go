@@ -155,8 +155,14 @@ func TestReceiveLoopKeepsTheRole(t *testing.T) {
 			r.mu.Unlock()
 		}
 		held[n.ID] = !free
+		if r.inline.Load() != !free {
+			t.Errorf("call %d: inline %v while the role is held %v", n.ID, r.inline.Load(), !free)
+		}
 		return true
 	}, func(error) {}, func(time.Duration) {})
+	if r.inline.Load() {
+		t.Errorf("inline still set after the loop ended")
+	}
 	// 1: the first of thread 10 (nothing before it: not serial); 2: one
 	// waits; 4: an exec; 6 and 8: another thread than the one before.
 	want := map[uint64]bool{1: false, 2: false, 3: true, 4: false, 5: true, 6: false, 7: true, 8: false}
@@ -165,5 +171,41 @@ func TestReceiveLoopKeepsTheRole(t *testing.T) {
 	}
 	if !r.mu.TryLock() {
 		t.Errorf("the role is still held after the loop ended")
+	}
+}
+
+// TestPoolStarved: the monitor adds a worker when nothing finished for a
+// tick and nobody could receive — every worker busy, or the role's holder
+// busy with a call while the others wait for the role — and a worker
+// beyond the base does not leave while the holder is busy.
+func TestPoolStarved(t *testing.T) {
+	var p pool
+	p.base = 2
+	p.total.Store(3)
+	p.idle.Store(2) // two base workers waiting for the role
+	if p.starved(5, 5) {
+		t.Error("starved with free workers and no call in hand")
+	}
+	p.role.inline.Store(true)
+	if !p.starved(5, 5) {
+		t.Error("not starved while the holder is busy and nothing finished")
+	}
+	if p.starved(6, 5) {
+		t.Error("starved though a call finished this tick")
+	}
+	if p.leave() {
+		t.Error("an extra worker left while the holder was busy")
+	}
+	p.role.inline.Store(false)
+	if !p.leave() || p.total.Load() != 2 {
+		t.Errorf("the extra worker could not leave once the holder was free (total %d)", p.total.Load())
+	}
+	p.idle.Store(0)
+	if !p.starved(7, 7) {
+		t.Error("not starved with every worker busy")
+	}
+	p.total.Store(maxWorkers)
+	if p.starved(7, 7) {
+		t.Error("starved beyond maxWorkers")
 	}
 }

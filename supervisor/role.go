@@ -9,10 +9,9 @@ import (
 // receives the next notification. A worker keeps the role while it
 // handles the call it received and receives again when done, so a target
 // that makes one call at a time is served by one goroutine on one OS
-// thread, with no other thread woken per call. The floor's pool
-// (floor.go) uses it: it is the cheapest receiver of a CONTINUE-only
-// supervisor measured here, and so the fair floor (docs/kernel.md, "The
-// receiver").
+// thread, with no other thread woken per call. permwrap's pool (loop.go)
+// and the floor's (floor.go) use it (docs/kernel.md, "The receiver" and
+// "The fourth round").
 //
 // A worker gives the role up before handling when another worker may be
 // needed meanwhile: the call is from another thread than the one before
@@ -25,6 +24,9 @@ type role struct {
 	mu sync.Mutex
 	// lastTid is the thread of the notification received last.
 	lastTid atomic.Uint32
+	// inline: the holder is handling a call, so nobody receives until
+	// it is done (the pool's monitor watches it).
+	inline atomic.Bool
 }
 
 // acquire waits for the role.
