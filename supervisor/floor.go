@@ -15,13 +15,13 @@ import (
 // Landlock, the same filter derived from the same table and policy, the
 // same hand-off), with every notification answered CONTINUE by a receiving
 // pool of the supervisor's size whose workers keep the receiving role
-// while the target calls serially (role.go): the cheapest receiver
-// measured for a CONTINUE-only supervisor, cheaper than the hand-off
-// permwrap's own pool makes at every call (docs/kernel.md, "The
-// receiver"). What it costs is the kernel's round trip alone, the floor
-// scripts/bench measures permwrap against. It enforces
-// nothing beyond Landlock and the filter's refusals: a benchmark tool, not
-// a sandbox.
+// while the target calls serially (role.go) and wait blind
+// (notify.Listener.SetBlindWait), as permwrap's pool does: the cheapest
+// receiver measured for a CONTINUE-only supervisor (docs/kernel.md, "The
+// receiver", "The fourth round"). What it costs is the kernel's round
+// trip alone, the floor scripts/bench measures permwrap against. It
+// enforces nothing beyond Landlock and the filter's refusals: a benchmark
+// tool, not a sandbox.
 
 // FloorOptions choose how the floor answers.
 type FloorOptions struct {
