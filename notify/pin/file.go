@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,21 +16,33 @@ import (
 // O_NONBLOCK file an epoll registration) and a finalizer, and an emulated
 // open makes two of them, for descriptors that only ever go to a syscall.
 // The owner closes it; nothing closes it behind the owner's back.
+//
+// As with an *os.File, Close may race with Fd in another goroutine (a
+// FIFO's unblocker reads the pin its opener closes): the descriptor is
+// read and cleared atomically, and a closed File's Fd is ^uintptr(0).
 type File struct {
-	fd   int
+	fd   atomic.Int64
 	name string
 }
 
 // newFile wraps fd, which the File then owns.
-func newFile(fd int, name string) *File { return &File{fd: fd, name: name} }
+func newFile(fd int, name string) *File {
+	f := &File{name: name}
+	f.fd.Store(int64(fd))
+	return f
+}
 
 // Fd is the descriptor, valid until Close; ^uintptr(0) for a nil or
 // closed File (as os.File.Fd).
 func (f *File) Fd() uintptr {
-	if f == nil || f.fd < 0 {
+	if f == nil {
 		return ^uintptr(0)
 	}
-	return uintptr(f.fd)
+	fd := f.fd.Load()
+	if fd < 0 {
+		return ^uintptr(0)
+	}
+	return uintptr(fd)
 }
 
 // Name is the name the File was opened by, for messages.
@@ -37,12 +50,14 @@ func (f *File) Name() string { return f.name }
 
 // Close closes the descriptor once; closing again is os.ErrClosed.
 func (f *File) Close() error {
-	if f == nil || f.fd < 0 {
+	if f == nil {
 		return os.ErrClosed
 	}
-	fd := f.fd
-	f.fd = -1
-	if err := unix.Close(fd); err != nil {
+	fd := f.fd.Swap(-1)
+	if fd < 0 {
+		return os.ErrClosed
+	}
+	if err := unix.Close(int(fd)); err != nil {
 		return &os.PathError{Op: "close", Path: f.name, Err: err}
 	}
 	return nil
