@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"path"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -137,11 +138,16 @@ func (c *openCall) perform(s *supervisor, id uint64) {
 	go func() {
 		defer path.Close()
 		done := make(chan struct{})
+		var unblocker sync.WaitGroup
 		if path.Stat.Mode&unix.S_IFMT == unix.S_IFIFO {
-			go s.unblockFIFO(id, path, c.flags, done)
+			unblocker.Go(func() { s.unblockFIFO(id, path, c.flags, done) })
 		}
 		c.open(s, id, path, false)
 		close(done)
+		// The unblocker opens the FIFO through path's pin: the pin is
+		// closed (and its number free for reuse) only after it is done,
+		// which done makes prompt.
+		unblocker.Wait()
 	}()
 }
 
