@@ -72,8 +72,13 @@ func TestBlockingOpensDoNotFreeze(t *testing.T) {
 		// The issue's pattern: with two workers both blocked in a FIFO
 		// open, the writer's open was never received. The second cat may
 		// stay blocked (bare too); the shell exits and permwrap with it.
+		// The shell waits until a cat has passed "hi" on: when the main
+		// process exits the tree is killed, and a cat still between its
+		// read and its write would be killed with it.
 		s := newSandbox(t, allowButWatchReads)
-		r := s.runBounded(bound, nil, "bash", "-c", "mkfifo p; cat p & cat p & echo hi > p")
+		r := s.runBounded(bound, nil, "bash", "-c",
+			`mkfifo p; cat p > o1 & cat p > o2 & echo hi > p
+			 until grep -qh hi o1 o2 2>/dev/null; do sleep 0.05; done; cat o1 o2`)
 		if r.code != 0 || !strings.Contains(r.stdout, "hi") {
 			t.Errorf("exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, clip(r.stderr))
 		}
