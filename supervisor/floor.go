@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/host"
 )
 
 // The floor: the command launched exactly as Run launches it (watchdog,
@@ -90,7 +91,7 @@ func floorEmulate(l *notify.Listener, n *notify.Notif) {
 			p = "/proc/" + pid + "/fd/" + strconv.Itoa(dirfd) + "/" + p
 		}
 	}
-	fd, err := unix.Open(p, flags|unix.O_CLOEXEC, mode)
+	fd, err := host.Open(p, flags|unix.O_CLOEXEC, mode)
 	if err != nil {
 		errno, _ := err.(unix.Errno)
 		if errno == 0 {
@@ -102,5 +103,5 @@ func floorEmulate(l *notify.Listener, n *notify.Notif) {
 	if _, err := l.AddFD(n.ID, fd, flags&unix.O_CLOEXEC != 0); err != nil {
 		_ = l.RespondError(n.ID, unix.EIO)
 	}
-	unix.Close(fd)
+	host.Close(fd)
 }
