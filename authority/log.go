@@ -592,40 +592,32 @@ func (l *Log) encodeAt(t time.Time, ev Event, f fields) []byte {
 func (l *Log) appendSanitizedCached(dst []byte, key string, v any) []byte {
 	switch x := v.(type) {
 	case *ruleJSON:
-		if x == nil {
-			break
+		if x != nil {
+			return append(dst, cachedEncoding(l, &l.ruleCache, ruleCacheKey{key, *x}, key, v)...)
 		}
-		k := ruleCacheKey{key, *x}
-		l.encMu.Lock()
-		b, ok := l.ruleCache[k]
-		l.encMu.Unlock()
-		if !ok {
-			b = l.sanitize(key, v)
-			l.encMu.Lock()
-			if l.ruleCache == nil || len(l.ruleCache) >= sanitizeCacheMax {
-				l.ruleCache = map[ruleCacheKey][]byte{}
-			}
-			l.ruleCache[k] = b
-			l.encMu.Unlock()
-		}
-		return append(dst, b...)
 	case ByRule:
-		k := byRuleCacheKey{key, x}
-		l.encMu.Lock()
-		b, ok := l.byRuleCache[k]
-		l.encMu.Unlock()
-		if !ok {
-			b = l.sanitize(key, v)
-			l.encMu.Lock()
-			if l.byRuleCache == nil || len(l.byRuleCache) >= sanitizeCacheMax {
-				l.byRuleCache = map[byRuleCacheKey][]byte{}
-			}
-			l.byRuleCache[k] = b
-			l.encMu.Unlock()
-		}
-		return append(dst, b...)
+		return append(dst, cachedEncoding(l, &l.byRuleCache, byRuleCacheKey{key, x}, key, v)...)
 	}
 	return l.appendSanitized(dst, key, v)
+}
+
+// cachedEncoding is sanitize(key, v) from cache *m under k, encoded and
+// stored on a miss; a full cache is emptied first.
+func cachedEncoding[K comparable](l *Log, m *map[K][]byte, k K, key string, v any) []byte {
+	l.encMu.Lock()
+	b, ok := (*m)[k]
+	l.encMu.Unlock()
+	if ok {
+		return b
+	}
+	b = l.sanitize(key, v)
+	l.encMu.Lock()
+	if *m == nil || len(*m) >= sanitizeCacheMax {
+		*m = map[K][]byte{}
+	}
+	(*m)[k] = b
+	l.encMu.Unlock()
+	return b
 }
 
 // The caches of appendSanitizedCached, typed so a lookup boxes nothing.
