@@ -118,12 +118,17 @@ func (s *supervisor) serve() {
 }
 
 // blindWait lets the receiver wait for notifications without the Go
-// scheduler being told (notify.Listener.SetBlindWait), after making sure a
-// P is left for everything else: GOMAXPROCS is set to at least 2, and set
-// explicitly, so the runtime's own adjustment to a changed CPU limit
-// cannot lower it to 1 later.
+// scheduler being told (notify.Listener.SetBlindWait). The waiter keeps a
+// P, so GOMAXPROCS gets one more: the rest of the supervisor — the
+// workers, the terminal relay, the log — keeps as many Ps as before, as
+// many as it had when the runtime took an ordinary waiter's P back. (With
+// one P fewer, the relay read an agent's output a moment later under load
+// and a denial notice could land before the line it belongs after:
+// TestNoticeInlineForLinePrograms failed 4 runs in 12 with three busy
+// loops on the 2-vCPU VM, none with the extra P.) It is set explicitly,
+// so the runtime's own adjustment to a changed CPU limit cannot lower it.
 func blindWait(l *notify.Listener) {
-	runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	l.SetBlindWait()
 }
 
