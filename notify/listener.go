@@ -232,7 +232,8 @@ func (l *Listener) Receive(n *Notif) error {
 // handing it on woke threads (docs/kernel.md, "The fourth round").
 //
 // The cost is the P: only one goroutine polls at a time (Receive's
-// lock), so the program must keep GOMAXPROCS at 2 or more, or nothing
+// lock), and the program should give the runtime one P more for it
+// (GOMAXPROCS), or the rest runs on one P fewer; with GOMAXPROCS 1 nothing
 // else runs until a notification comes or the runtime preempts the
 // waiter (after 10 ms, with a signal that interrupts the poll; the
 // garbage collector stops it the same way). It stays set for the
