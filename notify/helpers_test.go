@@ -211,6 +211,17 @@ func (c *filteredChild) Wait() (string, error) {
 	return c.stdout.String(), c.err
 }
 
+// output waits for the child (Wait) and returns its stdout; a child that
+// failed or hung fails the test, with what it wrote to stderr.
+func (c *filteredChild) output(t testing.TB) string {
+	t.Helper()
+	out, err := c.Wait()
+	if err != nil {
+		t.Fatalf("child: %v, stderr: %s", err, c.stderr.String())
+	}
+	return out
+}
+
 // receiveOrFail receives one notification, failing the test on error.
 func receiveOrFail(t testing.TB, l *Listener) Notif {
 	t.Helper()

@@ -255,10 +255,7 @@ func TestKernelContinueAndReadString(t *testing.T) {
 	if err := c.L.Continue(n.ID); err != ErrGone && !errors.Is(err, unix.EINPROGRESS) {
 		t.Errorf("second Continue = %v, want ErrGone or EINPROGRESS", err)
 	}
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v, stderr: %s", err, c.stderr.String())
-	}
+	out := c.output(t)
 	if !strings.Contains(out, `data="from disk"`) {
 		t.Errorf("child output %q, want the file's content", out)
 	}
@@ -274,10 +271,7 @@ func TestKernelRespondError(t *testing.T) {
 	if err := c.L.RespondError(n.ID, unix.EACCES); err != nil {
 		t.Fatalf("RespondError: %v", err)
 	}
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	if strings.TrimSpace(out) != "err=EACCES" {
 		t.Errorf("child output %q, want err=EACCES", out)
 	}
@@ -329,10 +323,7 @@ func TestKernelAddFD(t *testing.T) {
 		}
 		t.Fatalf("AddFD: %v", err)
 	}
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	want := fmt.Sprintf("fd=%d cloexec=true data=%q", tfd, "parent content")
 	if strings.TrimSpace(out) != want {
 		t.Errorf("child output %q, want %q", out, want)
@@ -437,10 +428,7 @@ func TestKernelCloseWakesReceiversAndFailsClosed(t *testing.T) {
 	}
 	// With no listener left the watched syscall fails instead of running.
 	w.Write([]byte{1})
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	if strings.TrimSpace(out) != "err=ENOSYS" {
 		t.Errorf("watched syscall after Close: child printed %q, want err=ENOSYS", out)
 	}
@@ -497,10 +485,7 @@ func TestKernelBlindWait(t *testing.T) {
 	if err := c.L.Continue(n.ID); err != nil {
 		t.Fatalf("Continue: %v", err)
 	}
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	if strings.TrimSpace(out) != "err=none" {
 		t.Errorf("the continued open: child printed %q, want err=none", out)
 	}
@@ -622,10 +607,7 @@ func TestKernelReceivePool(t *testing.T) {
 			}
 		}()
 	}
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -647,10 +629,7 @@ func TestKernelSkipReadOnlyOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startFilteredChild(t, "openat", "skipro", envChildPath+"="+path)
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	if !strings.Contains(out, `data="plain read"`) {
 		t.Errorf("read-only open under SkipReadOnlyOpens: child printed %q", out)
 	}
@@ -711,10 +690,7 @@ func TestKernelNamespaceCannotAlias(t *testing.T) {
 func TestKernelNestedListenerRefused(t *testing.T) {
 	c := startFilteredChild(t, "nested", "")
 	serveContinueAll(t, c.L)
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v: %s", err, c.stderr.String())
-	}
+	out := c.output(t)
 	if strings.TrimSpace(out) != "listener=EPERM plain=none" {
 		t.Errorf("child printed %q, want listener=EPERM plain=none", out)
 	}
@@ -780,10 +756,7 @@ func TestKernelAddFDUnderSignals(t *testing.T) {
 	}
 	close(stop)
 	bombed.Wait()
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	if strings.TrimSpace(out) != "bad=0" || failures != 0 {
 		t.Errorf("child printed %q; %d AddFD failures out of %d", out, failures, rounds)
 	}
@@ -860,10 +833,7 @@ func TestKernelForeignABIKilled(t *testing.T) {
 func TestKernelDeniedSyscalls(t *testing.T) {
 	c := startFilteredChild(t, "denied", "")
 	serveContinueAll(t, c.L)
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v: %s", err, c.stderr.String())
-	}
+	out := c.output(t)
 	var want strings.Builder
 	for _, d := range deniedSyscalls {
 		fmt.Fprintf(&want, "%s=%s\n", SyscallName(d.nr), unix.ErrnoName(d.errno))
@@ -886,10 +856,7 @@ func TestKernelClosePendingFailsClosed(t *testing.T) {
 	if err := c.L.Close(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Wait()
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	out := c.output(t)
 	if strings.TrimSpace(out) != "err=ENOSYS" {
 		t.Errorf("pending mkdir after Close: child printed %q, want err=ENOSYS", out)
 	}
