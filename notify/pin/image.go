@@ -389,7 +389,7 @@ func Digest(obj *File, max int64) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, err
 	}
-	f := os.NewFile(uintptr(fd), "image")
+	f := newFile(fd, "image")
 	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
