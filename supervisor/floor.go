@@ -93,11 +93,7 @@ func floorEmulate(l *notify.Listener, n *notify.Notif) {
 	}
 	fd, err := host.Open(p, flags|unix.O_CLOEXEC, mode)
 	if err != nil {
-		errno, _ := err.(unix.Errno)
-		if errno == 0 {
-			errno = unix.EIO
-		}
-		_ = l.RespondError(n.ID, errno)
+		_ = l.RespondError(n.ID, errnoOf(err))
 		return
 	}
 	if _, err := l.AddFD(n.ID, fd, flags&unix.O_CLOEXEC != 0); err != nil {
