@@ -68,14 +68,15 @@ type threadEntry struct {
 	tid     int
 	pidfd   int
 	procDir int // O_PATH /proc/TID
-	tgid    int // last seen; for ExecChanged
+	tgid    int // last seen
 
 	// guarded by threadCache.mu
 	refs    int
 	dropped bool
 	used    uint64
 	root    rootState
-	exe     string
+	exe     string // "" unknown
+	exeTgid int    // the group exe was read for: its key in threadCache.exes
 	cwd     *cwdFd // see cwd.go
 }
 
@@ -94,6 +95,11 @@ type threadCache struct {
 	// exeGen changes whenever an exe is forgotten, so a reader that began
 	// before cannot store what it read.
 	exeGen atomic.Uint64
+	// exes indexes the entries holding an exe by the group it was read
+	// for, so ExecChanged forgets a group's without a look at every
+	// entry (the cache is full of exited processes' entries on a workload
+	// that spawns: that scan was 5% of the supervisor's CPU).
+	exes map[int][]*threadEntry
 
 	// The cwd protocol (cwd.go).
 	cwdGen   uint64
@@ -101,7 +107,7 @@ type threadCache struct {
 	inFlight atomic.Int32
 }
 
-var threads = &threadCache{m: map[int]*threadEntry{}, chdirs: map[int]chdirInFlight{}}
+var threads = &threadCache{m: map[int]*threadEntry{}, chdirs: map[int]chdirInFlight{}, exes: map[int][]*threadEntry{}}
 
 // LookupThread returns thread tid, validated now: its pidfd answered, so
 // Tgid and Cred are the live thread's. A thread that is gone is ESRCH.
@@ -222,6 +228,7 @@ func (c *threadCache) dropLocked(e *threadEntry) {
 	}
 	if !e.dropped {
 		e.dropped = true
+		c.forgetExeLocked(e)
 		c.dropCwdLocked(e)
 		if e.refs == 0 {
 			closeEntry(e)
@@ -345,12 +352,43 @@ func RootChanged(tid int) {
 func ExecChanged(tgid int) {
 	threads.exeGen.Add(1)
 	threads.mu.Lock()
-	for _, e := range threads.m {
-		if e.tgid == tgid || e.tid == tgid {
-			e.exe = ""
+	for _, e := range threads.exes[tgid] {
+		e.exe = ""
+	}
+	delete(threads.exes, tgid)
+	threads.mu.Unlock()
+}
+
+// setExeLocked caches exe for e, read for group tgid.
+func (c *threadCache) setExeLocked(e *threadEntry, tgid int, exe string) {
+	c.forgetExeLocked(e)
+	if e.dropped {
+		return
+	}
+	e.exe, e.exeTgid = exe, tgid
+	c.exes[tgid] = append(c.exes[tgid], e)
+}
+
+// forgetExeLocked forgets e's exe and takes e out of the index.
+func (c *threadCache) forgetExeLocked(e *threadEntry) {
+	if e.exe == "" {
+		return
+	}
+	es := c.exes[e.exeTgid]
+	for i, x := range es {
+		if x == e {
+			es[i] = es[len(es)-1]
+			es[len(es)-1] = nil
+			es = es[:len(es)-1]
+			break
 		}
 	}
-	threads.mu.Unlock()
+	if len(es) == 0 {
+		delete(c.exes, e.exeTgid)
+	} else {
+		c.exes[e.exeTgid] = es
+	}
+	e.exe = ""
 }
 
 // Exe is the thread's executable path, for people and the review log
@@ -371,7 +409,7 @@ func (t *Thread) Exe() string {
 	exe = string(buf[:n])
 	threads.mu.Lock()
 	if threads.exeGen.Load() == gen {
-		t.e.exe = exe
+		threads.setExeLocked(t.e, t.Tgid, exe)
 	}
 	threads.mu.Unlock()
 	return exe

@@ -166,6 +166,49 @@ func TestThreadCacheExeForgottenAtExec(t *testing.T) {
 	}
 }
 
+// TestThreadCacheExeIndex: ExecChanged forgets the executable of its
+// own group's entries only, and an entry that leaves the cache leaves the
+// index that finds them.
+func TestThreadCacheExeIndex(t *testing.T) {
+	requireResolveKernel(t)
+	dir := t.TempDir()
+	a, b := startSleeper(t, dir, nil), startSleeper(t, dir, nil)
+	ta, err := LookupThread(a.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ta.Release()
+	tb, err := LookupThread(b.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Release()
+	ta.Exe()
+	tb.Exe()
+	exeOf := func(th *Thread) string {
+		threads.mu.Lock()
+		defer threads.mu.Unlock()
+		return th.e.exe
+	}
+	if exeOf(ta) == "" || exeOf(tb) == "" {
+		t.Fatal("Exe cached nothing")
+	}
+	ExecChanged(a.Process.Pid)
+	if exeOf(ta) != "" {
+		t.Error("ExecChanged kept its own group's executable")
+	}
+	if exeOf(tb) == "" {
+		t.Error("ExecChanged forgot another group's executable")
+	}
+	threads.drop(tb.e)
+	threads.mu.Lock()
+	left := len(threads.exes[b.Process.Pid])
+	threads.mu.Unlock()
+	if left != 0 {
+		t.Errorf("a dropped entry stayed in the executable index (%d)", left)
+	}
+}
+
 // TestThreadCacheBounded: past the bound, entries of exited threads are
 // closed first, and the cache never grows past it.
 func TestThreadCacheBounded(t *testing.T) {
