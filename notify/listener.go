@@ -240,24 +240,6 @@ func (l *Listener) Receive(n *Notif) error {
 // listener's life.
 func (l *Listener) SetBlindWait() { l.blind.Store(true) }
 
-// Pending reports whether a notification waits to be received, without
-// waiting (one poll(2) with a zero timeout). False on any error, and
-// after Close.
-func (l *Listener) Pending() bool {
-	if l.acquire() != nil {
-		return false
-	}
-	defer l.release()
-	fds := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLIN}}
-	for {
-		k, err := unix.Poll(fds, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && k > 0 && fds[0].Revents&unix.POLLIN != 0
-	}
-}
-
 func (l *Listener) send(r *seccompNotifResp) error {
 	if err := l.acquire(); err != nil {
 		return err

@@ -15,8 +15,8 @@ import (
 //
 // A worker gives the role up before handling when another worker may be
 // needed meanwhile: the call is from another thread than the one before
-// it (serial), another notification already waits, or it is an exec or
-// the exec's verification stop (holdFor).
+// it (serial), or it is an exec or the exec's verification stop
+// (holdFor).
 //
 // The role only decides who polls; Listener.Receive keeps receivers from
 // polling at once on its own. A nil *role is no role: every method does
