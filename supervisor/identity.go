@@ -30,15 +30,25 @@ import (
 // mtime and ctime, so a file is hashed once until it changes; the index is
 // refreshed at most every indexTTL (an upgrade, a session rule naming a
 // new program).
+//
+// The index is built off the exec path: the first build starts with the
+// supervisor (newProgramIDs, from Run before the command is launched), and
+// the first identity waits for it; a stale index starts a new build and is
+// used until that one is done. Built inline, it stat'ed every program name
+// in every directory (3.8–6 ms) while the first exec of every run, and one
+// exec every indexTTL after, waited.
 type programIDs struct {
 	policy *engine.Policy
 	dirs   []string
+	// ready is closed once the first index is built.
+	ready chan struct{}
 
-	mu      sync.Mutex
-	builtAt time.Time
-	byID    map[pin.FileID][]string
-	bySize  map[int64][]*knownBinary
-	digests map[pin.ContentKey][32]byte
+	mu       sync.Mutex
+	building bool // a build is under way
+	builtAt  time.Time
+	byID     map[pin.FileID][]string
+	bySize   map[int64][]*knownBinary
+	digests  map[pin.ContentKey][32]byte
 }
 
 type knownBinary struct {
@@ -81,15 +91,26 @@ func programDirs(pathEnv string) []string {
 	return dirs
 }
 
+// newProgramIDs starts building the index of the programs p names.
 func newProgramIDs(p *engine.Policy, pathEnv string) *programIDs {
-	return &programIDs{policy: p, dirs: programDirs(pathEnv), digests: map[pin.ContentKey][32]byte{}}
+	ids := &programIDs{policy: p, dirs: programDirs(pathEnv), ready: make(chan struct{}),
+		digests: map[pin.ContentKey][32]byte{}, building: true}
+	go ids.build()
+	return ids
 }
 
-// refreshLocked rebuilds the index when it is older than indexTTL.
+// refreshLocked starts a new build when the index is older than
+// indexTTL; the old one serves until it is done.
 func (ids *programIDs) refreshLocked() {
-	if ids.byID != nil && time.Since(ids.builtAt) < indexTTL {
+	if ids.building || time.Since(ids.builtAt) < indexTTL {
 		return
 	}
+	ids.building = true
+	go ids.build()
+}
+
+// build makes a new index and puts it in place.
+func (ids *programIDs) build() {
 	byID := map[pin.FileID][]string{}
 	byPath := map[pin.FileID]*knownBinary{}
 	bySize := map[int64][]*knownBinary{}
@@ -124,6 +145,8 @@ func (ids *programIDs) refreshLocked() {
 			}
 		}
 	}
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
 	// A known binary whose content is cached keeps its digest.
 	if ids.bySize != nil {
 		for size, old := range ids.bySize {
@@ -136,12 +159,17 @@ func (ids *programIDs) refreshLocked() {
 			}
 		}
 	}
-	ids.byID, ids.bySize, ids.builtAt = byID, bySize, time.Now()
+	first := ids.byID == nil
+	ids.byID, ids.bySize, ids.builtAt, ids.building = byID, bySize, time.Now(), false
+	if first {
+		close(ids.ready)
+	}
 }
 
 // identity names the program the image r (identified as id, size bytes)
 // is, "" when it is none the policy names.
 func (ids *programIDs) identity(id pin.FileID, size int64, r *pin.Resolved) string {
+	<-ids.ready
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	ids.refreshLocked()

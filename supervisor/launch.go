@@ -65,6 +65,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if cfg.Policy == nil || len(cfg.Argv) == 0 {
 		return ExitInternal, errors.New("supervisor: no policy or no command")
 	}
+	// The index of the programs the policy names is built while the
+	// command starts (identity.go).
+	ids := newProgramIDs(cfg.Policy, os.Getenv("PATH"))
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
 	}
@@ -236,7 +239,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 			fmt.Fprintf(cfg.Stderr, "permwrap: %v\n", err)
 		}
 	}
-	sup := newSupervisor(cfg, listener, pid, notices)
+	sup := newSupervisor(cfg, listener, pid, notices, ids)
 	sup.tree = &tree{watchdog: watchdog}
 	sup.net.proxy, sup.net.peers = egressNet.proxy, egressNet.peers
 	sup.waitKillable = handoff&handoffWaitKillable != 0

@@ -70,7 +70,7 @@ type supervisor struct {
 	remote sync.Map
 }
 
-func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *noticer) *supervisor {
+func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *noticer, ids *programIDs) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{cfg: cfg, l: l, mainPid: mainPid, ctx: ctx, cancel: cancel}
 	s.notices = notices
@@ -78,7 +78,7 @@ func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *noticer
 		s.notices = newNoticer(cfg.Notices)
 	}
 	s.execs.init(s)
-	s.ids = newProgramIDs(cfg.Policy, os.Getenv("PATH"))
+	s.ids = ids
 	return s
 }
 
