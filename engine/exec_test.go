@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -193,5 +194,23 @@ func TestExecReadCheckOnlyTightens(t *testing.T) {
 	p, _ = compile(t, `{ "extends": "none", "permission": { "exec": "allow", "bash": {"*": "allow"}, "read": { "*": "allow", "/secret/**": "deny" } } }`)
 	if d := p.DecideExec(ExecIntent{Path: "/secret/tool", Resolved: "/secret/tool", Argv: []string{"tool"}, Cwd: "/w"}); d.Result.Action != Deny {
 		t.Errorf("exec of an unreadable image: %v, want deny", d.Result)
+	}
+}
+
+// BenchmarkDecideExecLongArgv: `xargs cat` under the default policy, cat
+// given 3 000 paths (linkers and compilers get long command lines too).
+func BenchmarkDecideExecLongArgv(b *testing.B) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	argv := []string{"cat"}
+	for i := range 3000 {
+		argv = append(argv, "repo/d"+strconv.Itoa(i/100)+"/f"+strconv.Itoa(i%100))
+	}
+	in := ExecIntent{Path: "/usr/bin/cat", Resolved: "/usr/bin/cat", Argv: argv, Cwd: "/home/u/src/proj"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.DecideExec(in)
 	}
 }

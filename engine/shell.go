@@ -174,6 +174,11 @@ func (s ShellAnalysis) Opaque() bool {
 // where the shell would otherwise change them (`git commit -m 'a b'`).
 func RenderArgv(argv []string) string {
 	var b strings.Builder
+	n := 0
+	for _, w := range argv {
+		n += len(w) + 1
+	}
+	b.Grow(n)
 	for i, w := range argv {
 		if i > 0 {
 			b.WriteByte(' ')
