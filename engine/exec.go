@@ -360,6 +360,16 @@ func (p *Policy) judgeCommand(prog, argv0 string, names []string, args []field, 
 			}
 		}
 	}
+	// The words of name n's line are copied only when they are looked at
+	// (a line given rendered, without ~ variants, is not).
+	lineOf := func(n string) []field { return append([]field{{s: n}}, args...) }
+	addName := func(n, rendered string) {
+		if rendered != "" && !tilde {
+			certain = appendUnique(certain, rendered)
+			return
+		}
+		addLine(lineOf(n), rendered)
+	}
 	dispatch, dashed := "", false
 	if prog == "git" {
 		dispatch, dashed = gitDashed(baseName(argv0))
@@ -369,23 +379,22 @@ func (p *Policy) judgeCommand(prog, argv0 string, names []string, args []field, 
 		if n == "" {
 			continue
 		}
-		line := append([]field{{s: n}}, args...)
 		if prog == "git" {
 			if sub, _ := gitDashed(baseName(n)); sub != dispatch {
 				// `/usr/bin/git ARGS` does not say what a git started as
 				// git-push does: a rule written for that spelling may
 				// only make the answer stricter.
-				misread = append(misread, line)
+				misread = append(misread, lineOf(n))
 				continue
 			}
 		}
 		switch {
 		case i == 0 && line0 != "":
-			addLine(line, line0)
+			addName(n, line0)
 		case rest != "" || len(args) == 0 && len(names) > 1:
-			addLine(line, quoteWord(n, true)+rest)
+			addName(n, quoteWord(n, true)+rest)
 		default:
-			addLine(line, "")
+			addName(n, "")
 		}
 	}
 	shown := ""
