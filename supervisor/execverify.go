@@ -77,7 +77,7 @@ type pendingExec struct {
 	pre     pin.Running // what the process ran before the exec
 	wantExe pin.FileID  // what /proc/PID/exe must become
 	wantCmd []byte      // the command line the kernel builds, NUL-terminated strings
-	command string      // for messages
+	display []string    // the command line shown, for messages (rendered only for one)
 	// done: verified, killed or gone; the poller stops and nobody acts
 	// on it again.
 	done      atomic.Bool
@@ -87,6 +87,9 @@ type pendingExec struct {
 	// done, so a checker never signals a pidfd number reused meanwhile.
 	refs int
 }
+
+// command is the command line shown in messages about p.
+func (p *pendingExec) command() string { return engine.RenderArgv(p.display) }
 
 type execVerifier struct {
 	s       *supervisor
@@ -103,10 +106,10 @@ func (v *execVerifier) init(s *supervisor) {
 // continueExec lets an allowed exec run and arranges its verification.
 // Whatever keeps it from being verified refuses the exec instead.
 func (s *supervisor) continueExec(id uint64, c *execCall) {
-	p := &pendingExec{tid: c.tid, startedAt: time.Now(), command: engine.RenderArgv(displayArgv(c.raw, c.path.Path, c.argv))}
+	p := &pendingExec{tid: c.tid, startedAt: time.Now(), display: displayArgv(c.raw, c.path.Path, c.argv)}
 	refuse := func(why string, err error) {
 		s.respondErr(id, unix.EACCES)
-		s.notices.line("permwrap: refused exec of " + p.command + ": " + why + ": " + err.Error())
+		s.notices.line("permwrap: refused exec of " + p.command() + ": " + why + ": " + err.Error())
 	}
 	// The thread's group, asked now through the thread cache's pidfd (one
 	// PIDFD_GET_INFO, where /proc/TID/status cost an open, a formatted
@@ -352,7 +355,8 @@ func (v *execVerifier) fail(p *pendingExec, what string, err error) {
 	kerr := p.proc.Kill()
 	v.finish(p)
 	s := v.s
-	msg := "permwrap: killed process " + strconv.Itoa(p.tgid) + ": " + what + " (" + p.command + ")"
+	command := p.command()
+	msg := "permwrap: killed process " + strconv.Itoa(p.tgid) + ": " + what + " (" + command + ")"
 	if err != nil {
 		msg += ": " + err.Error()
 	}
@@ -361,7 +365,7 @@ func (v *execVerifier) fail(p *pendingExec, what string, err error) {
 	}
 	s.notices.line(msg)
 	if s.cfg.Log != nil {
-		req := authority.NewRequest(engine.Check{Surface: engine.SurfaceExec, Value: p.command})
+		req := authority.NewRequest(engine.Check{Surface: engine.SurfaceExec, Value: command})
 		req.Access = "exec"
 		req.Process = authority.Process{PID: p.tgid}
 		req.Node = s.nodeLabel(p.tgid)
