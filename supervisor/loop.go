@@ -176,8 +176,8 @@ func (s *supervisor) worker(extra bool) {
 	// holder handles a call of the thread it served last itself and
 	// receives again, so a target calling serially wakes one thread per
 	// call, not two; it passes the role on before handling a call of
-	// another thread, and for an exec and its verification stop. Extra workers (monitor) receive without
-	// it.
+	// another thread, and for an exec and its verification stop. Extra
+	// workers (monitor) receive without it.
 	r := &s.pool.role
 	if extra {
 		r = nil

@@ -68,7 +68,6 @@ type threadEntry struct {
 	tid     int
 	pidfd   int
 	procDir int // O_PATH /proc/TID
-	tgid    int // last seen
 
 	// guarded by threadCache.mu
 	refs    int
@@ -124,7 +123,6 @@ func LookupThread(tid int) (*Thread, error) {
 		err = unix.IoctlPidfdInfo(e.pidfd, &info)
 		if err == nil && info.Mask&unix.PIDFD_INFO_CREDS != 0 && info.Tgid != 0 {
 			t := &Thread{TID: tid, Tgid: int(info.Tgid), e: e}
-			e.tgid = t.Tgid
 			self := selfCred()
 			if info.Fsuid != self.uid || info.Fsgid != self.gid {
 				// Groups are not in PIDFD_GET_INFO: read them.

@@ -67,7 +67,7 @@ func TestThreadCacheStaleEntryNotUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	staged := &threadEntry{tid: b.Process.Pid, pidfd: deadPidfd, procDir: procDir, root: rootOurs, exe: "/stale/exe", tgid: 424242}
+	staged := &threadEntry{tid: b.Process.Pid, pidfd: deadPidfd, procDir: procDir, root: rootOurs, exe: "/stale/exe", exeTgid: 424242}
 	threads.mu.Lock()
 	threads.m[b.Process.Pid] = staged
 	threads.mu.Unlock()
