@@ -132,6 +132,21 @@ func startFilteredChild(t testing.TB, role string, opts string, extraEnv ...stri
 	return startFilteredChildStdin(t, nil, role, opts, extraEnv...)
 }
 
+// startChildOpeningAfterStdin starts the "open-after-stdin" child: it makes
+// its watched open once a byte is written to w (closed at the end of the
+// test).
+func startChildOpeningAfterStdin(t testing.TB) (c *filteredChild, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	c = startFilteredChildStdin(t, r, "open-after-stdin", "")
+	r.Close()
+	return c, w
+}
+
 // startFilteredChildStdin is startFilteredChild with the child's stdin.
 func startFilteredChildStdin(t testing.TB, stdin *os.File, role string, opts string, extraEnv ...string) *filteredChild {
 	t.Helper()

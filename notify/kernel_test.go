@@ -395,13 +395,7 @@ func TestKernelEOFWhenChildExits(t *testing.T) {
 }
 
 func TestKernelCloseWakesReceiversAndFailsClosed(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c := startFilteredChildStdin(t, r, "open-after-stdin", "")
-	r.Close()
+	c, w := startChildOpeningAfterStdin(t)
 	done := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -441,13 +435,7 @@ func TestKernelCloseWakesReceiversAndFailsClosed(t *testing.T) {
 // then gets the notification, and io.EOF once the child is gone.
 func TestKernelBlindWait(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c := startFilteredChildStdin(t, r, "open-after-stdin", "")
-	r.Close()
+	c, w := startChildOpeningAfterStdin(t)
 	c.L.SetBlindWait()
 	got := make(chan error, 1)
 	var n Notif
