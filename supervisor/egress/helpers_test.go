@@ -186,6 +186,12 @@ type origin struct {
 	conns int
 	mu    sync.Mutex
 	reqs  []*http.Request
+	// bodies: the size of each request's body, read whole before the
+	// reply. (A server that replies to a request with "Connection: close"
+	// without reading its body closes with the body unread, and the
+	// kernel answers the rest of it with a reset: the proxy's write of it
+	// then fails, and whether the reply was read first is a race.)
+	bodies []int64
 }
 
 func newOrigin(t testing.TB, ip string, h http.Handler) *origin {
@@ -197,8 +203,10 @@ func newOrigin(t testing.TB, ip string, h http.Handler) *origin {
 	o := &origin{ln: ln, addr: ln.Addr().(*net.TCPAddr).AddrPort()}
 	if h == nil {
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n, _ := io.Copy(io.Discard, r.Body)
 			o.mu.Lock()
 			o.reqs = append(o.reqs, r.Clone(context.Background()))
+			o.bodies = append(o.bodies, n)
 			o.mu.Unlock()
 			fmt.Fprintf(w, "hello from %s %s\n", o.addr, r.URL.RequestURI())
 		})

@@ -139,6 +139,12 @@ func TestPlainHTTPForwarded(t *testing.T) {
 		t.Fatalf("post: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	o.mu.Lock()
+	sent := o.bodies[len(o.bodies)-1]
+	o.mu.Unlock()
+	if sent != 100000 {
+		t.Errorf("the origin got a body of %d bytes, want 100000", sent)
+	}
 }
 
 // TestAddressesJudgedAfterResolving: an allowed name that resolves to an
