@@ -434,12 +434,30 @@ func TestKernelCloseWakesReceiversAndFailsClosed(t *testing.T) {
 // P, completes (the runtime's signal interrupts the poll); the receiver
 // then gets the notification, and io.EOF once the child is gone.
 func TestKernelBlindWait(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) { blindWait(t, quiet) })
+	}
+}
+
+// blindWait: with quiet, the receiver holds a Quiet (its thread's signals
+// blocked), so only the wait's own mask lets the collections through.
+func blindWait(t *testing.T, quiet bool) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	c, w := startChildOpeningAfterStdin(t)
 	c.L.SetBlindWait()
 	got := make(chan error, 1)
 	var n Notif
-	go func() { got <- c.L.Receive(&n) }()
+	go func() {
+		var q Quiet
+		if quiet {
+			if err := q.Hold(); err != nil || !q.Held() {
+				got <- fmt.Errorf("Hold: %v (held %v)", err, q.Held())
+				return
+			}
+			defer q.Release()
+		}
+		got <- c.L.ReceiveQuiet(&n, &q)
+	}()
 	time.Sleep(50 * time.Millisecond) // let it block in the poll
 	for i := range 3 {
 		ran := make(chan struct{})
@@ -690,6 +708,51 @@ func TestKernelNestedListenerRefused(t *testing.T) {
 // answered before it waits; a restarted ioctl then sees EINPROGRESS or
 // ENOENT, and the target's open returns 0 with no fd installed.)
 func TestKernelAddFDUnderSignals(t *testing.T) {
+	if failures, out := addFDUnderSignals(t, addFDMasked); strings.TrimSpace(out) != "bad=0" || failures != 0 {
+		t.Errorf("child printed %q; %d AddFD failures", out, failures)
+	}
+}
+
+// TestKernelAddFDQuietUnderSignals: the same with a held Quiet, as the
+// supervisor's receiving role installs fds: the signals stay blocked
+// from one AddFDQuiet to the next and are let through only while
+// ReceiveQuiet waits. TestKernelAddFDUnblockedFails shows the bombing
+// breaks an ADDFD that leaves them unblocked.
+func TestKernelAddFDQuietUnderSignals(t *testing.T) {
+	failures, out := addFDUnderSignals(t, addFDQuiet)
+	if strings.TrimSpace(out) != "bad=0" || failures != 0 {
+		t.Errorf("child printed %q; %d AddFD failures", out, failures)
+	}
+}
+
+// TestKernelAddFDUnblockedFails is the control of the two tests above:
+// ADDFD|SEND with the thread's signals unblocked, under the same signals,
+// leaves the target without its fd or fails. It is a race; when it does
+// not show in three tries the test skips (the tests above then prove
+// less on this machine).
+func TestKernelAddFDUnblockedFails(t *testing.T) {
+	for try := 0; try < 3; try++ {
+		failures, out := addFDUnderSignals(t, addFDUnblocked)
+		if failures > 0 || strings.TrimSpace(out) != "bad=0" {
+			return
+		}
+	}
+	t.Skip("unblocked ADDFD|SEND survived the signals in three tries: the race did not show on this machine")
+}
+
+type addFDMode int
+
+const (
+	addFDMasked    addFDMode = iota // AddFD: signals blocked around the ioctl
+	addFDQuiet                      // ReceiveQuiet and AddFDQuiet with one Quiet
+	addFDUnblocked                  // the bare ioctl (the control)
+)
+
+// addFDUnderSignals serves a child that opens a file 2000 times, each
+// open answered with ADDFD|SEND while another goroutine sends SIGURG to
+// the serving thread every few microseconds. It returns the failed AddFDs
+// and what the child printed (bad=N: opens that returned no usable fd).
+func addFDUnderSignals(t *testing.T, mode addFDMode) (int, string) {
 	path := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(path, []byte("P"), 0o644); err != nil {
 		t.Fatal(err)
@@ -699,6 +762,13 @@ func TestKernelAddFDUnderSignals(t *testing.T) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	var q Quiet
+	defer func() {
+		q.Release()
+		if blocked := sigBlocked(t, unix.Gettid()); blocked&(1<<(uint(unix.SIGURG)-1)) != 0 {
+			t.Errorf("SIGURG still blocked after Release (SigBlk %#x)", blocked)
+		}
+	}()
 	tid := unix.Gettid()
 	stop := make(chan struct{})
 	var bombed sync.WaitGroup
@@ -719,7 +789,7 @@ func TestKernelAddFDUnderSignals(t *testing.T) {
 	failures := 0
 	for {
 		var n Notif
-		err := c.L.Receive(&n)
+		err := c.L.ReceiveQuiet(&n, &q)
 		if err == ErrGone {
 			continue
 		}
@@ -734,9 +804,21 @@ func TestKernelAddFDUnderSignals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.L.AddFD(n.ID, fd, true); err != nil {
+		switch mode {
+		case addFDMasked:
+			_, err = c.L.AddFD(n.ID, fd, true)
+		case addFDQuiet:
+			_, err = c.L.AddFDQuiet(n.ID, fd, true, &q)
+			if err == nil && !q.Held() {
+				t.Fatal("AddFDQuiet did not hold the Quiet")
+			}
+		case addFDUnblocked:
+			a := seccompNotifAddfd{ID: n.ID, Srcfd: uint32(fd), Flags: unix.SECCOMP_ADDFD_FLAG_SEND, NewfdFlags: unix.O_CLOEXEC}
+			_, err = ioctlNotifAddfd(c.L.fd, &a)
+		}
+		if err != nil {
 			failures++
-			if failures <= 3 {
+			if failures <= 3 && mode != addFDUnblocked {
 				t.Errorf("AddFD under signals: %v", err)
 			}
 		}
@@ -744,10 +826,26 @@ func TestKernelAddFDUnderSignals(t *testing.T) {
 	}
 	close(stop)
 	bombed.Wait()
-	out := c.output(t)
-	if strings.TrimSpace(out) != "bad=0" || failures != 0 {
-		t.Errorf("child printed %q; %d AddFD failures out of %d", out, failures, rounds)
+	return failures, c.output(t)
+}
+
+// sigBlocked is thread tid's blocked signal mask.
+func sigBlocked(t *testing.T, tid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
+	if err != nil {
+		t.Fatalf("reading thread status: %v", err)
 	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigBlk:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("parsing %q: %v", line, err)
+			}
+			return mask
+		}
+	}
+	t.Fatal("no SigBlk line")
+	return 0
 }
 
 const foreignABISource = `

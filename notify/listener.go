@@ -150,7 +150,12 @@ func (l *Listener) isClosed() bool {
 // It returns io.EOF once no task uses the filter any more, ErrGone when a
 // notification vanished between poll and receive (call again), and
 // ErrClosed after Close.
-func (l *Listener) Receive(n *Notif) error {
+func (l *Listener) Receive(n *Notif) error { return l.ReceiveQuiet(n, nil) }
+
+// ReceiveQuiet is Receive on a goroutine that may hold q: while it is
+// held, the wait unblocks the thread's signals for its duration only
+// (Quiet).
+func (l *Listener) ReceiveQuiet(n *Notif, q *Quiet) error {
 	if err := l.acquire(); err != nil {
 		return err
 	}
@@ -176,9 +181,12 @@ func (l *Listener) Receive(n *Notif) error {
 			fds[i].Revents = 0
 		}
 		var err error
-		if l.blind.Load() {
-			_, err = rawPoll(fds, timeout)
-		} else {
+		switch mask := q.waitMask(); {
+		case l.blind.Load():
+			_, err = rawPoll(fds, timeout, mask)
+		case mask != nil:
+			_, err = ppollMask(fds, timeout, mask)
+		default:
 			_, err = unix.Poll(fds, timeout)
 		}
 		if err != nil {
@@ -288,7 +296,15 @@ func (l *Listener) RespondValue(id uint64, val int64) error {
 // thread's signals are blocked while it waits for the target to take the
 // fd (microseconds, unless the target is stopped).
 func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
-	return l.addfd(id, srcFd, cloexec, true)
+	return l.addfd(id, srcFd, cloexec, true, nil)
+}
+
+// AddFDQuiet is AddFD on a goroutine with a Quiet: the goroutine holds it
+// from here on (Hold), so the ioctl needs no signal mask of its own, and
+// the next ReceiveQuiet waits with the thread's signals unblocked. With
+// a nil q it is AddFD.
+func (l *Listener) AddFDQuiet(id uint64, srcFd int, cloexec bool, q *Quiet) (int, error) {
+	return l.addfd(id, srcFd, cloexec, true, q)
 }
 
 // InstallFD installs a duplicate of srcFd in the target without completing
@@ -302,10 +318,10 @@ func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
 // be interrupted between the install and the answer and end up with an fd
 // it does not know about.
 func (l *Listener) InstallFD(id uint64, srcFd int, cloexec bool) (int, error) {
-	return l.addfd(id, srcFd, cloexec, false)
+	return l.addfd(id, srcFd, cloexec, false, nil)
 }
 
-func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool) (int, error) {
+func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool, q *Quiet) (int, error) {
 	if srcFd < 0 {
 		return -1, fmt.Errorf("notify: AddFD with invalid source fd %d", srcFd)
 	}
@@ -346,16 +362,24 @@ func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool) (int, error) 
 	// (TestKernelAddFDUnderSignals). So the wait must not be interruptible:
 	// block every blockable signal on this thread for the ioctl. The wait
 	// still ends if the target dies (the kernel fails it with ESRCH).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var all, old unix.Sigset_t
-	for i := range all.Val {
-		all.Val[i] = ^uint64(0)
+	// A held Quiet has them blocked from one call to the next (quiet.go);
+	// otherwise (no Quiet, or a CPU profile is being taken) they are
+	// blocked for this ioctl alone.
+	if err := q.Hold(); err != nil {
+		return -1, fmt.Errorf("notify: ADDFD: %w", err)
 	}
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
-		return -1, fmt.Errorf("notify: blocking signals for ADDFD: %w", err)
+	if !q.Held() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var all, old unix.Sigset_t
+		for i := range all.Val {
+			all.Val[i] = ^uint64(0)
+		}
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+			return -1, fmt.Errorf("notify: blocking signals for ADDFD: %w", err)
+		}
+		defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 	}
-	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 	fd, err := ioctlNotifAddfd(l.fd, &a)
 	switch err {
 	case nil:

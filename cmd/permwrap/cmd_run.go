@@ -11,6 +11,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/supervisor"
 )
 
@@ -102,9 +103,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Synchronous wake-up of the targets, for performance work only
 	// (docs/kernel.md, "Performance": measured, not the default).
 	cfg.SyncWakeUp = os.Getenv("PERMWRAP_SYNC_WAKEUP") == "1"
-	// A CPU profile of the supervisor, for performance work only.
+	// A CPU profile of the supervisor, for performance work only. The
+	// profiler's signals must reach the receiving threads, which
+	// otherwise keep them blocked between calls (notify.Quiet).
 	if p := os.Getenv("PERMWRAP_CPUPROFILE"); p != "" {
 		if f, err := os.Create(p); err == nil {
+			notify.SetProfiling(true)
 			if pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
 			}
