@@ -103,9 +103,12 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 // WAIT_KILLABLE_RECV the install and the answer must always be one step,
 // or an interrupted target could be left with an fd it does not know
 // about.
-func (s *supervisor) installFD(id uint64, f fdCloser, cloexec, writable bool) {
+//
+// q is the installing goroutine's Quiet when it is the receiving loop's
+// (request.quiet), else nil.
+func (s *supervisor) installFD(id uint64, f fdCloser, cloexec, writable bool, q *notify.Quiet) {
 	if !s.waitKillable || !writable {
-		_, err := s.l.AddFD(id, int(f.Fd()), cloexec)
+		_, err := s.l.AddFDQuiet(id, int(f.Fd()), cloexec, q)
 		f.Close()
 		if err != nil && !errors.Is(err, notify.ErrGone) {
 			// The target is still waiting: fail its call rather than leave
@@ -123,6 +126,12 @@ func (s *supervisor) installFD(id uint64, f fdCloser, cloexec, writable bool) {
 		return
 	}
 	s.respondVal(id, int64(fd))
+}
+
+// quietCall is a call that installs an fd, and may do it with the
+// receiving goroutine's Quiet (supervisor.perform passes request.quiet).
+type quietCall interface {
+	setQuiet(q *notify.Quiet)
 }
 
 // fdCloser is a descriptor installFD hands over and closes: a file pin

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -92,6 +93,9 @@ type openCall struct {
 	// perform opened it; the call is decided again as the create it now
 	// is (once: retried).
 	retry, retried bool
+	// quiet: the receiving goroutine's Quiet while perform runs on it
+	// (setQuiet), for installFD.
+	quiet *notify.Quiet
 }
 
 func (c *openCall) judge(p *engine.Policy) verdict {
@@ -134,7 +138,8 @@ func (c *openCall) perform(s *supervisor, id uint64) {
 		return
 	}
 	path := c.path
-	c.path = nil // the goroutine owns it now
+	c.path = nil  // the goroutine owns it now
+	c.quiet = nil // and is not the receiving one
 	go func() {
 		defer path.Close()
 		done := make(chan struct{})
@@ -180,8 +185,11 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 		s.respondErr(id, unix.EACCES)
 		return
 	}
-	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0, c.flags&unix.O_ACCMODE != unix.O_RDONLY)
+	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0, c.flags&unix.O_ACCMODE != unix.O_RDONLY, c.quiet)
 }
+
+// setQuiet gives the open its handler's Quiet (quietCall).
+func (c *openCall) setQuiet(q *notify.Quiet) { c.quiet = q }
 
 // mayBlock reports whether opening the pinned object can wait
 // indefinitely.

@@ -184,6 +184,18 @@ func (v *execVerifier) acquire(tid int) *pendingExec {
 	return p
 }
 
+// pendingFor reports whether thread tid has an exec awaiting
+// verification (one atomic load while none has).
+func (v *execVerifier) pendingFor(tid int) bool {
+	if v.count.Load() == 0 {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p := v.pending[tid]
+	return p != nil && !p.done.Load()
+}
+
 // release drops a reference; the last one after done closes the pidfd.
 func (v *execVerifier) release(p *pendingExec) {
 	v.mu.Lock()

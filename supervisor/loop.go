@@ -182,9 +182,9 @@ func (s *supervisor) worker(extra bool) {
 	if extra {
 		r = nil
 	}
-	receiveLoop(s.l, r, func(n *notify.Notif) bool {
+	receiveLoop(s.l, r, s.holdFor, func(n *notify.Notif, q *notify.Quiet) bool {
 		s.pool.idle.Add(-1)
-		s.handle(n)
+		s.handle(n, q)
 		s.pool.handled.Add(1)
 		if surplus = s.pool.leave(); surplus {
 			return false
@@ -225,7 +225,7 @@ func (p *pool) leave() bool {
 
 // receiver is the listener as the receiving loop sees it.
 type receiver interface {
-	Receive(n *notify.Notif) error
+	ReceiveQuiet(n *notify.Notif, q *notify.Quiet) error
 }
 
 // Backoff after a failed receive: short enough that a passing shortage
@@ -243,13 +243,29 @@ const (
 // the supervisor of a resource — is transient: the worker reports it and
 // tries again after a backoff, because a worker that gave up would leave
 // the sandbox's calls blocked with nobody to answer them.
-func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble func(error), sleep func(time.Duration)) {
+//
+// The role's holder hands handle a Quiet (notify.Quiet): an emulated open
+// it answers inline holds its thread with signals blocked until the role
+// is handed on, so the next one needs no signal mask of its own. Every
+// other worker, and the holder once it hands the role on, gets nil.
+//
+// hold says whether the role's holder keeps the role while it handles a
+// call of the thread it served last (holdFor, or the supervisor's
+// holdFor that also knows which execs await verification).
+func receiveLoop(l receiver, r *role, hold func(*notify.Notif) bool, handle func(*notify.Notif, *notify.Quiet) bool, trouble func(error), sleep func(time.Duration)) {
 	var n notify.Notif
+	var q notify.Quiet
 	backoff := receiveBackoffMin
 	held := false
+	release := func() {
+		// Unblocked and unlocked before waiting for the role again.
+		q.Release()
+		r.release()
+		held = false
+	}
 	defer func() {
 		if held {
-			r.release()
+			release()
 		}
 	}()
 	for {
@@ -257,11 +273,11 @@ func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble f
 			r.acquire()
 			held = true
 		}
-		err := l.Receive(&n)
+		err := l.ReceiveQuiet(&n, &q)
 		switch {
 		case err == nil:
 			backoff = receiveBackoffMin
-			if held && (!r.serial(n.Pid) || !holdFor(&n)) {
+			if held && (!r.serial(n.Pid) || !hold(&n)) {
 				// Another worker takes the next notification (one
 				// may come from another target meanwhile, or this
 				// call may take long). One that waits already is not
@@ -269,15 +285,16 @@ func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble f
 				// and the holder receives it next, after this call,
 				// and hands the role on then (not serial); a call that
 				// lasts has the monitor start a worker.
-				r.release()
-				held = false
+				release()
 			}
+			var hq *notify.Quiet
 			if held {
 				// Handled by the holder: nobody receives meanwhile
 				// (the monitor starts an extra worker if it lasts).
 				r.inline.Store(true)
+				hq = &q
 			}
-			more := handle(&n)
+			more := handle(&n, hq)
 			if held {
 				r.inline.Store(false)
 			}
@@ -290,8 +307,7 @@ func receiveLoop(l receiver, r *role, handle func(*notify.Notif) bool, trouble f
 			return
 		default:
 			if held {
-				r.release()
-				held = false
+				release()
 			}
 			trouble(err)
 			sleep(backoff)
@@ -311,6 +327,18 @@ func holdFor(n *notify.Notif) bool {
 		return false
 	}
 	return true
+}
+
+// holdFor is holdFor, except that the verification stop of a process
+// whose exec is verified already is held: it is then a bare CONTINUE.
+// (A dynamically linked program's loader opens its libraries before it
+// sets up TLS, and the first of those opens verifies the exec: handing
+// the role on for the stop woke a worker per spawn for nothing.)
+func (s *supervisor) holdFor(n *notify.Notif) bool {
+	if n.Nr == unix.SYS_ARCH_PRCTL {
+		return !s.execs.pendingFor(int(n.Pid))
+	}
+	return holdFor(n)
 }
 
 // receiveTrouble tells the person, once per run, that receiving failed
@@ -347,6 +375,10 @@ type request struct {
 	// is false for this permwrap's own processes.
 	m      forwarding.Membership
 	nested bool
+	// quiet: the handling goroutine's Quiet while it handles the
+	// request inline in the receiving loop, nil elsewhere (an ask's
+	// goroutine): see handle.
+	quiet *notify.Quiet
 }
 
 func (r *request) close() {
@@ -358,7 +390,11 @@ func (r *request) close() {
 // handle decides one notification and answers it (or hands an ask off):
 // decode (the row's decoder reads every argument once), check the
 // notification is still valid, judge (pure), then perform or refuse.
-func (s *supervisor) handle(n *notify.Notif) {
+//
+// q is the receiving role's Quiet when the role's holder handles n inline
+// (receiveLoop), else nil: an fd installed inline may keep the thread's
+// signals blocked (notify.Quiet).
+func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 	// The thread is in a new call: a chdir of its own has run.
 	pin.CallSeen(int(n.Pid), n.ID)
 	// A process that just exec'd is verified before anything it asks for.
@@ -398,7 +434,7 @@ func (s *supervisor) handle(n *notify.Notif) {
 		}
 		return
 	}
-	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c}
+	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c, quiet: q}
 	// Which permwrap node the caller is in (one atomic load while no
 	// inner permwrap has registered).
 	if !s.placeRequest(r) {
@@ -446,6 +482,7 @@ func (s *supervisor) decide(r *request) {
 		s.perform(r, v, !v.quiet && !s.net.sends.repeat(v))
 	case engine.Ask:
 		s.asks.Add(1)
+		r.quiet = nil // the ask's goroutine is not the receiving one
 		go func() {
 			defer s.asks.Done()
 			s.ask(r, v)
@@ -464,6 +501,9 @@ func (s *supervisor) decide(r *request) {
 // found that what it was decided on changed under it and must be decided
 // again (retrier): then it goes round decide once more.
 func (s *supervisor) perform(r *request, v verdict, record bool) {
+	if qc, ok := r.call.(quietCall); ok {
+		qc.setQuiet(r.quiet)
+	}
 	r.call.perform(s, r.id)
 	if rc, ok := r.call.(retrier); ok && rc.again() {
 		if err := s.l.IDValid(r.id); err == nil {

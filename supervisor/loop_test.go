@@ -20,9 +20,12 @@ type scriptedListener struct {
 	// nrs: the syscall number of an id (default 0, read).
 	nrs  map[uint64]int32
 	tids map[uint64]uint32
+	// q: the Quiet the loop last received with.
+	q *notify.Quiet
 }
 
-func (l *scriptedListener) Receive(n *notify.Notif) error {
+func (l *scriptedListener) ReceiveQuiet(n *notify.Notif, q *notify.Quiet) error {
+	l.q = q
 	if len(l.steps) == 0 {
 		return l.end
 	}
@@ -63,8 +66,8 @@ func TestReceiveLoopSurvivesTransientErrors(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			receiveLoop(l, nil,
-				func(n *notify.Notif) bool { handled = append(handled, n.ID); return true },
+			receiveLoop(l, nil, holdFor,
+				func(n *notify.Notif, _ *notify.Quiet) bool { handled = append(handled, n.ID); return true },
 				func(err error) { troubles = append(troubles, err) },
 				func(d time.Duration) { sleeps = append(sleeps, d) })
 		}()
@@ -97,7 +100,7 @@ func TestReceiveLoopBackoffIsBounded(t *testing.T) {
 	}
 	l := &scriptedListener{steps: steps, end: io.EOF}
 	var last time.Duration
-	receiveLoop(l, nil, func(*notify.Notif) bool { t.Error("nothing to handle"); return true }, func(error) {}, func(d time.Duration) { last = d })
+	receiveLoop(l, nil, holdFor, func(*notify.Notif, *notify.Quiet) bool { t.Error("nothing to handle"); return true }, func(error) {}, func(d time.Duration) { last = d })
 	if last != receiveBackoffMax {
 		t.Errorf("backoff after 40 errors: %v, want the cap %v", last, receiveBackoffMax)
 	}
@@ -131,7 +134,11 @@ func (w *fakeWriter) Write(p []byte) (int, error) {
 // served last while still holding the receiving role (no other worker is
 // woken for it); it gives the role up before handling a call of another
 // thread or for an exec, and takes it back after. A notification that
-// already waits makes no difference: the holder receives it next.
+// already waits makes no difference: the holder receives it next. The
+// holder, and only the holder, is handed the loop's Quiet; a Quiet held
+// (as an inline AddFD holds it) is released when the role is handed on
+// and when the loop ends, so no thread stays locked with its signals
+// blocked while its goroutine waits for the role.
 func TestReceiveLoopKeepsTheRole(t *testing.T) {
 	l := &scriptedListener{
 		steps: []any{uint64(1), uint64(2), uint64(3), uint64(4), uint64(5), uint64(6), uint64(7), uint64(8)},
@@ -141,7 +148,7 @@ func TestReceiveLoopKeepsTheRole(t *testing.T) {
 	}
 	var r role
 	held := map[uint64]bool{}
-	receiveLoop(l, &r, func(n *notify.Notif) bool {
+	receiveLoop(l, &r, holdFor, func(n *notify.Notif, q *notify.Quiet) bool {
 		// Held: no one else can take the role now.
 		free := r.mu.TryLock()
 		if free {
@@ -151,10 +158,24 @@ func TestReceiveLoopKeepsTheRole(t *testing.T) {
 		if r.inline.Load() != !free {
 			t.Errorf("call %d: inline %v while the role is held %v", n.ID, r.inline.Load(), !free)
 		}
+		if (q != nil) != !free {
+			t.Errorf("call %d: handed a Quiet %v while the role is held %v", n.ID, q != nil, !free)
+		}
+		if free && l.q.Held() {
+			t.Errorf("call %d: the loop's Quiet is still held after the role was handed on", n.ID)
+		}
+		if q != nil {
+			if err := q.Hold(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return true
 	}, func(error) {}, func(time.Duration) {})
 	if r.inline.Load() {
 		t.Errorf("inline still set after the loop ended")
+	}
+	if l.q.Held() {
+		t.Errorf("the loop's Quiet is still held after the loop ended")
 	}
 	// 1: the first of thread 10 (nothing before it: not serial); 4: an
 	// exec; 6 and 8: another thread than the one before.
@@ -200,5 +221,42 @@ func TestPoolStarved(t *testing.T) {
 	p.total.Store(maxWorkers)
 	if p.starved(7, 7) {
 		t.Error("starved beyond maxWorkers")
+	}
+}
+
+// TestHoldForVerifiedStop: the role's holder keeps the role for an exec's
+// verification stop (arch_prctl) once that exec is verified — the stop is
+// then a bare CONTINUE — and hands it on while the exec still awaits
+// verification, as it does for every exec itself.
+func TestHoldForVerifiedStop(t *testing.T) {
+	s := &supervisor{}
+	s.execs.init(s)
+	stop := &notify.Notif{Nr: unix.SYS_ARCH_PRCTL, Pid: 10}
+	if !s.holdFor(stop) {
+		t.Error("the stop of a process with no exec pending is handed on")
+	}
+	p := &pendingExec{tid: 10, tgid: 10}
+	s.execs.pending[10] = p
+	s.execs.count.Store(1)
+	if s.holdFor(stop) {
+		t.Error("the stop of an exec awaiting verification is held")
+	}
+	if !s.holdFor(&notify.Notif{Nr: unix.SYS_ARCH_PRCTL, Pid: 11}) {
+		t.Error("another thread's stop is handed on because of thread 10's exec")
+	}
+	p.done.Store(true)
+	if !s.holdFor(stop) {
+		t.Error("the stop of a verified exec is handed on")
+	}
+	for _, nr := range []int32{unix.SYS_EXECVE, unix.SYS_EXECVEAT} {
+		if s.holdFor(&notify.Notif{Nr: nr, Pid: 10}) {
+			t.Errorf("syscall %d: an exec is held", nr)
+		}
+	}
+	if !s.holdFor(&notify.Notif{Nr: unix.SYS_OPENAT, Pid: 10}) {
+		t.Error("an open is handed on")
+	}
+	if floorHoldFor(&notify.Notif{Nr: unix.SYS_EXECVE}) || !floorHoldFor(stop) {
+		t.Error("the floor hands on its stop, or holds an exec")
 	}
 }

@@ -493,7 +493,7 @@ func (c *knockCall) perform(s *supervisor, id uint64) {
 		}
 		return
 	}
-	s.installFD(id, f, true, false) // a socket: installed and answered in one step
+	s.installFD(id, f, true, false, nil) // a socket: installed and answered in one step
 }
 func (c *knockCall) close() {}
 
