@@ -360,6 +360,20 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 	if readAllow && l.opts.ReadAllows == readAllowsNone {
 		return
 	}
+	t := l.now()
+	if ev == EventAllowed || ev == EventAnswered {
+		// Routine records (most of a busy tree's) are gathered on the
+		// writer goroutine too, not on the worker a process waits on: r
+		// and d are values nobody changes once decided.
+		l.sendLazy(func() []byte { return l.encodeAt(t, ev, l.recordFields(r, d)) }, readAllow, false)
+		return
+	}
+	f := l.recordFields(r, d)
+	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow, true)
+}
+
+// recordFields are the fields of a permission_request record.
+func (l *Log) recordFields(r Request, d Decision) fields {
 	f := l.requestFields(r)
 	f = append(f,
 		field{"action", d.Action().String()},
@@ -382,9 +396,7 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 		}
 		f = append(f, field{"policyRules", list})
 	}
-	t := l.now()
-	routine := ev == EventAllowed || ev == EventAnswered
-	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow, !routine)
+	return f
 }
 
 // Wants reports whether a record of this kind would be written at all, so
