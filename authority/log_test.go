@@ -225,12 +225,7 @@ func BenchmarkLogRecord(b *testing.B) {
 // commonest call, a read allowed by a rule, encoded as the writer does.
 func BenchmarkLogRecordAllowedRead(b *testing.B) {
 	l := NewLogWriter(discard{}, LogOptions{})
-	rule := engine.Rule{Surface: engine.SurfaceRead, Pattern: "*", Action: engine.Allow, Origin: engine.OriginDefault, Pos: engine.Position{File: "default.jsonc", Line: 20, Column: 7}}
-	r := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/usr/lib/x86_64-linux-gnu/libc.so.6"})
-	r.Process = Process{PID: 4242, Comm: "git", Exe: "/usr/bin/git"}
-	r.Access = "read"
-	r.Rule = rule
-	d := FromRule(rule)
+	r, d := allowedRead()
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -239,6 +234,17 @@ func BenchmarkLogRecordAllowedRead(b *testing.B) {
 		l.encodeAt(now, EventAllowed, f)
 	}
 	l.Close()
+}
+
+// allowedRead is the supervisor's commonest record: a read of a library
+// allowed by the default policy's "*" rule, and its decision.
+func allowedRead() (Request, Decision) {
+	rule := engine.Rule{Surface: engine.SurfaceRead, Pattern: "*", Action: engine.Allow, Origin: engine.OriginDefault, Pos: engine.Position{File: "default.jsonc", Line: 20, Column: 7}}
+	r := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/usr/lib/x86_64-linux-gnu/libc.so.6"})
+	r.Process = Process{PID: 4242, Comm: "git", Exe: "/usr/bin/git"}
+	r.Access = "read"
+	r.Rule = rule
+	return r, FromRule(rule)
 }
 
 type discard struct{}
@@ -421,12 +427,7 @@ func TestAppendJSONStringIsEncodingJSON(t *testing.T) {
 // enough that nothing is dropped while it runs.
 func BenchmarkLogDecidedAllowedRead(b *testing.B) {
 	l := NewLogWriter(discard{}, LogOptions{Buffer: 1 << 20})
-	rule := engine.Rule{Surface: engine.SurfaceRead, Pattern: "*", Action: engine.Allow, Origin: engine.OriginDefault, Pos: engine.Position{File: "default.jsonc", Line: 20, Column: 7}}
-	r := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/usr/lib/x86_64-linux-gnu/libc.so.6"})
-	r.Process = Process{PID: 4242, Comm: "git", Exe: "/usr/bin/git"}
-	r.Access = "read"
-	r.Rule = rule
-	d := FromRule(rule)
+	r, d := allowedRead()
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {

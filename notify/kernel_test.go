@@ -502,21 +502,27 @@ func blindWait(t *testing.T, quiet bool) {
 
 // sigPending reports whether sig is pending for thread tid of pid.
 func sigPending(t *testing.T, pid, tid int, sig unix.Signal) bool {
+	return threadSigs(t, pid, tid, "SigPnd")&(1<<(uint(sig)-1)) != 0
+}
+
+// threadSigs is a signal set of thread tid of pid from its status file:
+// field SigPnd (pending) or SigBlk (blocked).
+func threadSigs(t *testing.T, pid, tid int, field string) uint64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
 	if err != nil {
 		t.Fatalf("reading thread status: %v", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "SigPnd:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 			if err != nil {
 				t.Fatalf("parsing %q: %v", line, err)
 			}
-			return mask&(1<<(uint(sig)-1)) != 0
+			return mask
 		}
 	}
-	t.Fatal("no SigPnd line")
-	return false
+	t.Fatalf("no %s line", field)
+	return 0
 }
 
 // TestKernelWaitKillable: with WAIT_KILLABLE_RECV a non-fatal signal sent
@@ -765,7 +771,7 @@ func addFDUnderSignals(t *testing.T, mode addFDMode) (int, string) {
 	var q Quiet
 	defer func() {
 		q.Release()
-		if blocked := sigBlocked(t, unix.Gettid()); blocked&(1<<(uint(unix.SIGURG)-1)) != 0 {
+		if blocked := threadSigs(t, os.Getpid(), unix.Gettid(), "SigBlk"); blocked&(1<<(uint(unix.SIGURG)-1)) != 0 {
 			t.Errorf("SIGURG still blocked after Release (SigBlk %#x)", blocked)
 		}
 	}()
@@ -827,25 +833,6 @@ func addFDUnderSignals(t *testing.T, mode addFDMode) (int, string) {
 	close(stop)
 	bombed.Wait()
 	return failures, c.output(t)
-}
-
-// sigBlocked is thread tid's blocked signal mask.
-func sigBlocked(t *testing.T, tid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
-	if err != nil {
-		t.Fatalf("reading thread status: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "SigBlk:"); ok {
-			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				t.Fatalf("parsing %q: %v", line, err)
-			}
-			return mask
-		}
-	}
-	t.Fatal("no SigBlk line")
-	return 0
 }
 
 const foreignABISource = `
