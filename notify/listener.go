@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -180,15 +179,7 @@ func (l *Listener) ReceiveQuiet(n *Notif, q *Quiet) error {
 		for i := range fds {
 			fds[i].Revents = 0
 		}
-		var err error
-		switch mask := q.waitMask(); {
-		case l.blind.Load():
-			_, err = rawPoll(fds, timeout, mask)
-		case mask != nil:
-			_, err = ppollMask(fds, timeout, mask)
-		default:
-			_, err = unix.Poll(fds, timeout)
-		}
+		_, err := ppoll(fds, timeout, q.waitMask(), l.blind.Load())
 		if err != nil {
 			if err == unix.EINTR {
 				continue
@@ -369,16 +360,11 @@ func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool, q *Quiet) (in
 		return -1, fmt.Errorf("notify: ADDFD: %w", err)
 	}
 	if !q.Held() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var all, old unix.Sigset_t
-		for i := range all.Val {
-			all.Val[i] = ^uint64(0)
+		var once Quiet
+		if err := once.block(&allSignals); err != nil {
+			return -1, fmt.Errorf("notify: ADDFD: %w", err)
 		}
-		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
-			return -1, fmt.Errorf("notify: blocking signals for ADDFD: %w", err)
-		}
-		defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+		defer once.Release()
 	}
 	fd, err := ioctlNotifAddfd(l.fd, &a)
 	switch err {

@@ -46,13 +46,20 @@ var profiling atomic.Bool
 // then stays unheld, so the profiler's signals reach every thread.
 func SetProfiling(on bool) { profiling.Store(on) }
 
-// quietSet is every signal but the synchronous fault signals (the kernel
-// never blocks SIGKILL and SIGSTOP, whatever the mask says).
-var quietSet = func() unix.Sigset_t {
+// allSignals is every signal (the kernel never blocks SIGKILL and
+// SIGSTOP, whatever the mask says): what AddFD blocks for one ioctl.
+var allSignals = func() unix.Sigset_t {
 	var s unix.Sigset_t
 	for i := range s.Val {
 		s.Val[i] = ^uint64(0)
 	}
+	return s
+}()
+
+// quietSet is every signal but the synchronous fault signals: what a held
+// Quiet blocks between waits.
+var quietSet = func() unix.Sigset_t {
+	s := allSignals
 	for _, sig := range []unix.Signal{unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP} {
 		s.Val[(sig-1)/64] &^= 1 << ((uint(sig) - 1) % 64)
 	}
@@ -69,9 +76,14 @@ func (q *Quiet) Hold() error {
 	if q == nil || q.held || profiling.Load() {
 		return nil
 	}
+	return q.block(&quietSet)
+}
+
+// block locks the calling goroutine to its thread and blocks set there;
+// Release undoes it.
+func (q *Quiet) block(set *unix.Sigset_t) error {
 	runtime.LockOSThread()
-	set := quietSet
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, &q.old); err != nil {
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, set, &q.old); err != nil {
 		runtime.UnlockOSThread()
 		return fmt.Errorf("notify: blocking signals: %w", err)
 	}

@@ -139,11 +139,13 @@ func ioctlNotifSetFlags(fd int, flags uint64) error {
 	return nil
 }
 
-// rawPoll is ppoll(2) through RawSyscall: the Go scheduler is not told
-// the goroutine blocks (Listener.SetBlindWait). A signal (the runtime's
-// preemption, the garbage collector's) interrupts it with EINTR. A
-// non-nil mask is the thread's signal mask for the wait alone (Quiet).
-func rawPoll(fds []unix.PollFd, timeoutMs int, mask *unix.Sigset_t) (int, error) {
+// ppoll is ppoll(2). blind: made through RawSyscall, so the Go scheduler
+// is not told the goroutine blocks (Listener.SetBlindWait); a signal (the
+// runtime's preemption, the garbage collector's) interrupts it with
+// EINTR. A non-nil mask is the thread's signal mask for the wait alone
+// (Quiet). (unix.Ppoll passes a sigset size of 0, which the kernel
+// refuses with EINVAL when a mask is given.)
+func ppoll(fds []unix.PollFd, timeoutMs int, mask *unix.Sigset_t, blind bool) (int, error) {
 	if len(fds) == 0 {
 		return 0, unix.EINVAL
 	}
@@ -156,26 +158,11 @@ func rawPoll(fds []unix.PollFd, timeoutMs int, mask *unix.Sigset_t) (int, error)
 	if mask != nil {
 		size = kernelSigsetSize
 	}
-	n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), uintptr(unsafe.Pointer(mask)), size, 0)
-	if errno != 0 {
-		return int(n), errno
+	call := unix.Syscall6
+	if blind {
+		call = unix.RawSyscall6
 	}
-	return int(n), nil
-}
-
-// ppollMask is ppoll(2) with a signal mask for the wait, made as an
-// ordinary syscall (unix.Ppoll passes a sigset size of 0, which the
-// kernel refuses with EINVAL when a mask is given).
-func ppollMask(fds []unix.PollFd, timeoutMs int, mask *unix.Sigset_t) (int, error) {
-	if len(fds) == 0 || mask == nil {
-		return 0, unix.EINVAL
-	}
-	var ts *unix.Timespec
-	if timeoutMs >= 0 {
-		t := unix.NsecToTimespec(int64(timeoutMs) * int64(time.Millisecond))
-		ts = &t
-	}
-	n, _, errno := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), uintptr(unsafe.Pointer(mask)), kernelSigsetSize, 0)
+	n, _, errno := call(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), uintptr(unsafe.Pointer(mask)), size, 0)
 	if errno != 0 {
 		return int(n), errno
 	}

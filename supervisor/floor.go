@@ -67,7 +67,7 @@ func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 // is kept for it (a worker woken per spawn cost the floor 6–8% on 300 ×
 // /bin/true; keeping it through the exec itself did not help).
 func floorHoldFor(n *notify.Notif) bool {
-	return n.Nr != unix.SYS_EXECVE && n.Nr != unix.SYS_EXECVEAT
+	return n.Nr == unix.SYS_ARCH_PRCTL || holdFor(n)
 }
 
 // floorEmulate answers one notification for the emulating floor.
