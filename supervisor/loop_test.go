@@ -150,9 +150,9 @@ func TestReceiveLoopKeepsTheRole(t *testing.T) {
 	held := map[uint64]bool{}
 	receiveLoop(l, &r, holdFor, func(n *notify.Notif, q *notify.Quiet) bool {
 		// Held: no one else can take the role now.
-		free := r.mu.TryLock()
+		free := r.tryAcquire()
 		if free {
-			r.mu.Unlock()
+			r.release()
 		}
 		held[n.ID] = !free
 		if r.inline.Load() != !free {
@@ -183,7 +183,7 @@ func TestReceiveLoopKeepsTheRole(t *testing.T) {
 	if fmt.Sprint(held) != fmt.Sprint(want) {
 		t.Errorf("role held while handling: %v, want %v", held, want)
 	}
-	if !r.mu.TryLock() {
+	if !r.tryAcquire() {
 		t.Errorf("the role is still held after the loop ended")
 	}
 }

@@ -22,7 +22,16 @@ import (
 // polling at once on its own. A nil *role is no role: every method does
 // nothing, and receiveLoop hands the poll on at every call.
 type role struct {
-	mu sync.Mutex
+	// token is the role: a channel with one slot, full while a worker
+	// holds it. Not a sync.Mutex: the workers that wait for the role wait
+	// far longer than a millisecond, which keeps a Mutex in starvation
+	// mode, where every Unlock hands the releasing goroutine's thread to
+	// the woken waiter — and the releaser, about to handle an exec, waits
+	// for another thread to be woken to run it (docs/kernel.md, "The
+	// seventh round"). A channel readies the waiter and lets the releaser
+	// go on where it runs.
+	once  sync.Once
+	token chan struct{}
 	// lastTid is the thread of the notification received last.
 	lastTid atomic.Uint32
 	// inline: the holder is handling a call, so nobody receives until
@@ -30,17 +39,35 @@ type role struct {
 	inline atomic.Bool
 }
 
+func (r *role) slot() chan struct{} {
+	r.once.Do(func() { r.token = make(chan struct{}, 1) })
+	return r.token
+}
+
 // acquire waits for the role.
 func (r *role) acquire() {
 	if r != nil {
-		r.mu.Lock()
+		r.slot() <- struct{}{}
+	}
+}
+
+// tryAcquire takes the role if nobody holds it.
+func (r *role) tryAcquire() bool {
+	if r == nil {
+		return true
+	}
+	select {
+	case r.slot() <- struct{}{}:
+		return true
+	default:
+		return false
 	}
 }
 
 // release gives the role up; only its holder calls it.
 func (r *role) release() {
 	if r != nil {
-		r.mu.Unlock()
+		<-r.slot()
 	}
 }
 
