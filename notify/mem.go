@@ -17,6 +17,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,6 +72,10 @@ func (r *memReader) page(addr uint64) (*memPage, error) {
 	return p, nil
 }
 
+// memReads counts the process_vm_readv calls made (tests count reads
+// with it).
+var memReads atomic.Uint64
+
 // memReadChunk reads exactly len(buf) bytes at addr, within one page.
 func memReadChunk(pid int, addr uint64, buf []byte) error {
 	if addr == 0 {
@@ -79,6 +85,7 @@ func memReadChunk(pid int, addr uint64, buf []byte) error {
 	local[0].SetLen(len(buf))
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
 	for {
+		memReads.Add(1)
 		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
 		if err == unix.EINTR {
 			continue
@@ -223,10 +230,15 @@ func ReadBytes(pid int, addr uint64, n int) ([]byte, error) {
 // command other than the one run). A NULL argv reads as empty, as the
 // kernel treats it.
 func ReadArgv(pid int, addr uint64, maxArgs, maxBytes int) ([]string, error) {
+	r := memReader{pid: pid}
+	return r.readArgv(addr, maxArgs, maxBytes)
+}
+
+func (r *memReader) readArgv(addr uint64, maxArgs, maxBytes int) ([]string, error) {
+	pid := r.pid
 	if addr == 0 {
 		return []string{}, nil
 	}
-	r := memReader{pid: pid}
 	ptrs, err := r.readPointerArray(addr, maxArgs)
 	if err != nil {
 		return nil, memError("argv", pid, addr, err)
@@ -248,6 +260,96 @@ func ReadArgv(pid int, addr uint64, maxArgs, maxBytes int) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// ExecArgs reads an exec's path and its argv through one reader: the
+// path's page and the argv array's first page come in one
+// process_vm_readv (NewExecArgs), and a string that lies on a page read
+// already is not read again. Read separately, the path and the argv cost
+// two reads or more; here they often cost one. Each argument is still
+// read once, and Path and Argv answer exactly what ReadString and
+// ReadArgv would have, errors included, so the caller keeps the kernel's
+// order: the path first, argv only once the path is known good (an
+// execvp that tries each directory of PATH never pays for argv).
+type ExecArgs struct {
+	r          memReader
+	path, argv uint64
+}
+
+// NewExecArgs starts reading the exec arguments at path and argv of
+// thread pid.
+func NewExecArgs(pid int, path, argv uint64) *ExecArgs {
+	e := &ExecArgs{r: memReader{pid: pid}, path: path, argv: argv}
+	e.r.prefetch(path, argv)
+	return e
+}
+
+// Path is the path argument, as ReadString(pid, path, max).
+func (e *ExecArgs) Path(max int) (string, error) {
+	if max <= 0 {
+		return "", fmt.Errorf("notify: ExecArgs.Path with max %d", max)
+	}
+	if e.path == 0 {
+		return "", memError("string", e.r.pid, e.path, unix.EFAULT)
+	}
+	s, err := e.r.readString(e.path, max)
+	if err != nil {
+		return "", memError("string", e.r.pid, e.path, err)
+	}
+	return s, nil
+}
+
+// Argv is the argv argument, as ReadArgv(pid, argv, maxArgs, maxBytes).
+func (e *ExecArgs) Argv(maxArgs, maxBytes int) ([]string, error) {
+	return e.r.readArgv(e.argv, maxArgs, maxBytes)
+}
+
+// prefetch reads the pages holding a and b (either may be 0: none) in
+// one process_vm_readv and keeps those it got. A page it could not get is
+// not kept, so the read that needs it makes its own and meets the error
+// itself: prefetching changes how many reads are made, never what any of
+// them answers.
+func (r *memReader) prefetch(a, b uint64) {
+	var bases []uint64
+	for _, addr := range []uint64{a, b} {
+		base := addr &^ (memPageSize - 1)
+		if base != 0 && !slices.Contains(bases, base) {
+			bases = append(bases, base)
+		}
+	}
+	if len(bases) < 2 || len(r.pages)+len(bases) > memMaxCachedPages {
+		return // one page: the ordinary read is the same call
+	}
+	pages := make([]memPage, len(bases))
+	local := make([]unix.Iovec, len(bases))
+	remote := make([]unix.RemoteIovec, len(bases))
+	for i, base := range bases {
+		local[i].Base = &pages[i].data[0]
+		local[i].SetLen(memPageSize)
+		remote[i] = unix.RemoteIovec{Base: uintptr(base), Len: memPageSize}
+	}
+	var n int
+	for {
+		var err error
+		memReads.Add(1)
+		n, err = unix.ProcessVMReadv(r.pid, local, remote, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		break
+	}
+	// The kernel copies the iovecs in order and stops at the first it
+	// cannot read: whole pages from the front are good.
+	for i, base := range bases {
+		if n < (i+1)*memPageSize {
+			break
+		}
+		pages[i].base = base
+		r.pages = append(r.pages, &pages[i])
+	}
 }
 
 // Iovec is one struct iovec of a target's array: where and how long.

@@ -358,3 +358,91 @@ func TestReadIovecsAndWriteUint32Self(t *testing.T) {
 		t.Errorf("ReadIovecs = %v %v", v, err)
 	}
 }
+
+// TestExecArgsSelf: an exec's path and argv read through one reader give
+// exactly what ReadString and ReadArgv give, errors included and each
+// argument's own, with one process_vm_readv for both first pages where
+// the two read separately make two or more.
+func TestExecArgsSelf(t *testing.T) {
+	pid := os.Getpid()
+	ps := memPageSize
+	area := heapBytes(4 * ps)
+	// The path on one page, the argv array on another, its strings on the
+	// path's page: one read for all of it.
+	pathAddr := addrOf(area[ps+8:])
+	copy(area[ps+8:], "/usr/bin/true\x00")
+	copy(area[ps+100:], "true\x00")
+	copy(area[ps+200:], "--version\x00")
+	ptrs := heapPtrs(3)
+	ptrs[0], ptrs[1] = addrOf(area[ps+100:]), addrOf(area[ps+200:])
+	if pathAddr&^uint64(ps-1) == ptrsAddr(ptrs)&^uint64(ps-1) {
+		t.Skip("the argv array landed on the path's page")
+	}
+	before := memReads.Load()
+	e := NewExecArgs(pid, pathAddr, ptrsAddr(ptrs))
+	path, err := e.Path(PathMax)
+	if err != nil || path != "/usr/bin/true" {
+		t.Fatalf("Path = %q, %v", path, err)
+	}
+	argv, err := e.Argv(16, 1024)
+	if err != nil || fmt.Sprint(argv) != "[true --version]" {
+		t.Fatalf("Argv = %q, %v", argv, err)
+	}
+	if n := memReads.Load() - before; n != 1 {
+		t.Errorf("%d reads for the path and argv, want 1", n)
+	}
+	before = memReads.Load()
+	if _, err := ReadString(pid, pathAddr, PathMax); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadArgv(pid, ptrsAddr(ptrs), 16, 1024); err != nil {
+		t.Fatal(err)
+	}
+	if n := memReads.Load() - before; n < 2 {
+		t.Errorf("read apart they took %d reads: the comparison shows nothing", n)
+	}
+
+	// Bounds and errors, as ReadString and ReadArgv answer them.
+	if _, err := NewExecArgs(pid, pathAddr, ptrsAddr(ptrs)).Path(5); !errors.Is(err, unix.ENAMETOOLONG) {
+		t.Errorf("path over max: %v, want ENAMETOOLONG", err)
+	}
+	if _, err := NewExecArgs(pid, pathAddr, ptrsAddr(ptrs)).Argv(1, 1024); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("too many args: %v, want E2BIG", err)
+	}
+	page, guard := guardedPage(t)
+	bad := placeAtEnd(page, "/no/terminator")
+	e = NewExecArgs(pid, bad, ptrsAddr(ptrs))
+	if _, err := e.Path(PathMax); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("path into a guard page: %v, want EFAULT", err)
+	}
+	if argv, err := e.Argv(16, 1024); err != nil || len(argv) != 2 {
+		t.Errorf("argv after a bad path: %q, %v", argv, err)
+	}
+	// The argv array itself unreadable: the path is still read, the
+	// unreadable page kept by no one.
+	e = NewExecArgs(pid, pathAddr, guard)
+	if p, err := e.Path(PathMax); err != nil || p != "/usr/bin/true" {
+		t.Errorf("path beside a bad argv: %q, %v", p, err)
+	}
+	if _, err := e.Argv(16, 1024); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("argv on a guard page: %v, want EFAULT", err)
+	}
+	// The first page unreadable and the second good: nothing is kept
+	// from the failed call, each read meets its own answer.
+	e = NewExecArgs(pid, guard, ptrsAddr(ptrs))
+	if _, err := e.Path(PathMax); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("path on a guard page: %v, want EFAULT", err)
+	}
+	if argv, err := e.Argv(16, 1024); err != nil || len(argv) != 2 {
+		t.Errorf("argv after a path on a guard page: %q, %v", argv, err)
+	}
+	e = NewExecArgs(pid, 0, 0)
+	if _, err := e.Path(PathMax); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("NULL path: %v, want EFAULT", err)
+	}
+	if argv, err := e.Argv(16, 1024); err != nil || len(argv) != 0 {
+		t.Errorf("NULL argv: %q, %v", argv, err)
+	}
+	runtime.KeepAlive(area)
+	runtime.KeepAlive(ptrs)
+}

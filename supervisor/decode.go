@@ -138,13 +138,22 @@ func memoryErr(what string, err error) error {
 func (d *decoder) str(i, max int, what string) (string, error) {
 	addr := d.arg(i)
 	if addr == 0 {
-		return "", kernelErr(unix.EFAULT, "NULL "+what)
+		return "", strErr(addr, what, nil)
 	}
 	s, err := notify.ReadString(d.tid, addr, max)
 	if err != nil {
-		return "", memoryErr(what, err)
+		return "", strErr(addr, what, err)
 	}
 	return s, nil
+}
+
+// strErr is the refusal for a string argument at addr that could not be
+// read.
+func strErr(addr uint64, what string, err error) error {
+	if addr == 0 {
+		return kernelErr(unix.EFAULT, "NULL "+what)
+	}
+	return memoryErr(what, err)
 }
 
 // bytes reads n bytes at the pointer argument i.
@@ -363,7 +372,14 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		// Exec acts on the object reached (its identity, its head), never
 		// on a name in a directory: the fast path may resolve it.
 		rf := pin.AtResolveFlags(int(flags), true) | pin.ObjectOnly
-		r, raw, err := d.path(dirArg, pathArg, rf)
+		// The path and argv through one reader (one process_vm_readv
+		// for both first pages); argv is read once the path resolved.
+		args := notify.NewExecArgs(d.tid, d.arg(pathArg), d.arg(argvArg))
+		raw, err := args.Path(maxPath)
+		if err != nil {
+			return nil, strErr(d.arg(pathArg), "path", err)
+		}
+		r, err := d.resolve(d.dirfd(dirArg), raw, rf)
 		if err != nil {
 			return nil, err
 		}
@@ -373,7 +389,7 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		if r.Stat.Mode&unix.S_IFMT != unix.S_IFREG {
 			return nil, kernelErr(unix.EACCES, "exec of a file that is not regular")
 		}
-		argv, err := notify.ReadArgv(d.tid, d.arg(argvArg), maxArgs, maxArgvBytes)
+		argv, err := args.Argv(maxArgs, maxArgvBytes)
 		if err != nil {
 			return nil, &refusal{errno: unix.E2BIG, why: "reading argv", kernel: true, err: err}
 		}
