@@ -132,10 +132,10 @@ func (s *supervisor) continueExec(id uint64, c *execCall) {
 		refuse("it could not be held for verification", err)
 		return
 	}
-	run, ok, err := p.proc.Running()
-	if err == nil && !ok {
-		err = errors.New("its executable kept changing")
-	}
+	// What it runs now, read while its thread waits for this answer: the
+	// Continue below succeeding proves the read was about this process
+	// and that no other exec came between (pin.Process.RunningHeld).
+	run, err := p.proc.RunningHeld()
 	if err != nil {
 		p.proc.Close()
 		refuse("what it runs now could not be read", err)

@@ -195,10 +195,21 @@ func TestProcessRunning(t *testing.T) {
 	if run.Exe != sleepID {
 		t.Errorf("exe %v, want %v", run.Exe, sleepID)
 	}
+	// The held read and the glance see the same image.
+	if held, err := p.RunningHeld(); err != nil || held.Exe != run.Exe || string(held.Cmdline) != string(run.Cmdline) {
+		t.Errorf("RunningHeld: exe %v, %d bytes, %v; want Running's", held.Exe, len(held.Cmdline), err)
+	}
+	if id, err := p.ExeGlance(); err != nil || id != sleepID {
+		t.Errorf("ExeGlance: %v, %v; want %v", id, err, sleepID)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	if _, _, err := p.Running(); !errors.Is(err, ErrExited) {
 		t.Errorf("after exit: %v, want ErrExited", err)
+	}
+	// Reaped, /proc/PID is gone: neither answers with anything.
+	if _, err := p.RunningHeld(); err == nil {
+		t.Error("RunningHeld of a reaped process read something")
 	}
 	if exited, err := p.Exited(); !exited || err != nil {
 		t.Errorf("Exited: %v %v", exited, err)

@@ -119,6 +119,29 @@ func (p *Process) Running() (run Running, ok bool, err error) {
 	return Running{}, false, nil
 }
 
+// RunningHeld is Running for a process held still while it is read: one
+// of its threads waits in a notification that the caller answers
+// afterwards (an exec, whose old image this is). It reads exe once and
+// does not check that the process lives, four syscalls where Running
+// makes six: the answer succeeding is the proof of both. A thread that
+// waits in a notification is alive until it is answered, so a process
+// that exited meanwhile — whose pid another may have got — or exec'd
+// meanwhile (another thread's exec kills every other thread first) has
+// lost that notification, the answer fails, and the caller must then
+// drop what it read. No memory map (a leader gone while other threads
+// live) is an error, as every other failure to read.
+func (p *Process) RunningHeld() (Running, error) {
+	e, err := exeID(p.base)
+	if err != nil {
+		return Running{}, err
+	}
+	c, err := readCmdline(p.base)
+	if err != nil {
+		return Running{}, err
+	}
+	return Running{Exe: e, Cmdline: c}, nil
+}
+
 // ExeGlance is the identity of the executable /proc/PID/exe shows now,
 // from one stat: a glance at whether an image may have changed, a sixth
 // of Running's syscalls. Nothing is checked: if the process has exited,
