@@ -101,8 +101,8 @@ type Log struct {
 	opts    LogOptions
 	w       io.Writer
 	closer  io.Closer
-	ch      chan func() []byte // each yields one encoded record, on the writer goroutine
-	kick    chan struct{}      // wakes a writer holding routine records (cap 1)
+	ch      chan func([]byte) []byte // each appends one encoded record, on the writer goroutine
+	kick    chan struct{}            // wakes a writer holding routine records (cap 1)
 	done    chan struct{}
 	mu      sync.RWMutex // held for reading while sending; Close takes it for writing
 	closed  bool
@@ -171,7 +171,7 @@ func newLog(w io.Writer, c io.Closer, opts LogOptions, batch bool) *Log {
 	if opts.ReadAllows == "" {
 		opts.ReadAllows = readAllowsAll
 	}
-	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func() []byte, opts.Buffer), kick: make(chan struct{}, 1), done: make(chan struct{}), now: time.Now, batch: batch}
+	l := &Log{opts: opts, w: w, closer: c, ch: make(chan func([]byte) []byte, opts.Buffer), kick: make(chan struct{}, 1), done: make(chan struct{}), now: time.Now, batch: batch}
 	go l.writer()
 	return l
 }
@@ -210,7 +210,7 @@ func (l *Log) writer() {
 	timer.Stop()
 	for enc := range l.ch {
 		if !l.batch {
-			l.write(enc())
+			l.write(enc(nil))
 		} else {
 			// A file log takes what is queued in one write: whole records,
 			// so a line is never split between writes. After the first
@@ -225,7 +225,7 @@ func (l *Log) writer() {
 			case <-timer.C:
 			}
 			timer.Stop()
-			batch = append(batch[:0], enc()...)
+			batch = enc(batch[:0])
 		drain:
 			for {
 				select {
@@ -233,7 +233,7 @@ func (l *Log) writer() {
 					if !ok {
 						break drain
 					}
-					batch = append(batch, more()...)
+					batch = more(batch)
 					if len(batch) >= maxBatch {
 						l.write(batch)
 						batch = batch[:0]
@@ -315,7 +315,7 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) send(line []byte, droppable bool) {
-	l.sendLazy(func() []byte { return line }, droppable, true)
+	l.sendLazy(func(dst []byte) []byte { return append(dst, line...) }, droppable, true)
 }
 
 // sendLazy queues a record whose encoding the writer goroutine does: the
@@ -323,7 +323,7 @@ func (l *Log) send(line []byte, droppable bool) {
 // the queueing. urgent: the writer writes it now (with everything queued
 // before it); otherwise it may wait routineDelay for company. A queue
 // half full is written at once too.
-func (l *Log) sendLazy(enc func() []byte, droppable, urgent bool) {
+func (l *Log) sendLazy(enc func([]byte) []byte, droppable, urgent bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -365,11 +365,11 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 		// Routine records (most of a busy tree's) are gathered on the
 		// writer goroutine too, not on the worker a process waits on: r
 		// and d are values nobody changes once decided.
-		l.sendLazy(func() []byte { return l.encodeAt(t, ev, l.recordFields(r, d)) }, readAllow, false)
+		l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, l.recordFields(r, d)) }, readAllow, false)
 		return
 	}
 	f := l.recordFields(r, d)
-	l.sendLazy(func() []byte { return l.encodeAt(t, ev, f) }, readAllow, true)
+	l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, f) }, readAllow, true)
 }
 
 // recordFields are the fields of a permission_request record.
@@ -538,10 +538,13 @@ func (l *Log) chainResolved(id RequestID, links []LinkOutcome, terminal string, 
 }
 
 func (l *Log) requestFields(r Request) fields {
-	f := fields{
-		{"requestId", r.ID},
-		{"pid", r.Process.PID},
-	}
+	// Sized for a routine record's fields and its decision's, grown once
+	// at most.
+	f := make(fields, 0, 12)
+	f = append(f,
+		field{"requestId", r.ID},
+		field{"pid", r.Process.PID},
+	)
 	if r.Process.TID != 0 {
 		f = append(f, field{"tid", r.Process.TID})
 	}
@@ -560,8 +563,10 @@ func (l *Log) requestFields(r Request) fields {
 	if r.Node != "" {
 		f = append(f, field{"node", r.Node})
 	}
-	if rj := ruleToJSON(r.Rule); rj != nil {
-		f = append(f, field{"rule", rj})
+	if !(r.Rule.Surface == engine.SurfaceInvalid && r.Rule.Pattern == "") { // ruleToJSON's nil
+		// The rule itself: its encoding is cached by the rule, so a
+		// routine record does not rebuild it (appendSanitizedCached).
+		f = append(f, field{"rule", r.Rule})
 	}
 	return f
 }
@@ -581,7 +586,12 @@ func (l *Log) encode(ev Event, f fields) []byte {
 // encodeAt encodes a record stamped t (when it happened, not when the
 // writer got to it).
 func (l *Log) encodeAt(t time.Time, ev Event, f fields) []byte {
-	b := make([]byte, 0, 512)
+	return l.appendRecord(make([]byte, 0, 512), t, ev, f)
+}
+
+// appendRecord appends encodeAt's record to b: the writer encodes a
+// batch's records straight into it.
+func (l *Log) appendRecord(b []byte, t time.Time, ev Event, f fields) []byte {
 	b = append(b, `{"time":"`...)
 	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","event":`...)
@@ -603,26 +613,24 @@ func (l *Log) encodeAt(t time.Time, ev Event, f fields) []byte {
 // holds at most sanitizeCacheMax entries.
 func (l *Log) appendSanitizedCached(dst []byte, key string, v any) []byte {
 	switch x := v.(type) {
-	case *ruleJSON:
-		if x != nil {
-			return append(dst, cachedEncoding(l, &l.ruleCache, ruleCacheKey{key, *x}, key, v)...)
-		}
+	case engine.Rule:
+		return append(dst, cachedEncoding(l, &l.ruleCache, ruleCacheKey{key, x}, func() []byte { return l.sanitize(key, ruleToJSON(x)) })...)
 	case ByRule:
-		return append(dst, cachedEncoding(l, &l.byRuleCache, byRuleCacheKey{key, x}, key, v)...)
+		return append(dst, cachedEncoding(l, &l.byRuleCache, byRuleCacheKey{key, x}, func() []byte { return l.sanitize(key, x) })...)
 	}
 	return l.appendSanitized(dst, key, v)
 }
 
-// cachedEncoding is sanitize(key, v) from cache *m under k, encoded and
+// cachedEncoding is enc()'s encoding from cache *m under k, encoded and
 // stored on a miss; a full cache is emptied first.
-func cachedEncoding[K comparable](l *Log, m *map[K][]byte, k K, key string, v any) []byte {
+func cachedEncoding[K comparable](l *Log, m *map[K][]byte, k K, enc func() []byte) []byte {
 	l.encMu.Lock()
 	b, ok := (*m)[k]
 	l.encMu.Unlock()
 	if ok {
 		return b
 	}
-	b = l.sanitize(key, v)
+	b = enc()
 	l.encMu.Lock()
 	if *m == nil || len(*m) >= sanitizeCacheMax {
 		*m = map[K][]byte{}
@@ -636,7 +644,7 @@ func cachedEncoding[K comparable](l *Log, m *map[K][]byte, k K, key string, v an
 type (
 	ruleCacheKey struct {
 		key string
-		val ruleJSON
+		val engine.Rule
 	}
 	byRuleCacheKey struct {
 		key string
@@ -654,7 +662,7 @@ func (l *Log) sanitize(key string, v any) []byte { return l.appendSanitized(nil,
 
 // appendSanitized appends sanitize's encoding of v to dst.
 func (l *Log) appendSanitized(dst []byte, key string, v any) []byte {
-	if secretKey(key) && v != nil {
+	if secretKeyCached(key) && v != nil {
 		return append(dst, `"`+maskedValue+`"`...)
 	}
 	switch x := v.(type) { // the common flat fields skip the round trip
@@ -677,6 +685,8 @@ func (l *Log) sanitizeValue(key string, v any) []byte {
 	switch x := v.(type) {
 	case DecidedBy: // typed copies: the nested records of every decision skip the round trip too
 		return l.marshal(l.capDecidedBy(x))
+	case engine.Rule:
+		return l.sanitizeValue(key, ruleToJSON(x))
 	case *ruleJSON:
 		if x == nil {
 			return []byte("null")
@@ -791,6 +801,26 @@ func (l *Log) walk(key string, v any) any {
 func secretKey(k string) bool {
 	strong, weak := secretName(k)
 	return strong || weak
+}
+
+// recordKeySecret is secretKey of the keys records are made of, worked
+// out once: every record asked it of each of its dozen keys.
+var recordKeySecret = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range []string{"requestId", "pid", "tid", "comm", "exe", "surface", "access", "value",
+		"net", "node", "rule", "action", "decidedBy", "reason", "sessionRules", "policyRules",
+		"command", "links", "terminal", "name", "rules", "count"} {
+		m[k] = secretKey(k)
+	}
+	return m
+}()
+
+// secretKeyCached is secretKey, from recordKeySecret for a record's keys.
+func secretKeyCached(k string) bool {
+	if s, ok := recordKeySecret[k]; ok {
+		return s
+	}
+	return secretKey(k)
 }
 
 // appendJSONString appends s as encoding/json writes it. A string of

@@ -227,11 +227,11 @@ func BenchmarkLogRecordAllowedRead(b *testing.B) {
 	l := NewLogWriter(discard{}, LogOptions{})
 	r, d := allowedRead()
 	now := time.Now()
+	var batch []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		f := l.requestFields(r)
-		f = append(f, field{"action", d.Action().String()}, field{"decidedBy", l.provenance(r, d.DecidedBy())})
-		l.encodeAt(now, EventAllowed, f)
+		// As the writer does: appended to the batch it writes.
+		batch = l.appendRecord(batch[:0], now, EventAllowed, l.recordFields(r, d))
 	}
 	l.Close()
 }
@@ -445,4 +445,34 @@ func BenchmarkLogDecidedAllowedRead(b *testing.B) {
 		b.Fatalf("%d records dropped: the benchmark measured dropping", l.dropped.Load())
 	}
 	l.Close()
+}
+
+// TestLogRuleFieldEncoding: a record's rule, cached by the rule itself,
+// is encoded exactly as the rule's JSON form through sanitize (capped,
+// masked), on the first record and on every later one.
+func TestLogRuleFieldEncoding(t *testing.T) {
+	l := NewLogWriter(discard{}, LogOptions{FieldWidth: 64})
+	defer l.Close()
+	rules := []engine.Rule{
+		{Surface: engine.SurfaceRead, Pattern: "*", Action: engine.Allow, Origin: engine.OriginDefault, Pos: engine.Position{File: "default.jsonc", Line: 20, Column: 7}},
+		{Surface: engine.SurfaceWrite, Pattern: "/srv/" + strings.Repeat("x", 200) + "/**", Action: engine.Deny, Origin: engine.OriginGlobal, Pos: engine.Position{File: "policy.jsonc", Line: 3, Column: 5}},
+		{Surface: engine.SurfaceBash, Pattern: "curl -H 'Authorization: Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789' *", Action: engine.Ask, Origin: engine.OriginSession},
+		{Surface: engine.SurfaceRead, Pattern: "~/.ssh/**", Origin: engine.OriginGlobal},
+	}
+	for _, rule := range rules {
+		r := NewRequest(engine.Check{Surface: rule.Surface, Value: "/x"})
+		r.Rule = rule
+		want := `"rule":` + string(l.sanitize("rule", ruleToJSON(rule)))
+		for i := range 2 {
+			line := string(l.encodeAt(time.Now(), EventAllowed, l.requestFields(r)))
+			if !strings.Contains(line, want) {
+				t.Errorf("record %d of rule %v:\n%s\nwant it to hold\n%s", i, rule, line, want)
+			}
+		}
+	}
+	// No rule: no rule field, as before.
+	r := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/x"})
+	if line := string(l.encodeAt(time.Now(), EventAllowed, l.requestFields(r))); strings.Contains(line, `"rule"`) {
+		t.Errorf("a record without a rule has one: %s", line)
+	}
 }
