@@ -563,7 +563,7 @@ func (l *Log) requestFields(r Request) fields {
 	if r.Node != "" {
 		f = append(f, field{"node", r.Node})
 	}
-	if !(r.Rule.Surface == engine.SurfaceInvalid && r.Rule.Pattern == "") { // ruleToJSON's nil
+	if ruleSet(r.Rule) {
 		// The rule itself: its encoding is cached by the rule, so a
 		// routine record does not rebuild it (appendSanitizedCached).
 		f = append(f, field{"rule", r.Rule})

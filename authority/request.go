@@ -105,8 +105,12 @@ type ruleJSON struct {
 	Position string `json:"position,omitempty"`
 }
 
+// ruleSet reports whether r names a rule at all (the zero Rule does not):
+// only then does a record or a request carry one.
+func ruleSet(r engine.Rule) bool { return !(r.Surface == engine.SurfaceInvalid && r.Pattern == "") }
+
 func ruleToJSON(r engine.Rule) *ruleJSON {
-	if r.Surface == engine.SurfaceInvalid && r.Pattern == "" {
+	if !ruleSet(r) {
 		return nil
 	}
 	j := &ruleJSON{Surface: r.Surface.String(), Pattern: r.Pattern, Origin: r.Origin.String(), Position: r.Pos.String()}

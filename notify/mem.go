@@ -84,19 +84,25 @@ func memReadChunk(pid int, addr uint64, buf []byte) error {
 	local := []unix.Iovec{{Base: &buf[0]}}
 	local[0].SetLen(len(buf))
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	n, err := vmReadv(pid, local, remote)
+	if err != nil {
+		return err
+	}
+	if n != len(buf) {
+		return unix.EFAULT
+	}
+	return nil
+}
+
+// vmReadv is process_vm_readv, made again when a signal interrupts it
+// and counted in memReads.
+func vmReadv(pid int, local []unix.Iovec, remote []unix.RemoteIovec) (int, error) {
 	for {
 		memReads.Add(1)
 		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-		if err == unix.EINTR {
-			continue
+		if err != unix.EINTR {
+			return n, err
 		}
-		if err != nil {
-			return err
-		}
-		if n != len(buf) {
-			return unix.EFAULT
-		}
-		return nil
 	}
 }
 
@@ -286,12 +292,7 @@ func NewExecArgs(pid int, path, argv uint64) *ExecArgs {
 
 // Path is the path argument, as ReadString(pid, path, max).
 func (e *ExecArgs) Path(max int) (string, error) {
-	if max <= 0 {
-		return "", fmt.Errorf("notify: ExecArgs.Path with max %d", max)
-	}
-	if e.path == 0 {
-		return "", memError("string", e.r.pid, e.path, unix.EFAULT)
-	}
+	// The reader refuses a max of 0 and a NULL address (EFAULT) itself.
 	s, err := e.r.readString(e.path, max)
 	if err != nil {
 		return "", memError("string", e.r.pid, e.path, err)
@@ -328,18 +329,9 @@ func (r *memReader) prefetch(a, b uint64) {
 		local[i].SetLen(memPageSize)
 		remote[i] = unix.RemoteIovec{Base: uintptr(base), Len: memPageSize}
 	}
-	var n int
-	for {
-		var err error
-		memReads.Add(1)
-		n, err = unix.ProcessVMReadv(r.pid, local, remote, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		break
+	n, err := vmReadv(r.pid, local, remote)
+	if err != nil {
+		return
 	}
 	// The kernel copies the iovecs in order and stops at the first it
 	// cannot read: whole pages from the front are good.
@@ -412,10 +404,7 @@ func ReadGather(pid int, iov []Iovec, n int) ([]byte, error) {
 		}
 		local := []unix.Iovec{{Base: &out[done]}}
 		local[0].SetLen(want)
-		got, err := unix.ProcessVMReadv(pid, local, batch, 0)
-		if err == unix.EINTR {
-			continue
-		}
+		got, err := vmReadv(pid, local, batch)
 		if err != nil {
 			return nil, memError("data", pid, uint64(batch[0].Base), err)
 		}
