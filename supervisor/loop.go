@@ -63,8 +63,13 @@ type supervisor struct {
 	// could not be set up.
 	nest *nesting
 
-	asks sync.WaitGroup
-	pool pool
+	// asks counts the asks being resolved; once asksClosed (finish), an
+	// ask is resolved by the worker that has it, not started beside it
+	// (startAsk).
+	asks       sync.WaitGroup
+	asksMu     sync.Mutex
+	asksClosed bool
+	pool       pool
 	// remote caches, per device, whether a file system is remote
 	// (calls.go, openCall.mayBlock).
 	remote sync.Map
@@ -101,21 +106,49 @@ type pool struct {
 	total   atomic.Int32
 	idle    atomic.Int32  // workers waiting in Receive or for the role
 	handled atomic.Uint64 // calls finished, for the monitor
+	// wg counts the workers and the monitor; ending is closed (end) once
+	// a worker has ended because the listener has no users left or was
+	// closed, which ends every worker.
 	wg      sync.WaitGroup
+	ending  chan struct{}
+	endOnce sync.Once
 }
 
 // serve runs the receiving pool until the filter has no users left.
 func (s *supervisor) serve() {
 	blindWait(s.l)
 	s.pool.base = int32(workers())
-	for i := int32(0); i < s.pool.base; i++ {
-		s.startWorker(false)
-	}
-	stop := make(chan struct{})
-	go s.monitor(stop)
-	s.pool.wg.Wait()
-	close(stop)
+	s.pool.run(monitorTick, s.worker)
 }
+
+// run starts the base workers (work(false)) and the monitor, which adds
+// extra ones (work(true)), and returns once all of them have ended. A
+// worker that ends for good calls end.
+//
+// The monitor holds a count of wg of its own for as long as it may start
+// a worker, and gives it up only once the pool is ending: a
+// sync.WaitGroup's Add while its count is zero must not meet a Wait
+// already under way. With the monitor outside the count, the last worker
+// ending let Wait return while a monitor tick that found nobody free to
+// receive (every worker gone) added one more, and the supervisor
+// panicked as its command exited ("WaitGroup is reused before previous
+// Wait has returned"; TestPoolRunEnds).
+func (p *pool) run(tick time.Duration, work func(extra bool)) {
+	p.ending = make(chan struct{})
+	for i := int32(0); i < p.base; i++ {
+		p.start(work, false)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.monitor(tick, work)
+	}()
+	p.wg.Wait()
+}
+
+// end says the pool is ending: its listener has no users left or is
+// closed, so every worker will end. The monitor stops adding workers.
+func (p *pool) end() { p.endOnce.Do(func() { close(p.ending) }) }
 
 // blindWait lets the receiver wait for notifications without the Go
 // scheduler being told (notify.Listener.SetBlindWait). The waiter keeps a
@@ -132,15 +165,15 @@ func blindWait(l *notify.Listener) {
 	l.SetBlindWait()
 }
 
-// startWorker starts a worker: one of the base pool, which takes turns at
-// the receiving role, or (extra) one that receives without it.
-func (s *supervisor) startWorker(extra bool) {
-	s.pool.total.Add(1)
-	s.pool.idle.Add(1)
-	s.pool.wg.Add(1)
+// start starts a worker: one of the base pool, which takes turns at the
+// receiving role, or (extra) one that receives without it.
+func (p *pool) start(work func(extra bool), extra bool) {
+	p.total.Add(1)
+	p.idle.Add(1)
+	p.wg.Add(1)
 	go func() {
-		defer s.pool.wg.Done()
-		s.worker(extra)
+		defer p.wg.Done()
+		work(extra)
 	}()
 }
 
@@ -150,19 +183,20 @@ func (s *supervisor) startWorker(extra bool) {
 // role. The extra worker receives without the role, so a call that hangs
 // (a lookup on a file system whose server does not answer) never leaves
 // the sandbox without a receiver.
-func (s *supervisor) monitor(stop <-chan struct{}) {
-	t := time.NewTicker(monitorTick)
+// It runs until the pool is ending (end).
+func (p *pool) monitor(tick time.Duration, work func(extra bool)) {
+	t := time.NewTicker(tick)
 	defer t.Stop()
-	last := s.pool.handled.Load()
+	last := p.handled.Load()
 	for {
 		select {
-		case <-stop:
+		case <-p.ending:
 			return
 		case <-t.C:
 		}
-		now := s.pool.handled.Load()
-		if s.pool.starved(now, last) {
-			s.startWorker(true)
+		now := p.handled.Load()
+		if p.starved(now, last) {
+			p.start(work, true)
 		}
 		last = now
 	}
@@ -193,8 +227,10 @@ func (s *supervisor) worker(extra bool) {
 		return true
 	}, s.receiveTrouble, time.Sleep)
 	if !surplus {
+		// The listener has no users left or is closed: every worker ends.
 		s.pool.idle.Add(-1)
 		s.pool.total.Add(-1)
+		s.pool.end()
 	}
 }
 
@@ -352,7 +388,7 @@ func (s *supervisor) receiveTrouble(err error) {
 // finish waits for pending asks to end and records the session's rules.
 func (s *supervisor) finish() {
 	s.cancel()
-	s.asks.Wait()
+	s.waitAsks()
 	if s.nest != nil {
 		s.nest.close()
 	}
@@ -362,6 +398,34 @@ func (s *supervisor) finish() {
 			l.SessionRules(rules)
 		}
 	}
+}
+
+// startAsk runs ask in a goroutine of its own, counted in asks, unless
+// finish has begun to wait for them: a sync.WaitGroup's Add while its
+// count is zero must not meet that Wait (the same rule as pool.run's).
+// finish waits for the pool for a bounded time only, so a worker may
+// still be deciding when it does.
+func (s *supervisor) startAsk(ask func()) bool {
+	s.asksMu.Lock()
+	defer s.asksMu.Unlock()
+	if s.asksClosed {
+		return false
+	}
+	s.asks.Add(1)
+	go func() {
+		defer s.asks.Done()
+		ask()
+	}()
+	return true
+}
+
+// waitAsks waits for the asks being resolved; none starts beside a
+// worker after it began (startAsk).
+func (s *supervisor) waitAsks() {
+	s.asksMu.Lock()
+	s.asksClosed = true
+	s.asksMu.Unlock()
+	s.asks.Wait()
 }
 
 // request is one notification on its way through the supervisor: its id,
@@ -481,12 +545,12 @@ func (s *supervisor) decide(r *request) {
 		// way, so this loses nothing a crash would not).
 		s.perform(r, v, !v.quiet && !s.net.sends.repeat(v))
 	case engine.Ask:
-		s.asks.Add(1)
 		r.quiet = nil // the ask's goroutine is not the receiving one
-		go func() {
-			defer s.asks.Done()
+		if !s.startAsk(func() { s.ask(r, v) }) {
+			// The supervisor is finishing (its context is cancelled, so
+			// the decider answers at once): resolved here.
 			s.ask(r, v)
-		}()
+		}
 	default:
 		d := authority.FromRule(v.result.Rule)
 		if v.result.Action != engine.Deny || v.result.Rule.Action != engine.Deny {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,5 +260,73 @@ func TestHoldForVerifiedStop(t *testing.T) {
 	}
 	if floorHoldFor(&notify.Notif{Nr: unix.SYS_EXECVE}) || !floorHoldFor(stop) {
 		t.Error("the floor hands on its stop, or holds an exec")
+	}
+}
+
+// TestPoolRunEnds: the pool's run returns once its workers have ended,
+// with the monitor adding workers at every tick until then (nobody is
+// free to receive once the workers are gone, and nothing finishes), and
+// no worker started after the count reached zero: with the monitor
+// outside the WaitGroup, that Add met the Wait and the supervisor
+// panicked as its command exited.
+func TestPoolRunEnds(t *testing.T) {
+	for i := range 300 {
+		p := &pool{base: 2}
+		var started atomic.Int32
+		work := func(extra bool) {
+			started.Add(1)
+			if !extra {
+				time.Sleep(200 * time.Microsecond) // receiving, then EOF
+			}
+			p.idle.Add(-1)
+			p.total.Add(-1)
+			p.end()
+		}
+		done := make(chan struct{})
+		go func() {
+			p.run(20*time.Microsecond, work)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("run %d: the pool did not end", i)
+		}
+		if p.total.Load() != 0 || p.idle.Load() != 0 {
+			t.Fatalf("run %d: %d workers counted, %d idle, after the pool ended (%d started)", i, p.total.Load(), p.idle.Load(), started.Load())
+		}
+	}
+}
+
+// TestAsksEnd: asks keep being decided while finish waits for them (it
+// waits for the workers for a bounded time only); none is started beside
+// its worker once the wait has begun, each of them is resolved, and the
+// wait returns. An ask counted after the wait began met it with the count
+// at zero: a panic, and under -race a reported race.
+func TestAsksEnd(t *testing.T) {
+	for i := range 200 {
+		var s supervisor
+		var resolved atomic.Int32
+		var workers sync.WaitGroup
+		const each = 50
+		for range 4 {
+			workers.Go(func() {
+				for range each {
+					if !s.startAsk(func() { resolved.Add(1) }) {
+						resolved.Add(1) // resolved by the worker itself
+					}
+				}
+			})
+		}
+		time.Sleep(time.Duration(i%5) * 20 * time.Microsecond)
+		s.waitAsks()
+		if s.startAsk(func() {}) {
+			t.Fatal("startAsk started an ask after waitAsks")
+		}
+		workers.Wait()
+		s.asks.Wait()
+		if n := resolved.Load(); n != 4*each {
+			t.Fatalf("run %d: %d of %d asks resolved", i, n, 4*each)
+		}
 	}
 }
