@@ -100,3 +100,18 @@ build_permwrap() {
 	(cd "$root" && go build -o bin/permwrap ./cmd/permwrap)
 	echo "$root/bin/permwrap"
 }
+
+# build_openloop: in the current directory, ./openloop [N] — N (default
+# 20000) open/read/close of data.txt, which it writes too. The workload
+# of scripts/bench's open loop, scripts/profile's open mode and
+# scripts/placement.
+build_openloop() {
+	cat > openloop.c <<'C'
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) { int n = argc > 1 ? atoi(argv[1]) : 20000; char b[64]; for (int i = 0; i < n; i++) { int fd = open("data.txt", O_RDONLY); if (fd < 0) return 1; if (read(fd, b, sizeof b) < 0) return 1; close(fd); } return 0; }
+C
+	cc -O2 -o openloop openloop.c
+	echo hello > data.txt
+}
