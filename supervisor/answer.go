@@ -135,7 +135,8 @@ type quietCall interface {
 }
 
 // fdCloser is a descriptor installFD hands over and closes: a file pin
-// opened (*pin.File) or a socket (*os.File).
+// opened (*pin.File), that file with the pin it was reopened from
+// (pin.Pair), or a socket (*os.File).
 type fdCloser interface {
 	Fd() uintptr
 	Close() error

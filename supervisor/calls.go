@@ -185,7 +185,14 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 		s.respondErr(id, unix.EACCES)
 		return
 	}
-	s.installFD(id, f, c.flags&unix.O_CLOEXEC != 0, c.flags&unix.O_ACCMODE != unix.O_RDONLY, c.quiet)
+	var hand fdCloser = f
+	if mayRetry && path.Object != nil {
+		// The pin is done with once its file is installed: both close in
+		// one call (pin.Pair). Only the receiving loop's open: the one
+		// off the pool shares its pin with a FIFO's unblocker.
+		hand = pin.Pair{First: f, Second: path.Object}
+	}
+	s.installFD(id, hand, c.flags&unix.O_CLOEXEC != 0, c.flags&unix.O_ACCMODE != unix.O_RDONLY, c.quiet)
 }
 
 // setQuiet gives the open its handler's Quiet (quietCall).
