@@ -82,6 +82,9 @@ type pendingExec struct {
 	// on it again.
 	done      atomic.Bool
 	startedAt time.Time
+	// firstLook starts the poller (firstLookAfter the continue) unless
+	// the exec is settled first; finish stops it.
+	firstLook *time.Timer
 	// refs counts who may still use proc (the poller, checkers); guarded
 	// by execVerifier.mu. The pidfd is closed when it drops to 0 after
 	// done, so a checker never signals a pidfd number reused meanwhile.
@@ -161,14 +164,14 @@ func (s *supervisor) continueExec(id uint64, c *execCall) {
 	v.pending[tgid] = p
 	v.count.Store(int32(len(v.pending)))
 	p.refs = 1 // the poller's
+	// Set before the continue: the new image's first call may settle p
+	// before Continue even returns, and finish must find the timer.
+	p.firstLook = time.AfterFunc(firstLookAfter, func() { v.poll(p) })
 	v.mu.Unlock()
 
 	if err := s.l.Continue(id); err != nil {
 		v.finish(p)
-		v.release(p)
-		return
 	}
-	go v.poll(p)
 }
 
 // acquire looks up the pending exec of thread tid and takes a reference
@@ -207,11 +210,15 @@ func (v *execVerifier) release(p *pendingExec) {
 }
 
 // finish ends p's verification: it is forgotten and its pidfd released.
+// A poller not started yet never starts (its reference is dropped here).
 func (v *execVerifier) finish(p *pendingExec) {
 	p.done.Store(true)
 	v.mu.Lock()
 	v.dropLocked(p)
 	v.mu.Unlock()
+	if p.firstLook != nil && p.firstLook.Stop() {
+		v.release(p)
+	}
 }
 
 func (v *execVerifier) dropLocked(p *pendingExec) {
@@ -336,18 +343,19 @@ func (v *execVerifier) check(n *notify.Notif) bool {
 	return true
 }
 
-// poll watches a continued exec until it is verified, killed or gone:
-// quickly at first (most images are verified within microseconds), then
-// ever more slowly, but never giving up while the process lives — an exec
-// that has not shown yet may still happen (a starved thread) and must not
-// run unverified. An exec that failed leaves the old image running, which
-// the poller keeps looking at (at most once a second) until the process
-// exits or makes its next call.
+// poll watches a continued exec until it is verified, killed or gone. It
+// starts firstLookAfter the continue, unless the new image's first call
+// settled the exec before (then it never starts); from there it looks
+// quickly at first, then ever more slowly, but never gives up while the
+// process lives — an exec that has not shown yet may still happen (a
+// starved thread) and must not run unverified. An exec that failed leaves
+// the old image running, which the poller keeps looking at (at most once
+// a second) until the process exits or makes its next call.
 func (v *execVerifier) poll(p *pendingExec) {
 	defer v.release(p)
 	delay := 20 * time.Microsecond
 	for !p.done.Load() {
-		if !v.glance(p) && (!v.settle(p, false) || p.done.Load()) {
+		if !v.settle(p, false) || p.done.Load() {
 			return
 		}
 		time.Sleep(delay)
@@ -359,31 +367,22 @@ func (v *execVerifier) poll(p *pendingExec) {
 	}
 }
 
-// glanceFor is how long after the continue the poller may glance: a
-// look whose /proc/PID/exe still shows the old executable is then one
-// stat (ExeGlance), not a whole Running read. An exec takes hundreds of
+// firstLookAfter is when the poller first looks, unless the exec was
+// settled at the new image's first call before. An exec takes hundreds of
 // microseconds to replace the image (0.7 ms for /bin/true on the test
-// VM), and most are verified at the new image's first call, so the
-// looks of that time found nothing, at six syscalls each. After it,
-// every look reads everything.
-const glanceFor = time.Millisecond
-
-// glance reports whether p's process still shows the executable it ran
-// before the exec, seen with one stat, when that is enough to look again
-// later: the judged image is another file and the exec was continued
-// less than glanceFor ago. Anything else — another executable, an error,
-// an exec of the very file the process ran (only the command line tells
-// then) — is false: look closer (settle). A glance never verifies, never
-// kills. The old executable seen can also be an exec of that same file
-// with another command line, which only the full read tells; so glances
-// stop after glanceFor, and an image that makes a call is settled at it.
-func (v *execVerifier) glance(p *pendingExec) bool {
-	if p.wantExe == p.pre.Exe || time.Since(p.startedAt) >= glanceFor {
-		return false
-	}
-	id, err := p.proc.ExeGlance()
-	return err == nil && id == p.pre.Exe
-}
+// VM), so a poller started at the continue, as before, found nothing
+// there: its looks of the first millisecond were one stat each
+// ("glances"), and while the supervisor's threads were idle the Go
+// runtime's timers put its next look about 1.2 ms after the continue
+// anyway. Starting it here saves the goroutine, the thread woken for it
+// just as the target starts its exec, and the glance; about half the
+// execs of /bin/true (most of a compiler's) still see the poller, at a
+// millisecond, where it verifies what their first call would have. The
+// cost: an image that never makes a watched call (no libc, no Go runtime)
+// runs up to about a millisecond unverified, where a busy supervisor's
+// poller could have caught it after a few hundred microseconds
+// (docs/security.md, the residual window).
+const firstLookAfter = time.Millisecond
 
 // fail kills p's process (once) and tells the person and the log.
 func (v *execVerifier) fail(p *pendingExec, what string, err error) {

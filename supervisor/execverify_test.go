@@ -2,59 +2,104 @@ package supervisor
 
 import (
 	"os/exec"
-	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
-// TestExecGlance: the poller's one-stat look says "look again later"
-// only while the process still shows the executable it ran before, the
-// judged image is another file, and the exec was continued less than
-// glanceFor ago; in every other case it sends the poller to the full
-// read (settle), which alone verifies or kills.
-func TestExecGlance(t *testing.T) {
+// heldProcess is a running `sleep 30`, held, with what it runs now.
+func heldProcess(t *testing.T) (*pin.Process, pin.Running) {
+	t.Helper()
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	proc, err := pin.OpenProcess(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer proc.Close()
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/exe", &st); err != nil {
-		t.Fatal(err)
-	}
-	sleepID := pin.FileID{Dev: st.Dev, Ino: st.Ino}
-	other := pin.FileID{Dev: st.Dev, Ino: st.Ino + 1}
-	var v execVerifier
-	for _, c := range []struct {
-		name      string
-		pre, want pin.FileID
-		ago       time.Duration
-		glance    bool
-	}{
-		{"still the old executable", sleepID, other, 0, true},
-		{"continued too long ago", sleepID, other, 2 * glanceFor, false},
-		{"judged image is the old executable", sleepID, sleepID, 0, false},
-		{"another executable shows", other, sleepID, 0, false},
-	} {
-		p := &pendingExec{proc: proc, pre: pin.Running{Exe: c.pre}, wantExe: c.want, startedAt: time.Now().Add(-c.ago)}
-		if got := v.glance(p); got != c.glance {
-			t.Errorf("%s: glance %v, want %v", c.name, got, c.glance)
+	t.Cleanup(func() { proc.Close() })
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		run, ok, err := proc.Running()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && string(run.Cmdline) == "sleep\x0030\x00" {
+			return proc, run
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep did not show its command line: %q", run.Cmdline)
 		}
 	}
-	// Gone: /proc/PID/exe cannot be read, so the poller looks closer.
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	p := &pendingExec{proc: proc, pre: pin.Running{Exe: sleepID}, wantExe: other, startedAt: time.Now()}
-	if v.glance(p) {
-		t.Error("glance says look again later for an exited process")
+}
+
+// pendingFor registers p with v as continueExec does, its poller due
+// after d; started reports whether the poller ran.
+func pendingFor(v *execVerifier, p *pendingExec, d time.Duration) (started *atomic.Bool) {
+	started = new(atomic.Bool)
+	v.mu.Lock()
+	v.pending[p.tid] = p
+	v.pending[p.tgid] = p
+	v.count.Store(int32(len(v.pending)))
+	p.refs = 1
+	p.firstLook = time.AfterFunc(d, func() { started.Store(true); v.poll(p) })
+	v.mu.Unlock()
+	return started
+}
+
+// TestExecPollerNotStartedWhenSettled: an exec settled before the
+// poller's first look (at the new image's first call, as almost every
+// exec is) never starts the poller, and the poller's reference is
+// dropped with it, so the process's pidfd is released.
+func TestExecPollerNotStartedWhenSettled(t *testing.T) {
+	proc, run := heldProcess(t)
+	v := &execVerifier{pending: map[int]*pendingExec{}}
+	p := &pendingExec{proc: proc, tid: proc.Pid(), tgid: proc.Pid(), wantExe: run.Exe, wantCmd: run.Cmdline, startedAt: time.Now()}
+	started := pendingFor(v, p, 50*time.Millisecond)
+	// The new image's first call: the exec'ing thread returned, and the
+	// process runs what was judged.
+	if !v.settle(p, true) {
+		t.Fatal("settle killed a process that runs what was judged")
+	}
+	if !p.done.Load() {
+		t.Fatal("not settled")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if started.Load() {
+		t.Error("the poller started after the exec was settled")
+	}
+	v.mu.Lock()
+	refs, left := p.refs, len(v.pending)
+	v.mu.Unlock()
+	if refs != 0 || left != 0 {
+		t.Errorf("after settling: %d references, %d pending; want 0, 0", refs, left)
+	}
+	if _, err := proc.Exited(); err != nil {
+		t.Errorf("Exited: %v", err)
+	}
+}
+
+// TestExecPollerVerifiesWithoutACall: an image that makes no call is
+// verified by the poller, which starts firstLookAfter the continue.
+func TestExecPollerVerifiesWithoutACall(t *testing.T) {
+	proc, run := heldProcess(t)
+	v := &execVerifier{pending: map[int]*pendingExec{}}
+	// What ran before the exec: another image (the exec has happened).
+	before := pin.Running{Exe: pin.FileID{Dev: run.Exe.Dev, Ino: run.Exe.Ino + 1}, Cmdline: []byte("sh\x00")}
+	p := &pendingExec{proc: proc, tid: proc.Pid(), tgid: proc.Pid(), pre: before, wantExe: run.Exe, wantCmd: run.Cmdline, startedAt: time.Now()}
+	started := pendingFor(v, p, firstLookAfter)
+	for deadline := time.Now().Add(5 * time.Second); !p.done.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the poller did not verify the exec")
+		}
+	}
+	if !started.Load() {
+		t.Fatal("verified, but not by the poller")
+	}
+	if ok, err := proc.Exited(); err != nil || ok {
+		t.Errorf("the verified process: exited %v, %v; want running", ok, err)
 	}
 }

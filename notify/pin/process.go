@@ -142,13 +142,6 @@ func (p *Process) RunningHeld() (Running, error) {
 	return Running{Exe: e, Cmdline: c}, nil
 }
 
-// ExeGlance is the identity of the executable /proc/PID/exe shows now,
-// from one stat: a glance at whether an image may have changed, a sixth
-// of Running's syscalls. Nothing is checked: if the process has exited,
-// it may be about a process that got its pid since, and it says nothing
-// of the command line. Use it only to decide whether to look closer.
-func (p *Process) ExeGlance() (FileID, error) { return exeID(p.base) }
-
 // cmdlineBufSize is readCmdline's first read size; longer command lines
 // grow the buffer.
 const cmdlineBufSize = 64 << 10
