@@ -401,11 +401,11 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		if dirArg != argNone {
 			dirfd = d.fdArg(dirArg)
 		}
-		cwd := ""
+		cwd, tgid := "", 0
 		if th, err := d.thread(); err == nil {
-			cwd = th.Cwd()
+			cwd, tgid = th.Cwd(), th.Tgid
 		}
-		c := &execCall{tid: d.tid, path: r, raw: raw, filename: pin.KernelFilename(dirfd, raw, int(flags)),
+		c := &execCall{tid: d.tid, tgid: tgid, path: r, raw: raw, filename: pin.KernelFilename(dirfd, raw, int(flags)),
 			argv: argv, cwd: cwd, image: img, readFile: sourceReader(d.tid)}
 		if d.ids != nil {
 			c.identity = d.ids.identity(img.ID, img.Size, r)

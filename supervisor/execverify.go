@@ -42,6 +42,7 @@ import (
 // reader for the files a script sources).
 type execCall struct {
 	tid      int
+	tgid     int // the thread's group, from the decoder's lookup (0: none)
 	path     *pin.Resolved
 	raw      string // the path as the target passed it
 	filename string // the kernel's name for the file (what a #! interpreter receives)
@@ -114,23 +115,29 @@ func (s *supervisor) continueExec(id uint64, c *execCall) {
 		s.respondErr(id, unix.EACCES)
 		s.notices.line("permwrap: refused exec of " + p.command() + ": " + why + ": " + err.Error())
 	}
-	// The thread's group, asked now through the thread cache's pidfd (one
-	// PIDFD_GET_INFO, where /proc/TID/status cost an open, a formatted
-	// read and a close per exec). Like the status read it is about the
-	// thread that holds tid now: one that died meanwhile fails it, or its
-	// tid names a new thread whose exec is not this notification's
-	// (Continue below then fails and the pending exec is dropped).
-	th, err := pin.LookupThread(c.tid)
-	if err != nil {
-		refuse("its process could not be identified", err)
-		return
+	// The thread's group: the one the decoder's lookup of the thread
+	// gave (PIDFD_GET_INFO on the thread cache's pidfd), trusted as
+	// everything decoded is once the notification was still valid after
+	// it. A thread's group does not change while it waits in this call;
+	// a thread that died since (its tid perhaps another thread's now), or
+	// was killed by another thread's exec, has lost this notification, so
+	// Continue below fails and the pending exec is dropped. Without a
+	// lookup (the decoder's failed) it is asked now.
+	tgid := c.tgid
+	if tgid <= 0 {
+		th, err := pin.LookupThread(c.tid)
+		if err != nil {
+			refuse("its process could not be identified", err)
+			return
+		}
+		tgid = th.Tgid
+		th.Release()
 	}
-	tgid := th.Tgid
-	th.Release()
 	p.tgid = tgid
 	// Whatever the thread cache remembers of the old image is stale from
 	// now on.
 	pin.ExecChanged(tgid)
+	var err error
 	if p.proc, err = pin.OpenProcess(tgid); err != nil {
 		refuse("it could not be held for verification", err)
 		return
