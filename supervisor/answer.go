@@ -84,7 +84,7 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 	if s.cfg.Log != nil {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfacePath, Value: v.value})
 		req.Access = name
-		req.Process = processInfo(nil, int(n.Pid), true)
+		req.Process = processInfo(nil, int(n.Pid), true, "")
 		req.Node = s.nodeLabel(int(n.Pid))
 		s.cfg.Log.Decided(req, false, d)
 		id = req.ID

@@ -443,6 +443,9 @@ type request struct {
 	// request inline in the receiving loop, nil elsewhere (an ask's
 	// goroutine): see handle.
 	quiet *notify.Quiet
+	// exe: the caller's executable, read for the record before an exec
+	// was continued ("" : read it when the record is made).
+	exe string
 }
 
 func (r *request) close() {
@@ -568,6 +571,14 @@ func (s *supervisor) perform(r *request, v verdict, record bool) {
 	if qc, ok := r.call.(quietCall); ok {
 		qc.setQuiet(r.quiet)
 	}
+	if _, ok := r.call.(*execCall); ok && record && r.th != nil {
+		// Who asked for the exec, for its record: read now, while the
+		// caller still runs the image that asked. Once the exec is
+		// continued /proc shows the new image (a record gathered after
+		// it named /usr/bin/true as what exec'd /usr/bin/true, 24 times
+		// in 300 here).
+		r.exe = r.th.Exe()
+	}
 	r.call.perform(s, r.id)
 	if rc, ok := r.call.(retrier); ok && rc.again() {
 		if err := s.l.IDValid(r.id); err == nil {
@@ -652,7 +663,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	}
 	req := authority.NewRequest(check)
 	req.Access = v.access
-	req.Process = processInfo(r.th, r.tid, v.result.Action != engine.Allow)
+	req.Process = processInfo(r.th, r.tid, v.result.Action != engine.Allow, r.exe)
 	req.Agent = s.cfg.Argv
 	req.Rule = v.result.Rule
 	req.HumanOnly = v.result.HumanOnly
@@ -741,7 +752,8 @@ func (s *supervisor) tgidOf(tid int) int {
 // processInfo reads who made a request, for people and the log. It is
 // informational only: nothing here is used to decide. Allows (the hot
 // path) get the executable only; asks and denials get the whole picture.
-func processInfo(th *pin.Thread, tid int, full bool) authority.Process {
+// exe, when not "", is the executable read before (request.exe).
+func processInfo(th *pin.Thread, tid int, full bool, exe string) authority.Process {
 	p := authority.Process{PID: tid}
 	if th == nil {
 		var err error
@@ -751,7 +763,10 @@ func processInfo(th *pin.Thread, tid int, full bool) authority.Process {
 		defer th.Release()
 	}
 	// Cached per thread, forgotten when the process execs.
-	p.Exe = th.Exe()
+	p.Exe = exe
+	if p.Exe == "" {
+		p.Exe = th.Exe()
+	}
 	if !full {
 		return p
 	}

@@ -26,7 +26,7 @@ func startEgress(cfg Config, notices *noticer) *egressRun {
 		Policy: cfg.Policy,
 		Agent:  cfg.Argv,
 		Process: func(pid int) authority.Process {
-			return processInfo(nil, pid, true)
+			return processInfo(nil, pid, true, "")
 		},
 		Denied: func(_ engine.NetIntent, reason string) {
 			notices.line("permwrap: " + reason)

@@ -316,3 +316,38 @@ func TestWriteThenExec(t *testing.T) {
 		t.Errorf("write-then-exec: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestExecRecordNamesTheCaller: the review log's record of an allowed exec
+// names, as the process that asked, the image that asked (bash), not the
+// one it asked for. The record is made after the exec is continued, when
+// /proc may already show the new image: read then, 24 of 300 records of
+// `/bin/true` run from bash named /usr/bin/true as their caller.
+func TestExecRecordNamesTheCaller(t *testing.T) {
+	s := newSandbox(t, "")
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	bash, _ = filepath.EvalSymlinks(bash)
+	truePath, _ := filepath.EvalSymlinks("/bin/true")
+	r := s.run(bash, "-c", "for i in $(seq 200); do /bin/true; done")
+	if r.code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", r.code, r.stderr)
+	}
+	n, wrong := 0, map[string]int{}
+	for _, rec := range s.logRecords() {
+		if rec["access"] != "exec" || rec["value"] != truePath {
+			continue
+		}
+		n++
+		if exe := fmt.Sprint(rec["exe"]); exe != bash {
+			wrong[exe]++
+		}
+	}
+	if n != 200 {
+		t.Errorf("%d exec records of %s, want 200", n, truePath)
+	}
+	if len(wrong) > 0 {
+		t.Errorf("exec records of %s naming another caller than %s: %v", truePath, bash, wrong)
+	}
+}
