@@ -157,28 +157,34 @@ func (s *supervisor) continueExec(id uint64, c *execCall) {
 		p.wantCmd = append(append(p.wantCmd, a...), 0)
 	}
 
-	// The exec'ing thread becomes the leader: key by the thread that
-	// called, and by the group, so the first notification of the new
-	// image finds it either way.
+	// Registered before the continue: the new image's first call may
+	// settle p before Continue even returns, and finish must find it and
+	// its timer.
 	v := &s.execs
+	v.add(p, firstLookAfter, func() { v.poll(p) })
+	if err := s.l.Continue(id); err != nil {
+		v.finish(p)
+	}
+}
+
+// add registers p, awaiting verification, and sets its poller (poll) to
+// start after the given delay; p.refs counts the poller's reference.
+func (v *execVerifier) add(p *pendingExec, after time.Duration, poll func()) {
 	v.mu.Lock()
-	if old := v.pending[tgid]; old != nil && old != p {
+	defer v.mu.Unlock()
+	if old := v.pending[p.tgid]; old != nil && old != p {
 		// An earlier exec of this process that never showed (it failed):
 		// this exec's verification supersedes it.
 		v.dropLocked(old)
 	}
-	v.pending[c.tid] = p
-	v.pending[tgid] = p
+	// The exec'ing thread becomes the leader: key by the thread that
+	// called, and by the group, so the first notification of the new
+	// image finds it either way.
+	v.pending[p.tid] = p
+	v.pending[p.tgid] = p
 	v.count.Store(int32(len(v.pending)))
 	p.refs = 1 // the poller's
-	// Set before the continue: the new image's first call may settle p
-	// before Continue even returns, and finish must find the timer.
-	p.firstLook = time.AfterFunc(firstLookAfter, func() { v.poll(p) })
-	v.mu.Unlock()
-
-	if err := s.l.Continue(id); err != nil {
-		v.finish(p)
-	}
+	p.firstLook = time.AfterFunc(after, poll)
 }
 
 // acquire looks up the pending exec of thread tid and takes a reference

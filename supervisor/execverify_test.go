@@ -40,19 +40,13 @@ func heldProcess(t *testing.T) (*pin.Process, pin.Running) {
 // after d; started reports whether the poller ran.
 func pendingFor(v *execVerifier, p *pendingExec, d time.Duration) (started *atomic.Bool) {
 	started = new(atomic.Bool)
-	v.mu.Lock()
-	v.pending[p.tid] = p
-	v.pending[p.tgid] = p
-	v.count.Store(int32(len(v.pending)))
-	p.refs = 1
-	p.firstLook = time.AfterFunc(d, func() { started.Store(true); v.poll(p) })
-	v.mu.Unlock()
+	v.add(p, d, func() { started.Store(true); v.poll(p) })
 	return started
 }
 
 // TestExecPollerNotStartedWhenSettled: an exec settled before the
-// poller's first look (at the new image's first call, as almost every
-// exec is) never starts the poller, and the poller's reference is
+// poller's first look (at the new image's first call, as about half the
+// execs of /bin/true are here) never starts the poller, and the poller's reference is
 // dropped with it, so the process's pidfd is released.
 func TestExecPollerNotStartedWhenSettled(t *testing.T) {
 	proc, run := heldProcess(t)
