@@ -91,6 +91,13 @@ type ExecDecision struct {
 	// arguments of known file commands (not judged here: they are judged
 	// when opened). Approving the exec approves these with it (CoversPath).
 	PathUses []PathUse
+	// Image is the answer for the files the kernel maps to run — the
+	// binary and each interpreter of a #! chain, on the exec and read
+	// surfaces — taken alone. When it is Allow, whatever refused the exec
+	// was its command line or what that runs, and the image may start and
+	// be stopped before it runs a line of its own (the supervisor does
+	// that for a spawn whose error would hide the reason).
+	Image Result
 }
 
 // Reason is one line for a person: what was decided, on which part of the
@@ -210,7 +217,8 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 	if len(in.Argv) > 1 {
 		rest = in.Argv[1:]
 	}
-	p.decideImage(&set, in.Resolved, "")
+	var image decisionSet
+	p.decideImage(&set, &image, in.Resolved, "")
 	d.Analysis = p.decideCommand(&d, &set, execCommand{path: in.Path, resolved: in.Resolved, identity: identity,
 		argv0: argv0, args: rest}, in, ctx)
 
@@ -226,9 +234,10 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 		if res == "" || !path.IsAbs(res) {
 			r := couldNotDecide(SurfaceExec, ip.Path, "the interpreter of a #! script could not be resolved")
 			set.add(r, "#! "+ip.Path)
+			image.add(r, "")
 			break
 		}
-		p.decideImage(&set, res, "#! ")
+		p.decideImage(&set, &image, res, "#! ")
 		line := []string{file}
 		if ip.Arg != "" {
 			line = []string{ip.Arg, file}
@@ -246,6 +255,7 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 		file, args = ip.Path, line
 	}
 	d.Result, d.Decider, _ = set.result()
+	d.Image, _, _ = image.result()
 	return d
 }
 
@@ -277,13 +287,19 @@ func actionVerb(a Action) string {
 
 // decideImage checks a file the kernel maps to run: exec needs read as
 // well, or a binary the policy keeps from being read could be run, and
-// its pages read, by a process the agent controls.
-func (p *Policy) decideImage(set *decisionSet, file, prefix string) {
-	set.add(p.DecidePath(AccessExec, file), prefix+file)
+// its pages read, by a process the agent controls. The checks go to set,
+// with everything else about the exec, and to image, the images alone.
+func (p *Policy) decideImage(set, image *decisionSet, file, prefix string) {
+	x := p.DecidePath(AccessExec, file)
+	set.add(x, prefix+file)
+	image.add(x, "")
 	// The read check can only make the answer stricter: a read allow
 	// must not stand in for an exec the policy says nothing about.
-	if r := p.DecidePath(AccessRead, file); r.Action != Allow && set.takes(r) {
-		set.add(r, prefix+"read of "+file)
+	if r := p.DecidePath(AccessRead, file); r.Action != Allow {
+		image.add(r, "")
+		if set.takes(r) {
+			set.add(r, prefix+"read of "+file)
+		}
 	}
 }
 

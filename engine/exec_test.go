@@ -197,6 +197,34 @@ func TestExecReadCheckOnlyTightens(t *testing.T) {
 	}
 }
 
+// TestExecImageAlone: ExecDecision.Image is the answer for the mapped
+// files alone, whatever the command line decided.
+func TestExecImageAlone(t *testing.T) {
+	p := compileTest(t, `{ "extends": "none", "permission": {
+	  "exec": {"*": "allow", "/opt/evil/**": "deny"},
+	  "read": {"*": "allow", "/secret/**": "deny"},
+	  "bash": {"*": "allow", "git push *": "deny"} } }`)
+	for _, tc := range []struct {
+		name          string
+		in            ExecIntent
+		result, image Action
+	}{
+		{"command line denied", ExecIntent{Path: "/bin/bash", Resolved: "/usr/bin/bash", Argv: []string{"bash", "-c", "git push"}, Cwd: "/w"}, Deny, Allow},
+		{"binary denied", ExecIntent{Path: "/opt/evil/x", Resolved: "/opt/evil/x", Argv: []string{"x"}, Cwd: "/w"}, Deny, Deny},
+		{"binary unreadable", ExecIntent{Path: "/secret/tool", Resolved: "/secret/tool", Argv: []string{"tool", "push"}, Cwd: "/w"}, Deny, Deny},
+		{"interpreter denied", ExecIntent{Path: "/w/run", Resolved: "/w/run", Argv: []string{"./run"}, Cwd: "/w",
+			Interpreters: []Interp{{Path: "/opt/evil/sh", Resolved: "/opt/evil/sh"}}}, Deny, Deny},
+		{"interpreter unresolved", ExecIntent{Path: "/w/run", Resolved: "/w/run", Argv: []string{"./run"}, Cwd: "/w",
+			Interpreters: []Interp{{Path: "sh"}}}, Deny, Deny},
+		{"all allowed", ExecIntent{Path: "/usr/bin/git", Resolved: "/usr/bin/git", Argv: []string{"git", "status"}, Cwd: "/w"}, Allow, Allow},
+	} {
+		d := p.DecideExec(tc.in)
+		if d.Result.Action != tc.result || d.Image.Action != tc.image {
+			t.Errorf("%s: result %v, image %v; want %v, %v", tc.name, d.Result.Action, d.Image.Action, tc.result, tc.image)
+		}
+	}
+}
+
 // BenchmarkDecideExecLongArgv: `xargs cat` under the default policy, cat
 // given 3 000 paths (linkers and compilers get long command lines too).
 func BenchmarkDecideExecLongArgv(b *testing.B) {

@@ -27,21 +27,11 @@ var ErrNotTold = errors.New("notify: fd is not a pipe, a regular file or a local
 // target's fd is that same file, the person already saw the notice there
 // and nothing is written.
 func TellFd(tid, fd int, line []byte, skip *os.File) error {
-	f, err := pin.GetFd(tid, fd)
+	f, st, err := toldFd(tid, fd, skip)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return err
-	}
-	if skip != nil {
-		var own unix.Stat_t
-		if unix.Fstat(int(skip.Fd()), &own) == nil && own.Dev == st.Dev && own.Ino == st.Ino {
-			return ErrNotTold
-		}
-	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		// Through the target's own open file description (GetFd shares
@@ -52,10 +42,79 @@ func TellFd(tid, fd int, line []byte, skip *os.File) error {
 		return err
 	case unix.S_IFIFO:
 		return tellPipe(f, line)
-	case unix.S_IFSOCK:
-		return tellSocket(f, line)
 	}
-	return ErrNotTold
+	return tellSocket(f, line)
+}
+
+// toldFd takes the target's fd when it is something TellFd writes to: a
+// regular file, a pipe or FIFO, or a local stream, seqpacket or datagram
+// socket — and not skip (permwrap's own stderr). Otherwise ErrNotTold.
+func toldFd(tid, fd int, skip *os.File) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	f, err := pin.GetFd(tid, fd)
+	if err != nil {
+		return nil, st, err
+	}
+	err = func() error {
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return err
+		}
+		if skip != nil {
+			var own unix.Stat_t
+			if unix.Fstat(int(skip.Fd()), &own) == nil && own.Dev == st.Dev && own.Ino == st.Ino {
+				return ErrNotTold
+			}
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG, unix.S_IFIFO:
+			return nil
+		case unix.S_IFSOCK:
+			return localSocket(int(f.Fd()))
+		}
+		return ErrNotTold
+	}()
+	if err != nil {
+		f.Close()
+		return nil, st, err
+	}
+	return f, st, nil
+}
+
+// Stderr is what a process's stderr is to the agent that reads it.
+type Stderr uint8
+
+const (
+	// StderrNone: nothing TellFd writes to (a terminal, /dev/null, a
+	// network socket, permwrap's own stderr), or it could not be looked at.
+	StderrNone Stderr = iota
+	// StderrInherited: a stream the process shares with its parent. The
+	// parent lives on after a failed exec in the child and the stream's
+	// reader with it (a shell reports the error on that same stderr).
+	StderrInherited
+	// StderrOwn: a stream its parent does not have: one the spawner made
+	// for this child. A spawner whose child's exec fails reports the
+	// error it got back and may never read that stream again (Node's
+	// child_process emits 'error' before the stream's data, and pi then
+	// crashes on the data; Python, Go and Rust close it unread).
+	StderrOwn
+)
+
+// StderrOf says what tid's stderr is (see Stderr). skip is permwrap's own
+// stderr, which counts as none.
+func StderrOf(tid int, skip *os.File) Stderr {
+	f, st, err := toldFd(tid, 2, skip)
+	if err != nil {
+		return StderrNone
+	}
+	f.Close()
+	ppid, err := parentOf(tid)
+	if err != nil {
+		return StderrOwn
+	}
+	if parent, err := fdIdentity(ppid, 2); err == nil && parent == (fileID{st.Dev, st.Ino}) {
+		return StderrInherited
+	}
+	return StderrOwn
 }
 
 // tellPipe writes to a pipe or FIFO. A pipe has no offset; a new
@@ -84,7 +143,13 @@ func tellPipe(f *os.File, line []byte) error {
 // unix socket queues a short line as one buffer: it is sent whole or
 // refused with EAGAIN, never cut.
 func tellSocket(f *os.File, line []byte) error {
-	fd := int(f.Fd())
+	_, err := unix.SendmsgN(int(f.Fd()), line, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+	return err
+}
+
+// localSocket is nil for a local (AF_UNIX) stream, seqpacket or datagram
+// socket, ErrNotTold for any other.
+func localSocket(fd int) error {
 	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
 		return err
@@ -99,8 +164,7 @@ func tellSocket(f *os.File, line []byte) error {
 	if typ != unix.SOCK_STREAM && typ != unix.SOCK_SEQPACKET && typ != unix.SOCK_DGRAM {
 		return ErrNotTold
 	}
-	_, err = unix.SendmsgN(fd, line, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
-	return err
+	return nil
 }
 
 // TellSpawner writes line to the stderr of the process that started tid

@@ -68,7 +68,7 @@ func (c *execCall) judge(p *engine.Policy) verdict {
 	return verdict{result: d.Result, access: "exec", value: engine.RenderArgv(argv), exec: &d, argv: argv}
 }
 
-func (c *execCall) perform(s *supervisor, id uint64) { s.continueExec(id, c) }
+func (c *execCall) perform(s *supervisor, id uint64) { s.continueExec(id, c, nil) }
 func (c *execCall) close()                           { c.path.Close() }
 
 type pendingExec struct {
@@ -90,6 +90,11 @@ type pendingExec struct {
 	// by execVerifier.mu. The pidfd is closed when it drops to 0 after
 	// done, so a checker never signals a pidfd number reused meanwhile.
 	refs int
+	// refused: the exec was refused, and continued only so that the
+	// program exists when it is told why (notice.go, refuseExec): once
+	// the new image is verified, this line goes to its stderr and it is
+	// killed before it runs a line of its own.
+	refused []byte
 }
 
 // command is the command line shown in messages about p.
@@ -108,9 +113,11 @@ func (v *execVerifier) init(s *supervisor) {
 }
 
 // continueExec lets an allowed exec run and arranges its verification.
-// Whatever keeps it from being verified refuses the exec instead.
-func (s *supervisor) continueExec(id uint64, c *execCall) {
-	p := &pendingExec{tid: c.tid, startedAt: time.Now(), display: displayArgv(c.raw, c.path.Path, c.argv)}
+// Whatever keeps it from being verified refuses the exec instead. With a
+// refusal line, the exec was refused: the new image is verified like any
+// other, then told the line and killed at its first stop (refuseExec).
+func (s *supervisor) continueExec(id uint64, c *execCall, refused []byte) {
+	p := &pendingExec{tid: c.tid, startedAt: time.Now(), display: displayArgv(c.raw, c.path.Path, c.argv), refused: refused}
 	refuse := func(why string, err error) {
 		s.respondErr(id, unix.EACCES)
 		s.notices.line("permwrap: refused exec of " + p.command() + ": " + why + ": " + err.Error())
@@ -298,7 +305,14 @@ func (v *execVerifier) settle(p *pendingExec, returned bool) bool {
 		st, err = v.state(p, returned)
 	}
 	switch st {
-	case execGood, execGone:
+	case execGood:
+		if p.refused != nil {
+			v.stop(p)
+			return false
+		}
+		pin.ExecChanged(p.tgid)
+		v.finish(p)
+	case execGone:
 		pin.ExecChanged(p.tgid)
 		v.finish(p)
 	case execBad:
@@ -396,6 +410,23 @@ func (v *execVerifier) poll(p *pendingExec) {
 // poller could have caught it after a few hundred microseconds
 // (docs/security.md, the residual window).
 const firstLookAfter = time.Millisecond
+
+// stop ends a refused exec's program before it runs a line of its own:
+// its stderr gets the agent's line — a stream the spawner reads now that
+// its spawn succeeded — and the process is killed (once). The person's
+// line and the review log's record were written when it was refused.
+func (v *execVerifier) stop(p *pendingExec) {
+	if !p.done.CompareAndSwap(false, true) {
+		return
+	}
+	_ = notify.TellFd(p.tgid, 2, p.refused, v.s.cfg.Stderr)
+	err := p.proc.Kill()
+	v.finish(p)
+	pin.ExecChanged(p.tgid)
+	if err != nil {
+		v.s.notices.line("permwrap: killing refused process " + strconv.Itoa(p.tgid) + " (" + p.command() + ") failed: " + err.Error())
+	}
+}
 
 // fail kills p's process (once) and tells the person and the log.
 func (v *execVerifier) fail(p *pendingExec, what string, err error) {

@@ -19,7 +19,8 @@ import (
 // refuse fails the call with EACCES and says why: one line for the
 // person (the noticer; on a relayed terminal the relay decides when it
 // may be shown, see relay.Write) and one for the agent on the denied
-// process's own stderr when a program reads that back (tellAgent).
+// process's own stderr when a program reads that back (tellsAgent). An
+// exec is refused by refuseExec.
 func (s *supervisor) refuse(r *request, v verdict, d authority.Decision, id authority.RequestID) {
 	program := ""
 	if v.exec != nil && len(v.argv) > 0 {
@@ -27,32 +28,64 @@ func (s *supervisor) refuse(r *request, v verdict, d authority.Decision, id auth
 	}
 	dn := newDenial(v, d, id, program)
 	s.notices.line(dn.forPerson())
-	s.tellAgent(r, v, dn)
+	if c, ok := r.call.(*execCall); ok && v.exec != nil {
+		s.refuseExec(r, c, v, dn)
+		return
+	}
+	if s.tellsAgent() {
+		_ = notify.TellFd(r.tid, 2, dn.agentLine(), s.cfg.Stderr)
+	}
 	s.respondErr(r.id, unix.EACCES)
 }
 
-// tellAgent appends the agent's line to the denied process's stderr when
-// that is a pipe, a FIFO, a regular file or a local socket: the output of
-// a tool subprocess, which the agent reads and the model sees, so it
-// learns why instead of retrying. For a refused exec the line goes to the
-// process that called exec (the child a spawn forked), so a program whose
-// spawn fails with EACCES still finds the reason on the child's stderr
-// (Node's child_process delivers it before the 'error' event), and to the
-// stderr of that child's parent when it is a different file (see
-// notify.TellSpawner). Never the person's terminal (notify.TellFd
+// tellsAgent: the agent's line is written at all (denialNotice: "off"
+// turns it off). The line goes to the denied process's stderr when that
+// is a pipe, a FIFO, a regular file or a local socket — the output of a
+// tool subprocess, which the agent reads and the model sees, so it learns
+// why instead of retrying. Never the person's terminal (notify.TellFd
 // checks), never the command body.
-// denialNotice: "off" turns it off.
-func (s *supervisor) tellAgent(r *request, v verdict, dn denial) {
-	if s.cfg.Policy.Settings().DenialNotice == "off" {
-		return
+func (s *supervisor) tellsAgent() bool {
+	return s.cfg.Policy.Settings().DenialNotice != "off"
+}
+
+// refuseExec refuses an exec so that its line reaches the agent without
+// breaking it. Whatever the agent is told must arrive in a stream it
+// still reads, before the call that failed returns, or not be written at
+// all:
+//   - the caller's stderr is its parent's too (a shell's child, make's,
+//     xargs'): the line goes there and the exec fails with EACCES; the
+//     parent lives on, reports the failure on that same stream, and its
+//     reader reads on.
+//   - the caller's stderr is a stream its spawner made for it (Node's
+//     child_process, Python's subprocess, Go's os/exec, Rust's Command:
+//     the agents' bash tools): a spawn that fails is reported from its
+//     errno, and the stream is then dropped unread (Python, Go, Rust) or
+//     its data arrives after the spawn was declared failed (Node: pi
+//     crashed on it). So the program is started and stopped before it
+//     runs a line of its own: the exec is continued, and at the new
+//     image's first call (or the verifier's first look) the line is
+//     written to its stderr and it is killed (execverify.go). The spawner
+//     sees a process that ran and died by SIGKILL, with the reason on its
+//     stderr. Only when the image itself may be mapped (ExecDecision.Image
+//     allows it): a binary the policy refuses to run or read is never
+//     loaded, its exec fails with EACCES, and its line goes to the
+//     spawner's own stderr when that is a different stream
+//     (notify.TellSpawner), never into the child's.
+//   - otherwise (a terminal, /dev/null): EACCES, and the person's line.
+func (s *supervisor) refuseExec(r *request, c *execCall, v verdict, dn denial) {
+	if s.tellsAgent() {
+		switch notify.StderrOf(r.tid, s.cfg.Stderr) {
+		case notify.StderrInherited:
+			_ = notify.TellFd(r.tid, 2, dn.agentLine(), s.cfg.Stderr)
+		case notify.StderrOwn:
+			if v.exec.Image.Action == engine.Allow {
+				s.continueExec(r.id, c, dn.agentLine())
+				return
+			}
+			_ = notify.TellSpawner(r.tid, dn.agentLine(), s.cfg.Stderr)
+		}
 	}
-	line := []byte(dn.forAgent() + "\n")
-	_ = notify.TellFd(r.tid, 2, line, s.cfg.Stderr)
-	if v.exec != nil {
-		// Python, Go and Rust spawners drop the child's pipes when its
-		// exec fails; their own stderr may be what the agent reads.
-		_ = notify.TellSpawner(r.tid, line, s.cfg.Stderr)
-	}
+	s.respondErr(r.id, unix.EACCES)
 }
 
 // denial is one refused request, as the person and the agent are told.
@@ -162,6 +195,9 @@ func (dn denial) forAgent() string {
 	}
 	return s
 }
+
+// agentLine is forAgent as written: one line, newline-terminated.
+func (dn denial) agentLine() []byte { return []byte(dn.forAgent() + "\n") }
 
 // maxAgentLine bounds the agent's line: it goes into a pipe or socket in
 // one write, whole or not at all (PIPE_BUF is 4096).

@@ -77,11 +77,11 @@ function child(what, cmd, args) {
   let spawnError = '';
   c.stderr.on('data', (d) => { stderr += d; });
   c.on('error', (e) => { spawnError = e.code || String(e); });
-  c.on('close', (code) => {
+  c.on('close', (code, signal) => {
     o.ok = code === 0 && !spawnError;
     ops.push(o);
     busy = false;
-    record(o, { code, spawnError, stderr });
+    record(o, { code, signal, spawnError, stderr });
     render();
   });
 }
