@@ -100,9 +100,12 @@ type Settings struct {
 	ModelDelegation Delegation
 	AskTimeout      time.Duration
 	DenialNotice    string // "stderr" or "off"
-	TypoPaths       []TypoPath
-	Log             LogSettings
-	Yolo            bool
+	// Proxy is "env" (permwrap's egress proxy runs and the command's
+	// proxy variables name it) or "off" (no proxy, no variables).
+	Proxy     string
+	TypoPaths []TypoPath
+	Log       LogSettings
+	Yolo      bool
 }
 
 // Defaults for Settings.
@@ -117,6 +120,7 @@ func defaultSettings() Settings {
 		Authorizers:  map[string]AuthorizerSpec{},
 		AskTimeout:   DefaultAskTimeout,
 		DenialNotice: "stderr",
+		Proxy:        "env",
 		Log:          LogSettings{ReadAllows: "all", FieldWidth: DefaultLogFieldWidth},
 	}
 }
@@ -345,6 +349,14 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 					fc.settings.DenialNotice = s
 				}
 			}
+		case "proxy":
+			if s, ok := p.str(val, key); ok {
+				if s != "env" && s != "off" {
+					p.errorf(val.StartOffset, "proxy: %q is not \"env\" or \"off\"", s)
+				} else {
+					fc.settings.Proxy = s
+				}
+			}
 		case "typoPaths":
 			for _, e := range p.array(val, key) {
 				if tp, ok := p.typoPath(&e); ok {
@@ -366,7 +378,7 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 				fc.extends, fc.extendsAt = s, p.pos(val.StartOffset)
 			}
 		default:
-			p.errorf(off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, typoPaths, log)", key)
+			p.errorf(off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, typoPaths, log)", key)
 		}
 	}
 	if len(p.errs) > 0 {

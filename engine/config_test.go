@@ -34,6 +34,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative duration", FileGlobal, `{"askTimeout": "-1s"}`, []string{`1:16: askTimeout must be positive`}},
 		{"yoloMode not bool", FileGlobal, `{"yoloMode": "yes"}`, []string{"1:14: yoloMode: want true or false, got a string"}},
 		{"denialNotice", FileGlobal, `{"denialNotice": "loud"}`, []string{`1:18: denialNotice: "loud" is not`}},
+		{"proxy", FileGlobal, `{"proxy": "on"}`, []string{`1:11: proxy: "on" is not`}},
 		{"authorizer without command", FileGlobal, `{"authorizers": {"j": {"timeoutMs": 5}}}`, []string{`1:23: authorizer "j" has no "command"`}},
 		{"authorizer bad timeout", FileGlobal, `{"authorizers": {"j": {"command": ["x"], "timeoutMs": 0}}}`, []string{"1:55: timeoutMs: want a whole number from 1"}},
 		{"authorizer empty command", FileGlobal, `{"authorizers": {"j": {"command": []}}}`, []string{`1:35: authorizer "j": command must name a program`}},

@@ -607,6 +607,8 @@ func layerSettings(s Settings, fc *fileConfig) Settings {
 			s.AskTimeout = f.AskTimeout
 		case "denialNotice":
 			s.DenialNotice = f.DenialNotice
+		case "proxy":
+			s.Proxy = f.Proxy
 		case "typoPaths":
 			s.TypoPaths = f.TypoPaths
 		case "log":

@@ -721,6 +721,7 @@ func TestSettings(t *testing.T) {
 		"modelDelegation": {"allowedSurfaces": ["read", "bash"], "excludedSurfaces": ["write"]},
 		"askTimeout": "90s",
 		"denialNotice": "off",
+		"proxy": "off",
 		"typoPaths": [{"from": "/home/*/src/proj/**", "to": "${WORKSPACE}"}],
 		"log": {"path": "~/.local/state/permwrap/review.jsonl", "readAllows": "none", "fieldWidth": 128}
 	}`)
@@ -728,7 +729,7 @@ func TestSettings(t *testing.T) {
 	if strings.Join(s.AuthorizerChain, ",") != "judge,missing" ||
 		s.Authorizers["judge"].Timeout.Milliseconds() != 1500 || s.Authorizers["judge"].Command[1] != "--fast" ||
 		len(s.ModelDelegation.AllowedSurfaces) != 2 || s.ModelDelegation.ExcludedSurfaces[0] != SurfaceWrite ||
-		s.AskTimeout.Seconds() != 90 || s.DenialNotice != "off" ||
+		s.AskTimeout.Seconds() != 90 || s.DenialNotice != "off" || s.Proxy != "off" ||
 		s.Log.Path != "/home/u/.local/state/permwrap/review.jsonl" || s.Log.ReadAllows != "none" || s.Log.FieldWidth != 128 {
 		t.Fatalf("settings %+v", s)
 	}
@@ -737,7 +738,7 @@ func TestSettings(t *testing.T) {
 	}
 	d, _ := compile(t, `{}`)
 	ds := d.Settings()
-	if ds.AskTimeout != DefaultAskTimeout || ds.DenialNotice != "stderr" || ds.Log.ReadAllows != "all" || ds.Log.FieldWidth != DefaultLogFieldWidth || ds.Yolo {
+	if ds.AskTimeout != DefaultAskTimeout || ds.DenialNotice != "stderr" || ds.Proxy != "env" || ds.Log.ReadAllows != "all" || ds.Log.FieldWidth != DefaultLogFieldWidth || ds.Yolo {
 		t.Fatalf("defaults %+v", ds)
 	}
 }

@@ -72,6 +72,10 @@ type initSpec struct {
 	WriteAnywhere   bool
 	RequireLandlock bool
 	Filter          notify.FilterOptions
+	// Underscore: the environment's `_` names permwrap, as the shell
+	// that started it set it; the command gets its own path there, as
+	// the shell would have set it for the command run bare.
+	Underscore bool
 }
 
 // Init-stage exit codes, mirrored by the supervisor into its own status.
@@ -173,6 +177,9 @@ func runSandboxStage() int {
 	}
 	host.Close(lfd)
 	host.Close(handoffFd)
+	if spec.Underscore {
+		setUnderscore(spec.Env, path)
+	}
 	// The execve is the first notification the supervisor judges: the
 	// command itself is held to the policy like anything it runs later.
 	err = host.Exec(path, spec.Argv, spec.Env)
@@ -182,6 +189,28 @@ func runSandboxStage() int {
 	}
 	fmt.Fprintf(os.Stderr, "permwrap: %s: %v\n", spec.Argv[0], err)
 	return code
+}
+
+// setUnderscore sets `_`, which a shell sets to the path of the command
+// it runs, to path.
+func setUnderscore(env []string, path string) {
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "_=") {
+			env[i] = "_=" + path
+		}
+	}
+}
+
+// underscoreNamesSelf reports whether env's `_` is the path of this
+// executable (the shell that started permwrap set it so).
+func underscoreNamesSelf(env []string) bool {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "_="); ok {
+			var a, b unix.Stat_t
+			return v != "" && unix.Stat(v, &a) == nil && unix.Stat("/proc/self/exe", &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+		}
+	}
+	return false
 }
 
 // lookCommand finds the command as env(1) would, on the command's own

@@ -98,6 +98,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		WriteDirs:       floor.WriteDirs,
 		WriteAnywhere:   floor.WriteAnywhere,
 		RequireLandlock: cfg.RequireLandlock,
+		Underscore:      underscoreNamesSelf(os.Environ()),
 		Filter: notify.FilterOptions{
 			// The syscall table's rules. A policy that allows every read
 			// needs no notification for a plain read-only open (the
@@ -182,7 +183,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	notices := newNoticer(cfg.Notices)
 	// The egress proxy (netlaunch.go): the command finds it in its
 	// environment, so it runs before the command starts.
-	egressNet := startEgress(cfg, notices)
+	egressNet := &egressRun{}
+	if cfg.Policy.Settings().Proxy != "off" {
+		egressNet = startEgress(cfg, notices)
+	}
 	defer egressNet.stop()
 	spec.Env = egressNet.environ(spec.Env)
 	specJSON, err := json.Marshal(spec)

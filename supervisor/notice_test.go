@@ -1,9 +1,11 @@
 package supervisor_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,4 +136,69 @@ func TestRefusedExecReasonOnce(t *testing.T) {
 	}
 	mustContain(t, "stdout", r.stdout, "status=126")
 	mustContain(t, "the shell's own report", s.read("both.err"), "Permission denied")
+}
+
+// A wrapped program sees what it sees bare: the same descriptors and the
+// same environment, but for the proxy variables, which the policy can
+// turn off ("proxy": "off"); `_` names the command, as a shell sets it.
+func TestNothingExtraVisible(t *testing.T) {
+	need(t, "python3")
+	const probe = `import os, json
+print(json.dumps({"fds": sorted(os.listdir("/proc/self/fd")), "env": dict(os.environ)}))`
+	look := func(r result) (fds []string, env map[string]string) {
+		t.Helper()
+		var v struct {
+			Fds []string
+			Env map[string]string
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Fatalf("probe output %q: %v (stderr %s)", r.stdout, err, r.stderr)
+		}
+		return v.Fds, v.Env
+	}
+	// A shell sets `_` to the path of what it runs: set it as the shell
+	// that started permwrap would have, and as it would have bare.
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		policy string
+		extra  []string // variables only the wrapped run has
+	}{
+		{"default", `{}`, []string{"ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "NODE_USE_ENV_PROXY", "all_proxy", "http_proxy", "https_proxy", "no_proxy"}},
+		{"proxy off", `{"proxy": "off"}`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSandbox(t, c.policy)
+			s.env = []string{"_=" + py}
+			bareFds, bareEnv := look(s.bare("python3", "-c", probe))
+			s.env = []string{"_=" + permwrapBin}
+			fds, env := look(s.run("python3", "-c", probe))
+			if !slices.Equal(fds, bareFds) {
+				t.Errorf("descriptors: %v under permwrap, %v bare", fds, bareFds)
+			}
+			for _, k := range c.extra {
+				if _, ok := env[k]; !ok {
+					t.Errorf("%s is missing under permwrap", k)
+				}
+				delete(env, k)
+			}
+			// What the harness itself sets for permwrap's run only.
+			for _, k := range []string{"PERMWRAP_CONFIG_DIR", "XDG_STATE_HOME"} {
+				delete(env, k)
+			}
+			for k, v := range env {
+				if bv, ok := bareEnv[k]; !ok || bv != v {
+					t.Errorf("%s=%q under permwrap, %q bare", k, v, bv)
+				}
+			}
+			for k := range bareEnv {
+				if _, ok := env[k]; !ok {
+					t.Errorf("%s is missing under permwrap", k)
+				}
+			}
+		})
+	}
 }

@@ -60,6 +60,10 @@ func runWatchdog(args []string) int {
 	// only for the process to exit, so the thread that is the sandbox
 	// stage's parent never ends first.
 	runtime.LockOSThread()
+	// The life pipe is the watchdog's alone: the sandbox stage, and the
+	// command after it, would otherwise inherit it (it came without
+	// close-on-exec, as an inherited fd does), an fd a bare run lacks.
+	unix.CloseOnExec(lifeFd)
 	handoff := os.NewFile(handoffFd, "handoff")
 	spec := os.NewFile(specFd, "spec")
 	life := os.NewFile(lifeFd, "life")
