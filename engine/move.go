@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -22,7 +23,8 @@ const (
 	MoveLink
 	// MoveSymlink is symlink(target, To) with From the target resolved to
 	// an absolute path: To is written, and every later use of To/p reaches
-	// From/p.
+	// From/p — by permwrap judged at From/p, by anyone outside it later
+	// read as To/p.
 	MoveSymlink
 )
 
@@ -57,8 +59,8 @@ func (m Move) String() string { return m.Kind.String() + " " + m.From + " -> " +
 // automata); the bounds keep a huge or hostile policy from stalling a
 // rename. (Variables so that a test can exhaust them.)
 var (
-	maxMoveStates = 1 << 12
-	maxMoveSteps  = 1 << 16
+	maxMoveStates = 1 << 15
+	maxMoveSteps  = 1 << 24
 	maxMoveElems  = 1 << 13
 )
 
@@ -86,9 +88,17 @@ var (
 //     in the result's Check is the shortest such place (e.g.
 //     `/w/.git/hooks/a`).
 //
-// For a symlink only writes count beneath: reads and execs through the
-// link are judged at the target's own path, but the link makes the
-// target's content appear at To/p for anyone outside permwrap later.
+// A symlink moves nothing: every access through it is judged at the
+// target's own path, so creating one is a write of the link's own name.
+// One thing more counts beneath a directory target: the link makes what
+// lies at From/p appear at To/p to anyone outside permwrap later (git
+// running hooks, a login reading autostart entries). Where writing To/p
+// is refused (asked or denied) but writing From/p is looser, the link
+// would let the tree put there, without that answer, what the policy
+// guards at To/p (`ln -s /tmp/x ~/.config/autostart`, then
+// `/tmp/x/evil.desktop`): the answer at To/p is the result. A link
+// between places the policy treats alike (`ln -s /usr/lib ./lib`,
+// `ln -s / /tmp/root`) asks nothing.
 //
 // Content rules apply as if the moved file looked secret; when that
 // changes the answer, DependsOnContent is set and DecideMoveContent gives
@@ -226,9 +236,10 @@ func (p *Policy) referUnix(from, to string) Result {
 
 // beneath judges every path beneath from and to (see DecideMove). With
 // rename set, writes beneath both names and refer count; otherwise (a
-// symlink, where from is the target) only writes beneath to.
+// symlink, where from is the target) a write beneath to that is refused
+// where the same write beneath from is looser.
 func (p *Policy) beneath(from, to string, rename bool, v *moveVerdict) {
-	s := newMoveSearch(p, from, to)
+	s := newMoveSearch(p, from, to, !rename)
 	if s == nil || s.done(v.best) {
 		return // the same rules match beneath both, or nothing can be stricter
 	}
@@ -244,6 +255,23 @@ func (p *Policy) beneath(from, to string, rename bool, v *moveVerdict) {
 		p.decide(pathChecks(&buf, a, path), assumeSecret, &r)
 		return r
 	}
+	// A symlink's search must often prove a negative (no place beneath
+	// is guarded at the link and looser at the target), visiting every
+	// state: what it found from a pair of starting states is kept, and a
+	// link between the same two areas asks nothing of the search again
+	// (or, where it found a place, judges that place for this link).
+	var key string
+	var cached *linkSearch
+	if !rename {
+		key = s.key()
+		if c, ok := p.linkSearches.Load(key); ok && c.(*linkSearch).session == p.session.Load() {
+			cached = c.(*linkSearch)
+			if cached.witness == "" {
+				return
+			}
+		}
+	}
+	witness := ""
 	judge := func(sub string) bool {
 		f, t := from+"/"+sub, to+"/"+sub
 		if rename {
@@ -256,21 +284,64 @@ func (p *Policy) beneath(from, to string, rename bool, v *moveVerdict) {
 				}
 			}
 			v.add(p.referUnix(f, t))
-		} else {
-			v.add(decide(AccessWrite, t))
+		} else if at := decide(AccessWrite, t); at.Action > decide(AccessWrite, f).Action {
+			v.add(at)
+			if witness == "" {
+				witness = sub
+			}
 		}
 		return s.done(v.best)
+	}
+	if cached != nil && judge(cached.witness) {
+		return // the place the same search found before, judged again here
 	}
 	// First each rule on its own: its shortest suffix where it matches on
 	// one side only. These are real places, judged like any other, and
 	// usually reach the strictest possible answer at once. Then the
 	// search over all rules together, or its bound.
-	if s.targeted(judge) {
+	if s.targeted(judge) || s.explore(judge) {
+		if !rename {
+			p.rememberLinkSearch(key, witness)
+		}
 		return
 	}
-	if !s.explore(judge) {
-		v.add(s.strictest(to))
+	v.add(s.strictest(to))
+}
+
+// key names the search: the automata it follows and their starting
+// states on both sides, which are all its outcome depends on (with the
+// session rules, which are among the automata).
+func (s *moveSearch) key() string {
+	var b strings.Builder
+	b.WriteByte(s.start.lex)
+	for i, sl := range s.slots {
+		b.WriteString(sl.pattern)
+		b.WriteByte(0)
+		writeSet(&b, s.start.from[i])
+		writeSet(&b, s.start.to[i])
 	}
+	return b.String()
+}
+
+// linkSearch is what a symlink search from given starting states found:
+// the first place beneath that its link would guard more strictly than
+// its target ("" for none), under the session rules it was made under.
+type linkSearch struct {
+	session *sessionSet
+	witness string
+}
+
+// maxLinkSearches bounds the symlink searches remembered.
+const maxLinkSearches = 1024
+
+// rememberLinkSearch records what a finished symlink search from the
+// starting states key found, under the session rules now in force.
+func (p *Policy) rememberLinkSearch(key, witness string) {
+	if p.linkSearchN.Add(1) > maxLinkSearches {
+		p.linkSearches.Clear()
+		p.linkSearchN.Store(1)
+	}
+	p.linkSearches.Store(key, &linkSearch{session: p.session.Load(), witness: witness})
 }
 
 // moveNFA is a whole pattern as an automaton over the whole value
@@ -394,6 +465,9 @@ func (pp *pathPattern) moveAutomata() []*moveNFA {
 type moveSlot struct {
 	a    *moveNFA
 	rule *compiledRule // one rule using it, for the fallback answer
+	// pattern names the automaton: its pattern, and which of the
+	// pattern's automata it is.
+	pattern string
 }
 
 // moveSearch explores the suffixes p that can follow "from/" and "to/".
@@ -403,6 +477,8 @@ type moveSearch struct {
 	classes []byte // one representative byte per class of bytes no automaton tells apart
 	// tooBig: the automata exceed maxMoveElems and are not followed.
 	tooBig bool
+	// writes: only the rules a write meets are followed (a symlink's).
+	writes bool
 	// upper is the strictest answer any path beneath could get, and
 	// upperRule a rule that gives it (nil: the builtin answer);
 	// upperHuman: some rule beneath could make an ask human-only.
@@ -442,31 +518,49 @@ func (p *Policy) movePatterns() []movePattern {
 	p.moveOnce.Do(func() {
 		idx := map[string]int{}
 		p.eachPathRule(false, func(r *compiledRule) {
-			if i, ok := idx[r.path.expanded]; ok {
-				if r.Action > p.moveList[i].rule.Action {
-					p.moveList[i].rule = r
-				}
-				return
-			}
-			idx[r.path.expanded] = len(p.moveList)
-			p.moveList = append(p.moveList, movePattern{pp: r.path, rule: r, lit: literalPrefix(r.path.expanded)})
+			p.moveList = addMovePattern(p.moveList, idx, r.path, r)
 		})
 		// Socket paths: anything beneath a moved directory may be a socket.
 		p.eachUnixRule(false, func(r *compiledRule, pp *pathPattern) {
 			if pp == nil || pp.anyValue {
 				return
 			}
-			if i, ok := idx[pp.expanded]; ok {
-				if r.Action > p.moveList[i].rule.Action {
-					p.moveList[i].rule = r
-				}
-				return
-			}
-			idx[pp.expanded] = len(p.moveList)
-			p.moveList = append(p.moveList, movePattern{pp: pp, rule: r, lit: literalPrefix(pp.expanded)})
+			p.moveList = addMovePattern(p.moveList, idx, pp, r)
 		})
 	})
 	return p.moveList
+}
+
+// writePatterns is movePatterns for the rules a write meets: those on
+// the write and path surfaces.
+func (p *Policy) writePatterns() []movePattern {
+	p.writeOnce.Do(func() {
+		idx := map[string]int{}
+		p.eachPathRule(false, func(r *compiledRule) {
+			if writeRule(r) {
+				p.writeList = addMovePattern(p.writeList, idx, r.path, r)
+			}
+		})
+	})
+	return p.writeList
+}
+
+// writeRule reports whether a write can meet r.
+func writeRule(r *compiledRule) bool {
+	return r.Surface == SurfaceWrite || r.Surface == SurfacePath
+}
+
+// addMovePattern adds pp to list, once per distinct pattern (idx), with
+// the strictest rule that uses it.
+func addMovePattern(list []movePattern, idx map[string]int, pp *pathPattern, r *compiledRule) []movePattern {
+	if i, ok := idx[pp.expanded]; ok {
+		if r.Action > list[i].rule.Action {
+			list[i].rule = r
+		}
+		return list
+	}
+	idx[pp.expanded] = len(list)
+	return append(list, movePattern{pp: pp, rule: r, lit: literalPrefix(pp.expanded)})
 }
 
 // eachUnixRule visits every net rule that can match a Unix socket file:
@@ -504,8 +598,11 @@ func unixPathPattern(r *compiledRule) *pathPattern {
 
 // newMoveSearch returns nil when the same rules match from/p and to/p
 // for every p.
-func newMoveSearch(p *Policy, from, to string) *moveSearch {
-	s := &moveSearch{}
+//
+// With writes set, only the rules a write meets are followed (a
+// symlink's search).
+func newMoveSearch(p *Policy, from, to string, writes bool) *moveSearch {
+	s := &moveSearch{writes: writes}
 	fromDir, toDir := from+"/", to+"/"
 	differ := false
 	elems := 0
@@ -536,18 +633,25 @@ func newMoveSearch(p *Policy, from, to string) *moveSearch {
 				}
 				differ = differ || !sameSet(f, t)
 			}
-			s.slots = append(s.slots, moveSlot{a: a, rule: mp.rule})
+			s.slots = append(s.slots, moveSlot{a: a, rule: mp.rule, pattern: pp.expanded + "\x00" + strconv.Itoa(k)})
 			s.start.from = append(s.start.from, f)
 			s.start.to = append(s.start.to, t)
 		}
 	}
-	for _, mp := range p.movePatterns() {
+	patterns := p.movePatterns()
+	if writes {
+		patterns = p.writePatterns()
+	}
+	for _, mp := range patterns {
 		consider(mp)
 	}
 	if ss := p.session.Load(); ss != nil {
 		for _, r := range ss.rules {
-			if r.path != nil {
+			if r.path != nil && (!writes || writeRule(r)) {
 				consider(movePattern{pp: r.path, rule: r, lit: literalPrefix(r.path.expanded)})
+			}
+			if writes {
+				continue
 			}
 			if pp := unixPathPattern(r); pp != nil {
 				consider(movePattern{pp: pp, rule: r, lit: literalPrefix(pp.expanded)})
@@ -588,20 +692,27 @@ func (s *moveSearch) bound(p *Policy) {
 		}
 	}
 	s.upper = Allow
-	for _, sl := range s.slots {
+	for i, sl := range s.slots {
+		if s.writes && !sl.a.basename && s.start.to[i] == nil {
+			// A symlink's answer is one at To/p: a rule that can match
+			// only beneath From makes From/p stricter, never To/p.
+			continue
+		}
 		up(sl.rule.Action, sl.rule)
 	}
 	p.eachPathRule(true, func(r *compiledRule) {
 		// Too big to follow: any rule might match beneath.
-		if r.path != nil && (r.path.anyValue || s.tooBig) {
+		if r.path != nil && (r.path.anyValue || s.tooBig) && (!s.writes || writeRule(r)) {
 			up(r.Action, r)
 		}
 	})
-	p.eachUnixRule(true, func(r *compiledRule, pp *pathPattern) {
-		if pp == nil || pp.anyValue || s.tooBig {
-			up(r.Action, r)
-		}
-	})
+	if !s.writes {
+		p.eachUnixRule(true, func(r *compiledRule, pp *pathPattern) {
+			if pp == nil || pp.anyValue || s.tooBig {
+				up(r.Action, r)
+			}
+		})
+	}
 	switch {
 	case p.fallback != nil:
 		up(p.fallback.Action, p.fallback)
@@ -743,16 +854,6 @@ func b2(b bool) byte {
 	return 0
 }
 
-func (n *moveNode) key(b *strings.Builder) string {
-	b.Reset()
-	b.WriteByte(n.lex)
-	for i := range n.from {
-		writeSet(b, n.from[i])
-		writeSet(b, n.to[i])
-	}
-	return b.String()
-}
-
 func writeSet(b *strings.Builder, s []uint64) {
 	if s == nil {
 		b.WriteByte(0)
@@ -776,49 +877,6 @@ func stepScratch(a *moveNFA, buf, cur []uint64, c byte) []uint64 {
 		return nil
 	}
 	return buf
-}
-
-// clone copies a node's sets out of the scratch buffers.
-func (n moveNode) clone() moveNode {
-	out := moveNode{lex: n.lex, from: make([][]uint64, len(n.from)), to: make([][]uint64, len(n.to))}
-	for i := range n.from {
-		out.from[i] = cloneSet(n.from[i])
-		if len(n.to[i]) > 0 && len(n.from[i]) > 0 && &n.to[i][0] == &n.from[i][0] {
-			out.to[i] = out.from[i]
-		} else {
-			out.to[i] = cloneSet(n.to[i])
-		}
-	}
-	return out
-}
-
-func cloneSet(s []uint64) []uint64 {
-	if s == nil {
-		return nil
-	}
-	return append([]uint64(nil), s...)
-}
-
-// converged reports whether every slot is in the same state after from/p
-// and to/p: from here on the same rules match on both sides.
-func (n *moveNode) converged(slots []moveSlot) bool {
-	for i := range n.from {
-		if !slots[i].a.basename && !sameSet(n.from[i], n.to[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// acceptDiffers reports whether some automaton matches on one side only.
-func (n *moveNode) acceptDiffers(slots []moveSlot) bool {
-	for i := range n.from {
-		a := slots[i].a
-		if a.accepts(n.from[i]) != a.accepts(n.to[i]) {
-			return true
-		}
-	}
-	return false
 }
 
 // targeted finds, for each automaton whose states differ between the
@@ -906,62 +964,146 @@ func nextLex(lex uint8, c byte) (uint8, bool) {
 // explore searches breadth-first, so the first witnesses are the
 // shortest, calling judge at every valid path beneath where the matching
 // rules differ, until judge returns true. It returns false when the
-// search did not finish within maxMoveStates.
+// search did not finish within maxMoveStates states or maxMoveSteps
+// automaton steps.
+//
+// Each automaton is followed as a DFA built as the search goes: its state
+// sets are interned (an id each) and each (set, byte class) step is
+// computed once, so a search state is a vector of ids and a step one
+// lookup per automaton. A search that must visit every state (a symlink
+// between two areas the policy treats alike: nothing is found, so
+// nothing ends it early) stays in the milliseconds.
 func (s *moveSearch) explore(judge func(sub string) bool) bool {
-	var kb strings.Builder
-	visited := map[string]bool{s.start.key(&kb): true}
-	scratchFrom := make([][]uint64, len(s.slots))
-	scratchTo := make([][]uint64, len(s.slots))
-	bufFrom := make([][]uint64, len(s.slots))
-	bufTo := make([][]uint64, len(s.slots))
+	n := len(s.slots)
+	dfas := make([]slotDFA, n)
+	// A node: lex, then per slot the id after from/p and after to/p.
+	start := make([]int32, 2*n)
 	for i, sl := range s.slots {
-		bufFrom[i] = make([]uint64, sl.a.words)
-		bufTo[i] = make([]uint64, sl.a.words)
+		dfas[i].init(sl.a, len(s.classes))
+		start[2*i] = dfas[i].intern(s.start.from[i])
+		start[2*i+1] = dfas[i].intern(s.start.to[i])
 	}
-	queue := []moveNode{s.start}
+	type node struct {
+		lex uint8
+		ids []int32
+		sub string
+	}
+	keyOf := func(lex uint8, ids []int32, buf []byte) []byte {
+		buf = append(buf[:0], lex)
+		for _, id := range ids {
+			buf = append(buf, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+		}
+		return buf
+	}
+	var kb []byte
+	kb = keyOf(s.start.lex, start, kb)
+	visited := map[string]bool{string(kb): true}
+	queue := []node{{lex: s.start.lex, ids: start}}
+	next := make([]int32, 2*n)
 	steps := 0
 	for len(queue) > 0 {
-		n := queue[0]
+		cur := queue[0]
 		queue = queue[1:]
-		if steps += len(s.classes) * len(s.slots); steps > maxMoveSteps {
+		if steps += len(s.classes) * n; steps > maxMoveSteps {
 			return false
 		}
-		for _, c := range s.classes {
-			lex, ok := nextLex(n.lex, c)
+		for ci, c := range s.classes {
+			lex, ok := nextLex(cur.lex, c)
 			if !ok {
 				continue // no empty, "." or ".." components
 			}
-			// Step into scratch sets; most children converge and are
-			// dropped before anything is allocated for them.
-			next := moveNode{lex: lex, from: scratchFrom, to: scratchTo}
-			for i, sl := range s.slots {
-				next.from[i] = stepScratch(sl.a, bufFrom[i], n.from[i], c)
-				if sl.a.basename {
-					next.to[i] = next.from[i]
-				} else {
-					next.to[i] = stepScratch(sl.a, bufTo[i], n.to[i], c)
+			converged, differs := true, false
+			for i := range s.slots {
+				d := &dfas[i]
+				f := d.step(cur.ids[2*i], ci, c)
+				t := f
+				if !d.a.basename {
+					t = d.step(cur.ids[2*i+1], ci, c)
+					if f != t {
+						converged = false
+					}
+				}
+				next[2*i], next[2*i+1] = f, t
+				if d.acc[f] != d.acc[t] {
+					differs = true
 				}
 			}
-			if next.converged(s.slots) {
-				continue
+			if converged {
+				continue // the same rules match beneath on both sides
 			}
-			k := next.key(&kb)
-			if visited[k] {
+			kb = keyOf(lex, next, kb)
+			if visited[string(kb)] {
 				continue
 			}
 			if len(visited) >= maxMoveStates {
 				return false
 			}
-			visited[k] = true
-			next = next.clone()
-			next.sub = n.sub + string(c)
-			if lex == lexName && next.acceptDiffers(s.slots) && judge(next.sub) {
+			visited[string(kb)] = true
+			nd := node{lex: lex, ids: append([]int32(nil), next...), sub: cur.sub + string(c)}
+			if lex == lexName && differs && judge(nd.sub) {
 				return true
 			}
-			queue = append(queue, next)
+			queue = append(queue, nd)
 		}
 	}
 	return true
+}
+
+// slotDFA is one automaton of a search followed as a DFA: its state sets
+// interned (id 0 is the empty set), their acceptance, and the steps
+// computed so far (-1: not yet).
+type slotDFA struct {
+	a       *moveNFA
+	classes int
+	sets    [][]uint64
+	acc     []bool
+	idx     map[string]int32
+	next    []int32 // next[id*classes+class]
+	buf     []uint64
+}
+
+func (d *slotDFA) init(a *moveNFA, classes int) {
+	d.a, d.classes = a, classes
+	d.idx = map[string]int32{}
+	d.buf = make([]uint64, a.words)
+	d.sets = [][]uint64{nil}
+	d.acc = []bool{false}
+	d.next = make([]int32, classes)
+	for i := range d.next {
+		d.next[i] = -1
+	}
+}
+
+// intern returns the id of the state set st (nil: the empty set).
+func (d *slotDFA) intern(st []uint64) int32 {
+	if st == nil {
+		return 0
+	}
+	var kb strings.Builder
+	writeSet(&kb, st)
+	k := kb.String()
+	if id, ok := d.idx[k]; ok {
+		return id
+	}
+	id := int32(len(d.sets))
+	d.idx[k] = id
+	d.sets = append(d.sets, append([]uint64(nil), st...))
+	d.acc = append(d.acc, d.a.accepts(st))
+	for range d.classes {
+		d.next = append(d.next, -1)
+	}
+	return id
+}
+
+// step is the id after the set id reads c (class ci).
+func (d *slotDFA) step(id int32, ci int, c byte) int32 {
+	k := int(id)*d.classes + ci
+	if n := d.next[k]; n >= 0 {
+		return n
+	}
+	n := d.intern(stepScratch(d.a, d.buf, d.sets[id], c))
+	d.next[k] = n
+	return n
 }
 
 // strictest is the answer when the search could not finish: the

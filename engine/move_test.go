@@ -41,6 +41,21 @@ func TestDecideMoveDefault(t *testing.T) {
 		{"a hook by hard link", Move{Kind: MoveLink, From: ws + "/evil", To: ws + "/.git/hooks/pre-commit"}, Ask, ""},
 		{"a hook writable through a link elsewhere", Move{Kind: MoveLink, From: ws + "/.git/hooks/pre-commit", To: "/tmp/u/h"}, Ask, ws + "/.git/hooks/pre-commit"},
 		{"hooks directory as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/h", To: ws + "/.git/hooks", FromDir: true}, Ask, ws + "/.git/hooks/"},
+		{"autostart as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/a", To: "/home/u/.config/autostart", FromDir: true}, Ask, "/home/u/.config/autostart"},
+		{"autostart entries as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/a", To: "/home/u/.config/autostart/x", FromDir: true}, Ask, "/home/u/.config/autostart/x"},
+		{"a symlink into ~/.ssh", Move{Kind: MoveSymlink, From: "/tmp/u/keys", To: "/home/u/.ssh", FromDir: true}, Ask, "/home/u/.ssh"},
+
+		// A symlink moves nothing: between places the policy treats
+		// alike, or from a place it guards to one it does not, only the
+		// link's own name is written.
+		{"a link in an agent's state to a file", Move{Kind: MoveSymlink, From: "/etc/hostname", To: "/home/u/.codex/tmp/arg0/l"}, Allow, ""},
+		{"a link in an agent's state to a missing name", Move{Kind: MoveSymlink, From: ws + "/nothere", To: "/home/u/.codex/tmp/arg0/codex-arg0", FromDir: true}, Allow, ""},
+		{"a link in the workspace to a system directory", Move{Kind: MoveSymlink, From: "/usr/lib", To: ws + "/lib", FromDir: true}, Allow, ""},
+		{"a link to /tmp in /tmp", Move{Kind: MoveSymlink, From: "/tmp", To: "/tmp/x", FromDir: true}, Allow, ""},
+		{"a link to / in /tmp", Move{Kind: MoveSymlink, From: "/", To: "/tmp/u/root", FromDir: true}, Allow, ""},
+		{"a link to .. in the workspace", Move{Kind: MoveSymlink, From: "/home/u/src", To: ws + "/up", FromDir: true}, Allow, ""},
+		{"a link to ~/.ssh in the workspace", Move{Kind: MoveSymlink, From: "/home/u/.ssh", To: ws + "/ssh", FromDir: true}, Allow, ""},
+		{"the link's own name guarded", Move{Kind: MoveSymlink, From: ws + "/rc", To: "/home/u/.bashrc"}, Ask, "/home/u/.bashrc"},
 
 		// Secrets and start-up files.
 		{"a directory becomes ~/.ssh", Move{Kind: MoveRename, From: "/tmp/u/x", To: "/home/u/.ssh", FromDir: true}, Ask, ""},
@@ -54,6 +69,52 @@ func TestDecideMoveDefault(t *testing.T) {
 		if r.Action != tt.want || tt.at != "" && r.Check.Value != tt.at && !(strings.HasSuffix(tt.at, "/") && strings.HasPrefix(r.Check.Value, tt.at)) {
 			t.Errorf("%s: DecideMove(%v) = %v, want %v at %q", tt.name, tt.m, r, tt.want, tt.at)
 		}
+	}
+}
+
+// A symlink is a write of its own name, and beneath a directory target
+// the answer at a guarded To/p wherever From/p is looser.
+func TestDecideMoveSymlinkBeneath(t *testing.T) {
+	p, _ := compile(t, `{"permission": {
+		"write": {"*": "ask", "/w/**": "allow", "/w/guard/**": "deny", "/w/**/secret.conf": "ask", "/t/**": "allow", "/t/g/**": "ask"}
+	}}`)
+	tests := []struct {
+		name string
+		m    Move
+		want Action
+		at   string
+	}{
+		{"a guarded tree's name by a link", Move{Kind: MoveSymlink, From: "/t/x", To: "/w/guard", FromDir: true}, Deny, "/w/guard"},
+		{"into a guarded subtree from a looser one", Move{Kind: MoveSymlink, From: "/t/x", To: "/w/a", FromDir: true}, Ask, "/w/a/secret.conf"},
+		{"guarded the same on both sides", Move{Kind: MoveSymlink, From: "/w/b", To: "/w/a", FromDir: true}, Allow, ""},
+		{"from a stricter place", Move{Kind: MoveSymlink, From: "/u/x", To: "/w/a", FromDir: true}, Allow, ""},
+		{"a file target: the name only", Move{Kind: MoveSymlink, From: "/t/x", To: "/w/a"}, Allow, ""},
+		{"out of a guarded tree", Move{Kind: MoveSymlink, From: "/w/guard", To: "/t/l", FromDir: true}, Allow, ""},
+		{"into an asking tree from a denying one", Move{Kind: MoveSymlink, From: "/w/guard/x", To: "/t/g", FromDir: true}, Ask, "/t/g"},
+	}
+	for _, tt := range tests {
+		for round := range 2 { // the second meets the remembered search
+			r := p.DecideMove(tt.m)
+			if r.Action != tt.want || tt.at != "" && r.Check.Value != tt.at {
+				t.Errorf("%s (round %d): DecideMove(%v) = %v, want %v at %q", tt.name, round, tt.m, r, tt.want, tt.at)
+			}
+		}
+	}
+}
+
+// A remembered symlink search holds only under the session rules it was
+// made under: a session rule that changes what lies beneath counts.
+func TestDecideMoveSymlinkSessionRules(t *testing.T) {
+	p, _ := compile(t, `{"permission": {"write": {"*": "ask", "/w/**": "allow", "/w/a/x/**": "ask", "/t/**": "ask"}}}`)
+	m := Move{Kind: MoveSymlink, From: "/t/l", To: "/w/a", FromDir: true}
+	if r := p.DecideMove(m); r.Action != Allow {
+		t.Fatalf("before: %v, want allow (asks beneath on both sides)", r)
+	}
+	if _, err := p.AddSessionRule(SurfaceWrite, "/t/**"); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.DecideMove(m); r.Action != Ask || r.Check.Value != "/w/a/x" {
+		t.Fatalf("after /t/** is allowed for the session: %v, want ask at /w/a/x", r)
 	}
 }
 

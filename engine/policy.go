@@ -430,6 +430,14 @@ type Policy struct {
 
 	moveOnce sync.Once
 	moveList []movePattern // DecideMove's view of the fixed layers
+	// writeOnce, writeList: the same for the rules a write meets (the
+	// write and path surfaces), what a symlink's search follows.
+	writeOnce sync.Once
+	writeList []movePattern
+	// linkSearches: what finished symlink searches found, by their
+	// starting states (a *linkSearch; beneath); linkSearchN counts them.
+	linkSearches sync.Map
+	linkSearchN  atomic.Int32
 }
 
 // Env returns the environment patterns were expanded with.

@@ -39,7 +39,8 @@ import (
 )
 
 // attackPolicy is the policy under attack: read of secret/, of any .env
-// and of ~/.ssh; write of secret/, protected/ and any .git/hooks; exec of
+// and of ~/.ssh; write of secret/, protected/, area/conf.d/ (area/ itself
+// is not guarded) and any .git/hooks; exec of
 // forbidden/ and of anything named denied-tool are denied, and `git push`
 // asks (denied: no terminal). Everything else is allowed, so every denial
 // the suite sees comes from these rules.
@@ -48,7 +49,7 @@ const attackPolicy = `{
   "permission": {
     "*": "allow",
     "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny", ".env": "deny", "~/.ssh/**": "deny" },
-    "write": { "*": "allow", "${WORKSPACE}/secret/**": "deny", "${WORKSPACE}/protected/**": "deny", "**/.git/hooks/**": "deny" },
+    "write": { "*": "allow", "${WORKSPACE}/secret/**": "deny", "${WORKSPACE}/protected/**": "deny", "**/.git/hooks/**": "deny", "${WORKSPACE}/area/conf.d/**": "deny" },
     "exec":  { "*": "allow", "${WORKSPACE}/forbidden/**": "deny", "denied-tool": "deny" },
     "bash":  { "*": "allow", "git push *": "ask" }
   }
@@ -172,6 +173,7 @@ var attacks = []attack{
 	{name: "write_dotdot", effects: changesDenied},
 	{name: "write_symlink_file", effects: changesDenied},
 	{name: "write_symlink_dir", effects: changesDenied},
+	{name: "write_symlink_above_guard", effects: changesDenied, controlFile: "free/t/ok"},
 	{name: "write_dangling_symlink", effects: changesDenied},
 	{name: "write_via_symlink_dir", effects: changesDenied},
 	{name: "write_via_symlink_file", effects: changesDenied},
@@ -419,13 +421,13 @@ func copyExec(t *testing.T, from, to string) {
 	}
 }
 
-// deniedState describes everything under secret/ and protected/ that a
+// deniedState describes everything under the guarded trees that a
 // write could change: type, mode, owner, link count, size, mtime,
 // content, symlink target, xattrs. A missing tree is recorded as such.
 func deniedState(t *testing.T, s *sandbox) map[string]string {
 	t.Helper()
 	state := map[string]string{}
-	for _, root := range []string{"secret", "protected", "repo/.git/hooks", "repo2/.git/hooks"} {
+	for _, root := range []string{"secret", "protected", "repo/.git/hooks", "repo2/.git/hooks", "area/conf.d"} {
 		err := filepath.WalkDir(s.path(root), func(p string, d fs.DirEntry, err error) error {
 			rel, _ := filepath.Rel(s.workspace, p)
 			if err != nil {
