@@ -43,6 +43,7 @@ func TestDecideMoveDefault(t *testing.T) {
 		{"hooks directory as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/h", To: ws + "/.git/hooks", FromDir: true}, Ask, ws + "/.git/hooks/"},
 		{"autostart as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/a", To: "/home/u/.config/autostart", FromDir: true}, Ask, "/home/u/.config/autostart"},
 		{"autostart entries as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/a", To: "/home/u/.config/autostart/x", FromDir: true}, Ask, "/home/u/.config/autostart/x"},
+		{"a new repository's .git as a symlink to /tmp", Move{Kind: MoveSymlink, From: "/tmp/u/g", To: ws + "/sub/.git", FromDir: true}, Ask, ws + "/sub/.git/hooks/"},
 		{"a symlink into ~/.ssh", Move{Kind: MoveSymlink, From: "/tmp/u/keys", To: "/home/u/.ssh", FromDir: true}, Ask, "/home/u/.ssh"},
 
 		// A symlink moves nothing: between places the policy treats
