@@ -41,8 +41,8 @@ const nsopenArg = "__permwrap_nsopen"
 // idMapFiles are the /proc/PID files whose open is judged by the opener.
 var idMapFiles = map[string]bool{"uid_map": true, "gid_map": true, "projid_map": true, "setgroups": true}
 
-// isIDMapFile reports whether r names one of the target's own idMapFiles
-// (procGuard refuses another process's).
+// isIDMapFile reports whether r names one of the idMapFiles: the target's
+// own or its child's (procGuard refuses any other process's).
 func isIDMapFile(r *Resolved) bool {
 	if r.Kind != KindPath || r.Object == nil {
 		return false

@@ -116,6 +116,14 @@ func procGuard(r *Resolved, readOnly bool) error {
 		// nothing more (gdb reads and writes /proc/PID/mem).
 		return nil
 	}
+	if isIDMapFile(r) && statusField(r, "PPid:") == r.Tgid {
+		// The user-namespace maps of the target's own child, which a
+		// parent writes for a child it started in a new user namespace
+		// (Go's SysProcAttr.UidMappings, newuidmap). They are opened as
+		// the target opens them (nsopen.go), and the kernel checks the
+		// target's right to write them as it would bare.
+		return nil
+	}
 	if readOnly {
 		parts := strings.Split(rest, "/")
 		// /proc/N, /proc/N/task, /proc/N/task/T and the safe files of
@@ -137,34 +145,41 @@ func procGuard(r *Resolved, readOnly bool) error {
 
 // tracedBy reports whether the process (or thread) whose /proc directory
 // holds r's last component is ptrace-traced by a thread of process tgid.
-// The status file is read through the pinned directory, so it describes
-// the very process instance whose entry was pinned (a pid reused since
-// has another directory).
 func tracedBy(r *Resolved, tgid int) bool {
-	if r.Dir == nil {
+	tracer := statusField(r, "TracerPid:")
+	if tracer <= 0 {
 		return false
+	}
+	tg, err := Tgid(tracer)
+	return err == nil && tg == tgid
+}
+
+// statusField reads a numeric field (name with its colon) of the status
+// file in the /proc directory that holds r's last component; -1 when it
+// cannot be read. The file is read through the pinned directory, so it
+// describes the very process instance whose entry was pinned (a pid
+// reused since has another directory).
+func statusField(r *Resolved, name string) int {
+	if r.Dir == nil {
+		return -1
 	}
 	fd, err := unix.Openat(int(r.Dir.Fd()), "status", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return false
+		return -1
 	}
 	f := os.NewFile(uintptr(fd), "status")
 	defer f.Close()
 	b := make([]byte, 4096)
 	n, _ := io.ReadFull(f, b)
 	for line := range bytes.SplitSeq(b[:n], []byte("\n")) {
-		v, ok := bytes.CutPrefix(line, []byte("TracerPid:"))
-		if !ok {
-			continue
+		if v, ok := bytes.CutPrefix(line, []byte(name)); ok {
+			if x, err := strconv.Atoi(string(bytes.TrimSpace(v))); err == nil {
+				return x
+			}
+			return -1
 		}
-		tracer, err := strconv.Atoi(string(bytes.TrimSpace(v)))
-		if err != nil || tracer <= 0 {
-			return false
-		}
-		tg, err := Tgid(tracer)
-		return err == nil && tg == tgid
 	}
-	return false
+	return -1
 }
 
 // isDevTty reports the /dev/tty device (5:0), which names the opener's
