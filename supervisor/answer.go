@@ -3,12 +3,14 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
 // This file and the calls' perform methods (calls.go) are where a
@@ -90,6 +92,34 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 		id = req.ID
 	}
 	s.notices.line(newDenial(v, d, id, "").forPerson())
+}
+
+// killRacer ends the process of thread tid, whose call (id) was caught
+// racing the check (what it did is not what was judged), tells the person
+// and the log, and fails the call. The process is held by a pidfd taken
+// while the call still waits, so a pid reused since is never the one
+// killed.
+func (s *supervisor) killRacer(id uint64, tid int, why string) {
+	tgid := s.tgidOf(tid)
+	proc, err := pin.OpenProcess(tgid)
+	if err == nil {
+		if s.l.IDValid(id) == nil {
+			err = proc.Kill()
+		}
+		proc.Close()
+	}
+	s.respondErr(id, unix.EACCES)
+	msg := "permwrap: killed process " + strconv.Itoa(tgid) + ": " + why
+	if err != nil {
+		msg += "; killing it failed: " + err.Error()
+	}
+	s.notices.line(msg)
+	if s.cfg.Log != nil {
+		req := authority.NewRequest(engine.Check{Surface: engine.SurfacePath, Value: why})
+		req.Process = authority.Process{PID: tgid}
+		req.Node = s.nodeLabel(tgid)
+		s.cfg.Log.Decided(req, false, authority.Denied(authority.ByError{Reason: "a call raced its check"}, why))
+	}
 }
 
 // installFD gives the target the file the supervisor opened for it and

@@ -206,6 +206,7 @@ var attacks = []attack{
 	{name: "write_race_path_flip", effects: changesDenied},
 	{name: "write_race_symlink_meta", effects: changesDenied},
 	{name: "write_race_dir_swap_unlink", effects: changesDenied},
+	{name: "write_race_bind_swap", effects: changesDenied},
 	{name: "write_git_hooks_move", effects: changesDenied, controlFile: "twin-ok"},
 	{name: "write_ioctl_fs", effects: changesDenied, controlFile: "twin-ok"},
 	{name: "write_coredump", effects: changesDenied, unavailable: coreDumpUnavailable},

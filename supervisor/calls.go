@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"path"
 	"sync"
 	"time"
@@ -430,6 +431,7 @@ type bindCall struct {
 	tid, sock int
 	addr      []byte
 	at        *pin.Resolved // nil: no path
+	cwd       *pin.Resolved // the target's cwd, for a relative path
 	umask     uint32
 }
 
@@ -444,16 +446,24 @@ func (c *bindCall) judge(p *engine.Policy) verdict {
 func (c *bindCall) perform(s *supervisor, id uint64) {
 	h, err := pin.OpenHandle(c.tid, c.sock, nil)
 	if err == nil {
-		err = h.Bind(c.addr, c.at, c.umask)
+		err = h.Bind(c.addr, c.at, c.cwd, c.umask)
 		if err == nil && c.at != nil {
 			s.net.own.record(h) // a socket file the tree's own server listens on
 		}
 		h.Close()
 	}
+	if errors.Is(err, pin.ErrBindMoved) {
+		// A path component was swapped between the check and the bind
+		// (within the directory judged: the binding thread could create
+		// the file nowhere else): the socket is bound where nobody judged.
+		// Only a race does that; the process ends here.
+		s.killRacer(id, c.tid, "its bind raced a change of the path ("+c.at.Path+")")
+		return
+	}
 	s.answer(id, err)
 }
 
-func (c *bindCall) close() { closeAll(c.at) }
+func (c *bindCall) close() { closeAll(c.at, c.cwd) }
 
 // Contents and metadata.
 

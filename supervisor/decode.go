@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -631,6 +632,13 @@ func decodeBind(d *decoder) (call, error) {
 	}
 	if c.at, err = d.resolve(unix.AT_FDCWD, path, pin.ParentOnly); err != nil {
 		return nil, err
+	}
+	if !strings.HasPrefix(path, "/") {
+		// The bind is made with the target's own relative path, from its
+		// working directory (pin.Handle.Bind).
+		if c.cwd, err = d.resolve(unix.AT_FDCWD, ".", pin.FollowLast); err != nil {
+			return nil, err
+		}
 	}
 	if c.umask, err = d.umask(); err != nil {
 		return nil, err

@@ -70,3 +70,72 @@ func main() {
 		t.Fatalf("the child was not mapped: %s", r.stdout)
 	}
 }
+
+// A Unix socket's address is the path the program bound, as the kernel
+// keeps it: getsockname, the client's getpeername, accept's and
+// recvfrom's addresses and /proc/net/unix show it, absolute or relative,
+// and a client connecting to the address the server reports reaches it
+// from any directory.
+func TestUnixSocketAddresses(t *testing.T) {
+	need(t, "python3")
+	s := newSandbox(t, allowAll)
+	s.write("d/.keep", "")
+	s.write("sockets.py", `import os, socket, sys, tempfile
+base = tempfile.mkdtemp(dir=os.getcwd(), prefix="s")
+out = []
+def show(tag, v):
+    out.append(tag + "=" + repr(v).replace(base, "BASE"))
+# Absolute: the server reports its address, a client elsewhere connects to it.
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(os.path.join(base, "abs.sock"))
+srv.listen(1)
+addr = srv.getsockname()
+show("abs.getsockname", addr)
+os.chdir("/")
+cli = socket.socket(socket.AF_UNIX)
+cli.connect(addr)
+show("abs.getpeername", cli.getpeername())
+conn, peer = srv.accept()
+show("abs.accept.local", conn.getsockname())
+# Relative, with a directory part, from the cwd.
+os.chdir(base)
+os.mkdir("sub")
+rel = socket.socket(socket.AF_UNIX)
+rel.bind("sub/rel.sock")
+rel.listen(1)
+show("rel.getsockname", rel.getsockname())
+c2 = socket.socket(socket.AF_UNIX)
+c2.connect("sub/rel.sock")
+show("rel.getpeername", c2.getpeername())
+# Datagrams: the receiver sees the sender's bound address.
+a = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+a.bind(os.path.join(base, "a.sock"))
+b = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+b.bind("b.sock")
+b.sendto(b"x", os.path.join(base, "a.sock"))
+show("dgram.recvfrom", a.recvfrom(10)[1])
+# What /proc/net/unix lists for these sockets.
+names = sorted(l.split()[-1] for l in open("/proc/net/unix") if l.rstrip().endswith(".sock"))
+show("proc", [n for n in names if n.endswith(("abs.sock", "rel.sock", "a.sock", "b.sock"))])
+# A path as long as sun_path allows.
+os.chdir(base)
+long = "L" * 100
+l = socket.socket(socket.AF_UNIX)
+l.bind(long)
+show("long.getsockname", len(l.getsockname()))
+print("\n".join(out))
+`)
+	r := sameAsBare(t, s, "python3", "sockets.py")
+	for _, want := range []string{
+		"abs.getsockname='BASE/abs.sock'",
+		"abs.getpeername='BASE/abs.sock'",
+		"abs.accept.local='BASE/abs.sock'",
+		"rel.getsockname='sub/rel.sock'",
+		"rel.getpeername='sub/rel.sock'",
+		"dgram.recvfrom='b.sock'",
+		"long.getsockname=100",
+		"proc=['BASE/a.sock', 'BASE/abs.sock', 'BASE/abs.sock', 'b.sock', 'sub/rel.sock', 'sub/rel.sock']",
+	} {
+		mustContain(t, "the program's view", r.stdout, want)
+	}
+}

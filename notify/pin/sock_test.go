@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // socketFd makes a socket of the test process, closed at the end.
@@ -262,5 +264,66 @@ func TestParseUnixDiagBounds(t *testing.T) {
 		if _, ok, err := parseUnixDiag(b); ok || err == nil {
 			t.Errorf("parseUnixDiag(%v) = %v %v", b, ok, err)
 		}
+	}
+}
+
+// unixAddr is an AF_UNIX sockaddr for path, as a program passes it.
+func unixAddr(path string) []byte {
+	b := make([]byte, 2+len(path))
+	b[0], b[1] = byte(unix.AF_UNIX&0xff), byte(unix.AF_UNIX>>8)
+	copy(b[2:], path)
+	return b
+}
+
+// Bind binds with the program's own path, so the socket's address is
+// that path; the file can appear only in the judged directory (Landlock
+// on the binding thread) and exactly at the judged name (BoundAt).
+func TestBindExactAndConfined(t *testing.T) {
+	if v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); e != 0 || v < 1 {
+		kerneltest.Skip(t, "Landlock (without it Bind falls back to the pinned directory's name)")
+	}
+	dir := t.TempDir()
+	pid := os.Getpid()
+	bind := func(judged, bound string) error {
+		t.Helper()
+		at, err := Resolve(pid, unix.AT_FDCWD, judged, ParentOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer at.Close()
+		fd := socketFd(t, unix.AF_UNIX, unix.SOCK_STREAM)
+		h, _, err := OpenSocket(pid, fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		err = h.Bind(unixAddr(bound), at, nil, 0o022)
+		if err == nil {
+			sa, gerr := unix.Getsockname(fd)
+			if gerr != nil || sa.(*unix.SockaddrUnix).Name != bound {
+				t.Errorf("bound as %#v (%v), want %q", sa, gerr, bound)
+			}
+		}
+		return err
+	}
+	// The path as given, the socket where judged.
+	ok := filepath.Join(dir, "ok.sock")
+	if err := bind(ok, ok); err != nil {
+		t.Fatalf("plain bind: %v", err)
+	}
+	// The kernel resolves the path again: a directory that is now
+	// elsewhere (as if swapped after the check) is outside the pinned one.
+	os.Mkdir(filepath.Join(dir, "judged"), 0o755)
+	os.Mkdir(filepath.Join(dir, "elsewhere"), 0o755)
+	if err := bind(filepath.Join(dir, "judged", "s.sock"), filepath.Join(dir, "elsewhere", "s.sock")); !errors.Is(err, unix.EACCES) {
+		t.Errorf("a bind that resolves outside the judged directory: %v, want EACCES", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "elsewhere", "s.sock")); err == nil {
+		t.Error("the socket file was created outside the judged directory")
+	}
+	// Beneath the judged directory but not at the judged name.
+	os.Mkdir(filepath.Join(dir, "judged", "sub"), 0o755)
+	if err := bind(filepath.Join(dir, "judged", "t.sock"), filepath.Join(dir, "judged", "sub", "t.sock")); !errors.Is(err, ErrBindMoved) {
+		t.Errorf("a bind that lands beneath the judged directory, under another name: %v, want ErrBindMoved", err)
 	}
 }
