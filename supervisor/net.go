@@ -687,6 +687,7 @@ func (c *sendCall) decodeMsghdr(d *decoder, addr uint64, tgid int) (sendMsg, err
 	if m.snd.Data, err = notify.ReadGather(d.tid, iov, n); err != nil {
 		return m, memoryErr("the data", err)
 	}
+	creds := false
 	if ctlLen > 0 {
 		if ctlLen > maxControl {
 			return m, kernelErr(unix.ENOBUFS, "control messages too long")
@@ -695,9 +696,16 @@ func (c *sendCall) decodeMsghdr(d *decoder, addr uint64, tgid int) (sendMsg, err
 		if err != nil {
 			return m, memoryErr("the control messages", err)
 		}
-		if m.snd.Control, m.fds, err = c.control(raw); err != nil {
+		if m.snd.Control, m.fds, err = c.control(raw, &creds); err != nil {
 			m.release()
 			return m, err
+		}
+	}
+	if !creds && c.si.Domain == unix.AF_UNIX && pin.CanClaimUcred() {
+		// A receiver with SO_PASSCRED gets the sender's credentials:
+		// the target's, as if it had sent the message itself.
+		if u, err := pin.SenderUcred(c.tid); err == nil {
+			m.snd.Ucred = &u
 		}
 	}
 	if err := c.destination(d, &m, tgid); err != nil {
@@ -710,9 +718,10 @@ func (c *sendCall) decodeMsghdr(d *decoder, addr uint64, tgid int) (sendMsg, err
 // control rebuilds a message's control data for the supervisor to send:
 // SCM_RIGHTS with the target's descriptors duplicated into the supervisor
 // (a bad one is EBADF, as the kernel answers), routing headers refused,
-// SCM_CREDENTIALS refused (the kernel checks them against whoever sends,
-// which would be permwrap), everything else as it was.
-func (c *sendCall) control(raw []byte) ([]byte, []*os.File, error) {
+// SCM_CREDENTIALS checked as the kernel checks them for the target
+// (credentials), everything else as it was. creds says whether the
+// message carries SCM_CREDENTIALS.
+func (c *sendCall) control(raw []byte, creds *bool) ([]byte, []*os.File, error) {
 	if len(raw) < unix.SizeofCmsghdr {
 		return nil, nil, nil // shorter than a header: the kernel sees none
 	}
@@ -746,7 +755,11 @@ func (c *sendCall) control(raw []byte) ([]byte, []*os.File, error) {
 			}
 			out = append(out, unix.UnixRights(mine...)...)
 		case cm.Header.Level == unix.SOL_SOCKET && cm.Header.Type == unix.SCM_CREDENTIALS:
-			return fail(&refusal{errno: unix.EPERM, why: "SCM_CREDENTIALS: permwrap sends on the process's behalf, and the kernel would check the credentials against permwrap"})
+			if err := c.credentials(cm.Data); err != nil {
+				return fail(err)
+			}
+			*creds = true
+			out = append(out, cmsg(cm.Header.Level, cm.Header.Type, cm.Data)...)
 		default:
 			if what, ok := routingCmsg(cm.Header.Level, cm.Header.Type); ok {
 				return fail(&refusal{errno: unix.EPERM, why: what + " would send the datagram past its judged destination"})
@@ -755,6 +768,31 @@ func (c *sendCall) control(raw []byte) ([]byte, []*os.File, error) {
 		}
 	}
 	return out, fds, nil
+}
+
+// credentials checks SCM_CREDENTIALS the target sends. The kernel checks
+// them against whoever sends: permwrap, which can send them only when it
+// may name any process (root: pin.CanClaimUcred). So they are checked here
+// as the kernel would check them for the target — its own pid, one of its
+// ids, or its capabilities — and the kernel's EPERM is its answer when
+// they are not its to send.
+func (c *sendCall) credentials(data []byte) error {
+	if len(data) < unix.SizeofUcred {
+		return kernelErr(unix.EINVAL, "short SCM_CREDENTIALS")
+	}
+	u := pin.Ucred{Pid: int32(binary.LittleEndian.Uint32(data)), UID: binary.LittleEndian.Uint32(data[4:]), GID: binary.LittleEndian.Uint32(data[8:])}
+	switch err := pin.CheckUcred(c.tid, u); {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EINVAL):
+		return kernelErr(pin.Errno(err), "SCM_CREDENTIALS that are not the sender's")
+	case errors.Is(err, pin.ErrForeignNamespace):
+		return &refusal{errno: unix.EPERM, why: "SCM_CREDENTIALS from another user or pid namespace, which permwrap cannot translate", err: err}
+	case err != nil:
+		return &refusal{errno: pin.Errno(err), why: "reading the sender's credentials", err: err}
+	}
+	if !pin.CanClaimUcred() {
+		return &refusal{errno: unix.EPERM, why: "SCM_CREDENTIALS: permwrap sends on the process's behalf, and only a permwrap running as root may send another process's credentials"}
+	}
+	return nil
 }
 
 // cmsg encodes one control message.

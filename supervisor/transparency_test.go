@@ -1,6 +1,7 @@
 package supervisor_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -139,3 +140,50 @@ print("\n".join(out))
 		mustContain(t, "the program's view", r.stdout, want)
 	}
 }
+
+// Credentials over a Unix socket are the sender's: what a receiver with
+// SO_PASSCRED sees for a message sent with sendmsg, and what a process
+// sends with SCM_CREDENTIALS (its own, accepted; another's, refused
+// unless it may, as the kernel decides for the sender). permwrap sends
+// the message for the process, so it must be allowed to name the
+// process's pid: that takes root (docs/security.md).
+func TestUnixCredentials(t *testing.T) {
+	need(t, "python3")
+	s := newSandbox(t, allowAll)
+	s.write("creds.py", `import os, socket, struct
+def creds(msg):
+    for level, typ, data in msg[1]:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS:
+            return struct.unpack("iII", data[:12])
+    return None
+for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+    a, b = socket.socketpair(socket.AF_UNIX, kind)
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    b.sendmsg([b"x"])
+    print(kind, "implicit", creds(a.recvmsg(10, 256)) == (os.getpid(), os.getuid(), os.getgid()))
+    own = struct.pack("iII", os.getpid(), os.getuid(), os.getgid())
+    b.sendmsg([b"y"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, own)])
+    print(kind, "own", creds(a.recvmsg(10, 256)) == (os.getpid(), os.getuid(), os.getgid()))
+    other = struct.pack("iII", os.getppid(), os.getuid(), os.getgid())
+    try:
+        b.sendmsg([b"z"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, other)])
+        print(kind, "another's pid", creds(a.recvmsg(10, 256))[0] == os.getppid())
+    except PermissionError:
+        print(kind, "another's pid refused")
+`)
+	if !rootSupervisor() {
+		// What docs/security.md says of a permwrap that is not root: the
+		// process's own credentials cannot be sent for it, and the
+		// refusal says why.
+		r := s.run("python3", "creds.py")
+		mustContain(t, "stderr", r.stderr, "only a permwrap running as root may send another process's credentials")
+		return
+	}
+	r := sameAsBare(t, s, "python3", "creds.py")
+	if strings.Contains(r.stdout, "False") {
+		t.Fatalf("credentials not the sender's:\n%s", r.stdout)
+	}
+}
+
+// rootSupervisor: permwrap, run by the tests as this user, runs as root.
+func rootSupervisor() bool { return os.Geteuid() == 0 }

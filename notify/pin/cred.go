@@ -1,9 +1,13 @@
 package pin
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -45,10 +49,16 @@ func sameGroups(a, b []uint32) bool {
 	return slices.Equal(c, b)
 }
 
+// switches reports whether acting with c changes the thread's identity.
+func switches(c *Cred) bool {
+	self := selfCred()
+	return c != nil && !(c.UID == self.uid && c.GID == self.gid && sameGroups(c.Groups, self.groups))
+}
+
 // asCred runs fn with the filesystem identity c (nil: the supervisor's own).
 func asCred(c *Cred, fn func() error) error {
 	self := selfCred()
-	if c == nil || (c.UID == self.uid && c.GID == self.gid && sameGroups(c.Groups, self.groups)) {
+	if !switches(c) {
 		return fn()
 	}
 	runtime.LockOSThread()
@@ -113,4 +123,101 @@ func setresuid(euid uint32) error {
 		return e
 	}
 	return nil
+}
+
+// Ucred is SCM_CREDENTIALS: a process id, a user and a group id, as a
+// process sends them over a Unix socket (and as the kernel attaches them
+// for a receiver with SO_PASSCRED when the sender sends none).
+type Ucred struct {
+	Pid      int32
+	UID, GID uint32
+}
+
+// Capability bits of CapEff that SCM_CREDENTIALS depends on.
+const (
+	capSetgid   = 1 << 6
+	capSetuid   = 1 << 7
+	capSysAdmin = 1 << 21
+)
+
+// ErrForeignNamespace: a process's credentials are in another user or
+// pid namespace than the supervisor's, where the numbers mean other ids.
+var ErrForeignNamespace = errors.New("pin: the process is in another user or pid namespace than permwrap")
+
+// SenderUcred is what the kernel attaches for thread tid when it sends
+// on a Unix socket without SCM_CREDENTIALS: its process id and real ids.
+func SenderUcred(tid int) (Ucred, error) {
+	st, err := readStatus(tid)
+	if err != nil {
+		return Ucred{}, err
+	}
+	if !sameNamespaces(tid) {
+		return Ucred{}, ErrForeignNamespace
+	}
+	return Ucred{Pid: int32(st.tgid), UID: st.uids[0], GID: st.gids[0]}, nil
+}
+
+// CheckUcred checks SCM_CREDENTIALS that thread tid sends as the kernel
+// checks them against the sender (scm_check_creds): the pid is the
+// sender's own process unless it has CAP_SYS_ADMIN, the uid one of its
+// real, effective or saved uids unless it has CAP_SETUID, the gid the
+// same with CAP_SETGID. EPERM (or EINVAL for an id no namespace maps)
+// when the kernel would refuse them.
+func CheckUcred(tid int, u Ucred) error {
+	if u.UID == ^uint32(0) || u.GID == ^uint32(0) {
+		return unix.EINVAL
+	}
+	st, err := readStatus(tid)
+	if err != nil {
+		return err
+	}
+	if !sameNamespaces(tid) {
+		return ErrForeignNamespace
+	}
+	capEff := st.cred.CapEff
+	pidOK := u.Pid == int32(st.tgid) || capEff&capSysAdmin != 0
+	uidOK := slices.Contains(st.uids[:3], u.UID) || capEff&capSetuid != 0
+	gidOK := slices.Contains(st.gids[:3], u.GID) || capEff&capSetgid != 0
+	if !pidOK || !uidOK || !gidOK {
+		return unix.EPERM
+	}
+	return nil
+}
+
+// CanClaimUcred reports whether the supervisor, acting as itself, may
+// send any credentials a target may send: the kernel checks them against
+// whoever sends, and only CAP_SYS_ADMIN lets a sender name another
+// process's pid (with CAP_SETUID and CAP_SETGID for other ids). True when
+// permwrap runs as root; a supervisor acting with a target's identity
+// (asCred) has dropped them.
+//
+// The permitted set is read, not the effective one: a thread that acts
+// for a target at the moment has dropped its effective capabilities, and
+// regains them from the permitted set when it switches back.
+var CanClaimUcred = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("CapPrm:")); ok {
+			prm, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64)
+			const need = capSysAdmin | capSetuid | capSetgid
+			return err == nil && prm&need == need
+		}
+	}
+	return false
+})
+
+// sameNamespaces reports whether thread tid is in the supervisor's user
+// and pid namespaces.
+func sameNamespaces(tid int) bool {
+	for _, ns := range []string{"user", "pid"} {
+		var a, b unix.Stat_t
+		if unix.Stat("/proc/"+strconv.Itoa(tid)+"/ns/"+ns, &a) != nil || unix.Stat("/proc/self/ns/"+ns, &b) != nil ||
+			a.Dev != b.Dev || a.Ino != b.Ino {
+			return false
+		}
+	}
+	return true
 }

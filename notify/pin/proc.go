@@ -33,6 +33,8 @@ type procStatus struct {
 	umask uint32
 	cred  Cred
 	same  bool // cred is the supervisor's
+	// uids, gids: real, effective, saved and filesystem ids.
+	uids, gids [4]uint32
 }
 
 func readStatus(tid int) (*procStatus, error) {
@@ -107,14 +109,20 @@ func parseStatus(tid int, b []byte) (*procStatus, error) {
 			if len(fields) != 4 {
 				continue
 			}
-			n, err := strconv.ParseUint(string(fields[3]), 10, 32)
-			if err != nil {
+			var ids [4]uint32
+			ok := true
+			for i, f := range fields {
+				n, err := strconv.ParseUint(string(f), 10, 32)
+				ok = ok && err == nil
+				ids[i] = uint32(n)
+			}
+			if !ok {
 				continue
 			}
 			if key[0] == 'U' {
-				st.cred.UID, haveUID = uint32(n), true
+				st.uids, st.cred.UID, haveUID = ids, ids[3], true
 			} else {
-				st.cred.GID, haveGID = uint32(n), true
+				st.gids, st.cred.GID, haveGID = ids, ids[3], true
 			}
 		case "Groups":
 			haveGroups = true

@@ -155,6 +155,12 @@ type Send struct {
 	Data    []byte
 	Control []byte
 	Flags   int
+	// Ucred, when set, is the sending process's credentials, attached as
+	// SCM_CREDENTIALS when the send is made with the supervisor's own
+	// identity: what the kernel attaches for a receiver with SO_PASSCRED
+	// is the sender's, which would be permwrap's (its pid) otherwise.
+	// Only a supervisor that CanClaimUcred may set it.
+	Ucred *Ucred
 }
 
 // Sendto is sendto(2) on the target's socket.
@@ -178,12 +184,16 @@ func (h *Handle) send(s *Send, msg bool) (int, error) {
 		}
 		has, cred = true, s.Unix.Cred
 	}
+	control := s.Control
+	if msg && s.Ucred != nil && !switches(cred) {
+		control = append(append([]byte(nil), control...), unix.UnixCredentials(&unix.Ucred{Pid: s.Ucred.Pid, Uid: s.Ucred.UID, Gid: s.Ucred.GID})...)
+	}
 	var n int
 	err := asCred(cred, func() error {
 		return retry(func() error {
 			var err error
 			if msg {
-				n, err = rawSendmsg(h.fd(), name, s.Data, s.Control, s.Flags)
+				n, err = rawSendmsg(h.fd(), name, s.Data, control, s.Flags)
 			} else {
 				n, err = rawSendto(h.fd(), s.Data, s.Flags, name, has)
 			}
