@@ -18,7 +18,7 @@ import (
 // supervisor on exactly the paths that were resolved and checked (pinned
 // by fds), never continued: a continued call would make the kernel
 // re-read pointer arguments a second thread may have changed since the
-// check. Five kinds of call are continued, and none of them on a decision that
+// check. Six kinds of call are continued, and none of them on a decision that
 // read memory:
 //   - execve/execveat, which cannot be emulated: continued, then verified
 //     (execverify.go);
@@ -37,7 +37,10 @@ import (
 //   - unshare(CLONE_NEWNS), chdir and fchdir, which BPF allowed before
 //     they were watched; they are notified only so the resolution cache
 //     forgets the thread's root or cwd (decodeUnshare, decodeChdir).
-//     Nothing is read or judged.
+//     Nothing is read or judged;
+//   - recvfrom asking for the sender's address, notified only so the
+//     supervisor can look at the datagram it will receive (a DNS answer
+//     teaches a name, dns.go). Nothing is read from memory or judged.
 // Their decoders return `continued`; handle (loop.go) continues them
 // before anything is judged or logged.
 

@@ -450,6 +450,11 @@ func (c *bindCall) perform(s *supervisor, id uint64) {
 		if err == nil && c.at != nil {
 			s.net.own.record(h) // a socket file the tree's own server listens on
 		}
+		if err == nil && inetPort(c.addr) == 53 && s.net.tree != nil {
+			// The tree serves DNS: it could answer its own queries, so
+			// no answer teaches a name from now on (dns.go).
+			s.net.tree.serving.Store(true)
+		}
 		h.Close()
 	}
 	if errors.Is(err, pin.ErrBindMoved) {

@@ -84,6 +84,7 @@ func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *noticer
 	}
 	s.execs.init(s)
 	s.ids = ids
+	s.net.tree = newTreeNames()
 	return s
 }
 

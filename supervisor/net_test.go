@@ -181,6 +181,17 @@ func loopbackTCP(t *testing.T) net.Listener {
 	return l
 }
 
+// loopbackTCPOn listens on a of this machine (its own network
+// namespace), any port.
+func loopbackTCPOn(t *testing.T, a netip.Addr) net.Listener {
+	l, err := net.Listen("tcp", a.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 func loopbackUDP(t *testing.T) net.PacketConn {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -411,8 +422,8 @@ func serveGit(t *testing.T, l net.Listener, root string) {
 // ask for: curl, Python's urllib and git over http reach an allowed name
 // and are refused a denied one (both resolve to the same far address, so
 // the refusal is by name). A direct connection to that address is judged
-// by address — until the proxy has resolved the allowed name to it for
-// this tree.
+// by the names /etc/hosts gives it — one allowed —, and a direct
+// connection to an address no name is known for by address.
 func TestNetProxyClients(t *testing.T) {
 	py := realPython(t)
 	need(t, "curl", "git")
@@ -446,6 +457,9 @@ func TestNetProxyClients(t *testing.T) {
 
 	s.write("client.py", netClient)
 	direct := f.far.String() + ":" + strconv.Itoa(hello.port)
+	// This machine's end of the veth pair: no name is known for it.
+	nameless := serveHello(t, loopbackTCPOn(t, f.host), "hello-nameless")
+	namelessDest := f.host.String() + ":" + strconv.Itoa(nameless.port)
 	url := func(host, path string) string { return "http://" + host + ":" + strconv.Itoa(port) + path }
 	script := fmt.Sprintf(`
 exec 2>&1
@@ -461,12 +475,13 @@ for u in sys.argv[1:]:
 git clone -q %[5]s c1 && cat c1/README; echo "git-allowed=$?"
 git clone -q %[6]s c2; echo "git-denied=$?"
 %[1]s client.py tcp %[2]s direct-after
+%[1]s client.py tcp %[7]s nameless
 `, py, direct, url("allowed.pwtest", "/"), url("denied.pwtest", "/"),
-		url("allowed.pwtest", "/git/repo.git"), url("denied.pwtest", "/git/repo.git"))
+		url("allowed.pwtest", "/git/repo.git"), url("denied.pwtest", "/git/repo.git"), namelessDest)
 
 	// Bare, both names reach the far server.
 	b := s.bare("bash", "-c", script)
-	for _, want := range []string{"direct-before ok hello-direct", "hello from far\ncurl-allowed=0", "curl-denied-code=200",
+	for _, want := range []string{"direct-before ok hello-direct", "nameless ok hello-nameless", "hello from far\ncurl-allowed=0", "curl-denied-code=200",
 		"urllib hello from far\nurllib hello from far", "cloned over http\ngit-allowed=0", "git-denied=0"} {
 		mustContain(t, "bare run", b.stdout, want)
 	}
@@ -476,14 +491,15 @@ git clone -q %[6]s c2; echo "git-denied=$?"
 	r := s.run("bash", "-c", script)
 	out := r.stdout
 	for _, want := range []string{
-		"direct-before errno 13",
+		"direct-before ok hello-direct", // /etc/hosts names it allowed.pwtest
+		"nameless errno 13",
 		"hello from far\ncurl-allowed=0",
 		"curl-denied-code=403",
 		"hello from far\ncurl-tunnel-allowed=0",
 		"urllib hello from far\n",
 		"urllib-error HTTP Error 403",
 		"cloned over http\ngit-allowed=0",
-		"direct-after ok hello-direct", // the proxy resolved allowed.pwtest to it
+		"direct-after ok hello-direct",
 	} {
 		mustContain(t, "permwrap run", out, want)
 	}
@@ -496,9 +512,9 @@ git clone -q %[6]s c2; echo "git-denied=$?"
 		t.Error("a denied clone happened")
 	}
 	mustContain(t, "denial line", r.stderr, "deny: tcp denied.pwtest:"+strconv.Itoa(port)+" — rule net:* (deny")
-	mustContain(t, "denial line", r.stderr, "permwrap: denied connect tcp "+direct+" (no name known)")
-	if hello.hits.Load() != 3 {
-		t.Errorf("the direct server saw %d connections, want 3 (two bare, and one under permwrap after the name was resolved)", hello.hits.Load())
+	mustContain(t, "denial line", r.stderr, "permwrap: denied connect tcp "+namelessDest+" (no name known)")
+	if hello.hits.Load() != 4 {
+		t.Errorf("the direct server saw %d connections, want 4 (two bare, two under permwrap)", hello.hits.Load())
 	}
 
 	// The log names the host for proxied requests, the process for all.
@@ -703,11 +719,13 @@ func TestNetAskPrompt(t *testing.T) {
 	ts.waitFor("$")
 	ts.keys(py+" client.py tcp "+dest+" first", "Enter")
 	scr := ts.waitFor("permwrap: permission request")
-	mustContain(t, "prompt", scr, "net (connect) "+dest)
+	// The address, or the name /etc/hosts gives it (localhost).
+	mustContain(t, "prompt", scr, "net (connect) ")
+	mustContain(t, "prompt", scr, ":"+strconv.Itoa(hello.port)+"\n")
 	mustContain(t, "prompt", scr, "tcp "+dest)
 	ts.answer(prompt{choose: "Allow for this session"})
 	scr = ts.waitFor("Allow for this session: net pattern")
-	mustContain(t, "suggested pattern", scr, dest)
+	mustContain(t, "suggested pattern", scr, ":"+strconv.Itoa(hello.port))
 	ts.keys("Enter")
 	ts.waitFor("first ok hello-asked")
 	ts.keys(py+" client.py tcp "+dest+" second", "Enter")

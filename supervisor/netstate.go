@@ -26,14 +26,27 @@ type netState struct {
 	ns    nameservers
 	own   ownSockets
 	sends sendLog
+	// tree: the names the tree itself resolved (dns.go); nil: none are
+	// learned.
+	tree *treeNames
 }
 
-// names are the names the proxy resolved to a, for this tree.
+// names are the names resolved to a for this tree: by the proxy, by the
+// tree through the system's name servers, and in /etc/hosts.
 func (n *netState) names(a netip.Addr) []string {
-	if n == nil || n.proxy == nil {
+	if n == nil {
 		return nil
 	}
-	return n.proxy.Cache().Names(a)
+	var out []string
+	if n.proxy != nil {
+		out = n.proxy.Cache().Names(a)
+	}
+	for _, name := range n.tree.names(a) {
+		if !containsString(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // isProxy reports whether ap is the egress proxy's own address.

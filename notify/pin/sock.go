@@ -1,7 +1,9 @@
 package pin
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 
@@ -209,3 +211,30 @@ func (h *Handle) Local() (unix.Sockaddr, error) { return unix.Getsockname(h.fd()
 // File is the Handle's duplicate of the target's file, for passing it on
 // (SCM_RIGHTS); it stays the Handle's to close.
 func (h *Handle) File() *os.File { return h.f }
+
+// Peek reads the datagram the target's next receive on h would get,
+// without taking it from the queue and without waiting (MSG_PEEK |
+// MSG_DONTWAIT), into buf, and its source address. ok is false when
+// there is none, or when the socket keeps a peek offset of its own
+// (SO_PEEK_OFF: a peek would move it).
+func (h *Handle) Peek(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+	if off, err := unix.GetsockoptInt(h.fd(), unix.SOL_SOCKET, unix.SO_PEEK_OFF); err == nil && off >= 0 {
+		return 0, from, false, nil
+	}
+	n, sa, err := unix.Recvfrom(h.fd(), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+	if errors.Is(err, unix.EAGAIN) {
+		return 0, from, false, nil
+	}
+	if err != nil {
+		return 0, from, false, err
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		from = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+	default:
+		return 0, from, false, nil
+	}
+	return min(n, len(buf)), from, true, nil
+}

@@ -87,6 +87,16 @@ func (c *DNSCache) Add(name string, addrs []netip.Addr) {
 	}
 }
 
+// Merge records that name resolved to addrs just now, keeping the
+// addresses it resolved to earlier that have not expired: an A and an
+// AAAA answer come one at a time.
+func (c *DNSCache) Merge(name string, addrs []netip.Addr) {
+	if prev := c.Addrs(name); len(prev) > 0 {
+		addrs = append(prev, addrs...)
+	}
+	c.Add(name, addrs)
+}
+
 // Names returns the names that resolved to a and have not expired, the
 // most recently resolved first.
 func (c *DNSCache) Names(a netip.Addr) []string {
