@@ -32,6 +32,11 @@ type agent struct {
 	// write and edit use the agent's own file tools.
 	write func(path, content string) []ms.Step
 	edit  func(path, old, new string) []ms.Step
+	// ownRefusal is what the agent tells the model when its own file
+	// tool's write fails with EACCES (as measured bare, by a file the
+	// permissions refuse): the kernel's errno is all permwrap can give
+	// the agent's own process.
+	ownRefusal *regexp.Regexp
 }
 
 func nodeModules() string { return filepath.Join(agentsDir(), "node_modules") }
@@ -74,6 +79,7 @@ var claudeCode = &agent{
 		return []ms.Step{ms.Call("Read", map[string]any{"file_path": path}),
 			ms.Call("Edit", map[string]any{"file_path": path, "old_string": old, "new_string": new})}
 	},
+	ownRefusal: regexp.MustCompile(`EACCES: permission denied`),
 }
 
 var codex = &agent{
@@ -123,6 +129,8 @@ apps = false
 	edit: func(path, old, new string) []ms.Step {
 		return []ms.Step{ms.Freeform("apply_patch", "*** Begin Patch\n*** Update File: "+path+"\n@@\n-"+old+"\n+"+new+"\n*** End Patch\n")}
 	},
+	// Codex's apply_patch drops the errno: "Failed to write file PATH".
+	ownRefusal: regexp.MustCompile(`Failed to write file`),
 }
 
 var pi = &agent{
@@ -151,6 +159,7 @@ var pi = &agent{
 	edit: func(path, old, new string) []ms.Step {
 		return []ms.Step{ms.Call("edit", map[string]any{"path": path, "edits": []any{map[string]any{"oldText": old, "newText": new}}})}
 	},
+	ownRefusal: regexp.MustCompile(`EACCES: permission denied`),
 }
 
 var gemini = &agent{
@@ -183,6 +192,7 @@ var gemini = &agent{
 	edit: func(path, old, new string) []ms.Step {
 		return []ms.Step{ms.Call("replace", map[string]any{"file_path": path, "old_string": old, "new_string": new, "instruction": "e2e edit"})}
 	},
+	ownRefusal: regexp.MustCompile(`(?i)EACCES|permission denied`),
 }
 
 var agents = []*agent{claudeCode, codex, pi, gemini}
@@ -244,8 +254,6 @@ func resultOf(t *testing.T, srv *ms.Server, a *action) (ms.ToolResult, bool) {
 	return res, true
 }
 
-var eaccesRE = regexp.MustCompile(`(?i)permission denied|EACCES`)
-
 // TestAgentDenials: each agent, headless under the default policy, is
 // made to read ~/.ssh/id_rsa, append to ~/.bashrc three ways (its shell
 // tool, a Python one-liner, env sh -c), write and edit ~/.bashrc with its
@@ -298,8 +306,8 @@ func TestAgentDenials(t *testing.T) {
 					}
 					if res, ok := resultOf(t, srv, d.act); ok {
 						if d.own {
-							if !eaccesRE.MatchString(res.Text) {
-								t.Errorf("the model was not told the write was refused (no EACCES / permission denied):\n%s", res.Text)
+							if !a.ownRefusal.MatchString(res.Text) {
+								t.Errorf("the model was not told the write failed (no %q):\n%s", a.ownRefusal, res.Text)
 							}
 						} else if !strings.Contains(res.Text, "permwrap: denied") {
 							t.Errorf("the model did not receive permwrap's reason (no \"permwrap: denied\" line):\n%s", res.Text)
@@ -346,9 +354,10 @@ func TestAgentOrdinaryWork(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			requireSupervision(t)
 			needAgent(t, a)
-			for _, tool := range []string{"python3", "git", "npm", "go"} {
+			for _, tool := range []string{"python3", "git", "npm"} {
 				kerneltest.Tool(t, tool)
 			}
+			goBin := kerneltest.Tool(t, "go")
 			e := newEnv(t, "")
 			type task struct {
 				name, cmd string
@@ -357,7 +366,9 @@ func TestAgentOrdinaryWork(t *testing.T) {
 				{"git", `git init -q demo && cd demo && echo hi > a.txt && git add a.txt && git commit -qm first && git log --oneline | grep -q first`},
 				{"venv", `python3 -m venv .venv && .venv/bin/python -c "import sys; assert sys.prefix.endswith('.venv')"`},
 				{"npm", `mkdir -p npm/lib1 npm/app && cd npm/lib1 && printf 'module.exports = 42;\n' > index.js && npm init -y >/dev/null && cd ../app && npm init -y >/dev/null && npm install ../lib1 >/dev/null && printf 'process.exit(require("lib1") === 42 ? 0 : 1);\n' > test.js && npm pkg set scripts.test="node test.js" && npm test >/dev/null`},
-				{"go", `mkdir -p gomod && cd gomod && printf 'module example.com/m\n\ngo 1.22\n' > go.mod && printf 'package main\n\nfunc main() { println("hi") }\n' > main.go && go build -o m . && ./m`},
+				// go by its path: Codex's login-shell snapshot takes
+				// PATH from /etc/profile.
+				{"go", `mkdir -p gomod && cd gomod && printf 'module example.com/m\n\ngo 1.22\n' > go.mod && printf 'package main\n\nfunc main() { println("hi") }\n' > main.go && ` + goBin + ` build -o m . && ./m`},
 				{"symlinks", `echo data > target.txt && ln -s target.txt link.txt && grep -q data link.txt && mkdir -p ~/.codex/tmp && ln -sfn /usr/bin/true ~/.codex/tmp/x && ~/.codex/tmp/x`},
 				{"sockets", `python3 -c "
 import os, socket, threading
@@ -383,10 +394,19 @@ for p in [os.path.abspath('e2e.sock'), '/tmp/e2e-%d.sock' % os.getpid()]:
 					if len(recs) == 0 {
 						t.Fatal("the review log is empty: permwrap recorded nothing")
 					}
+					seen := map[string]int{}
+					var order []string
 					for _, rec := range recs {
 						if isDenial(rec) || rec["event"] == "permission_request.asked" {
-							t.Errorf("refused: %s", describe(rec))
+							d := describe(rec)
+							if seen[d] == 0 {
+								order = append(order, d)
+							}
+							seen[d]++
 						}
+					}
+					for _, d := range order {
+						t.Errorf("refused (%d×): %s", seen[d], d)
 					}
 				})
 			}
