@@ -83,6 +83,8 @@ type Request struct {
 	Tools   []string
 	Results []ToolResult // every tool result in its history, in order
 	Status  int          // what the server answered
+
+	recorded bool
 }
 
 // LastResult is the latest tool result in the request's history: for a
@@ -104,6 +106,44 @@ type Server struct {
 
 	mu   sync.Mutex
 	reqs []*Request
+	hold map[int]chan struct{} // turns whose answer waits for Release
+}
+
+// Hold makes the answer to the conversation's request at turn n wait
+// until Release(n): the agent then sits waiting for the model, so a test
+// can look at what it did so far with nothing else going on. The request
+// is recorded (and seen by AtTurn) while it waits.
+func (s *Server) Hold(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold == nil {
+		s.hold = map[int]chan struct{}{}
+	}
+	if s.hold[n] == nil {
+		s.hold[n] = make(chan struct{})
+	}
+}
+
+// Release lets the answers to turn n go.
+func (s *Server) Release(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch := s.hold[n]; ch != nil {
+		close(ch)
+		s.hold[n] = nil
+	}
+}
+
+// admit records a conversation request once it is parsed, then waits
+// while its turn is held.
+func (s *Server) admit(r *Request) {
+	s.record(r)
+	s.mu.Lock()
+	ch := s.hold[r.Turn]
+	s.mu.Unlock()
+	if ch != nil && r.Main {
+		<-ch
+	}
 }
 
 // Start serves script on a free port of 127.0.0.1.
@@ -209,6 +249,11 @@ func clip(s string, n int) string {
 
 func (s *Server) record(r *Request) {
 	s.mu.Lock()
+	if r.recorded {
+		s.mu.Unlock()
+		return
+	}
+	r.recorded = true
 	r.Seq = len(s.reqs)
 	s.reqs = append(s.reqs, r)
 	s.mu.Unlock()
@@ -422,6 +467,8 @@ func (s *Server) anthropic(w http.ResponseWriter, r *Request, m map[string]any) 
 	if r.Main {
 		st = s.step(r.Turn)
 	}
+	r.Status = http.StatusOK
+	s.admit(r)
 	id := fmt.Sprintf("msg_e2e_%d", r.Turn)
 	usage := map[string]any{"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 	var block map[string]any
@@ -432,7 +479,6 @@ func (s *Server) anthropic(w http.ResponseWriter, r *Request, m map[string]any) 
 	} else {
 		block = map[string]any{"type": "text", "text": st.Text}
 	}
-	r.Status = http.StatusOK
 	if !r.Stream {
 		writeJSON(w, map[string]any{
 			"id": id, "type": "message", "role": "assistant", "model": model,
@@ -488,6 +534,8 @@ func (s *Server) responses(w http.ResponseWriter, r *Request, m map[string]any) 
 	if r.Main {
 		st = s.step(r.Turn)
 	}
+	r.Status = http.StatusOK
+	s.admit(r)
 	respID := fmt.Sprintf("resp_e2e_%d", r.Turn)
 	var item map[string]any
 	if st.Tool != "" && st.Input != "" {
@@ -505,7 +553,6 @@ func (s *Server) responses(w http.ResponseWriter, r *Request, m map[string]any) 
 	resp := func(status string, output []any) map[string]any {
 		return map[string]any{"id": respID, "object": "response", "created_at": 0, "status": status, "model": model, "output": output, "usage": usage}
 	}
-	r.Status = http.StatusOK
 	if !r.Stream {
 		writeJSON(w, resp("completed", []any{item}))
 		return
@@ -543,6 +590,8 @@ func (s *Server) chat(w http.ResponseWriter, r *Request, m map[string]any) {
 	if r.Main {
 		st = s.step(r.Turn)
 	}
+	r.Status = http.StatusOK
+	s.admit(r)
 	id := fmt.Sprintf("chatcmpl-e2e-%d", r.Turn)
 	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 	callID := fmt.Sprintf("call_e2e_%02d", r.Turn)
@@ -550,7 +599,6 @@ func (s *Server) chat(w http.ResponseWriter, r *Request, m map[string]any) {
 	if st.Tool != "" {
 		finish = "tool_calls"
 	}
-	r.Status = http.StatusOK
 	if !r.Stream {
 		msg := map[string]any{"role": "assistant", "content": st.Text}
 		if st.Tool != "" {
@@ -603,6 +651,8 @@ func (s *Server) gemini(w http.ResponseWriter, r *Request, m map[string]any, str
 			}
 		}
 	}
+	r.Status = http.StatusOK
+	s.admit(r)
 	var part map[string]any
 	if r.Main {
 		st := s.step(r.Turn)
@@ -619,7 +669,6 @@ func (s *Server) gemini(w http.ResponseWriter, r *Request, m map[string]any, str
 		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
 		"modelVersion":  "e2e-model",
 	}
-	r.Status = http.StatusOK
 	if !stream {
 		writeJSON(w, resp)
 		return

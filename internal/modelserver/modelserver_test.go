@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func post(t *testing.T, url, body string) string {
@@ -169,5 +170,26 @@ func TestGemini(t *testing.T) {
 	var side map[string]any
 	if err := json.NewDecoder(bytes.NewReader([]byte(resp.Candidates[0].Content.Parts[0].Text))).Decode(&side); err != nil || side["next_speaker"] != "user" || side["reasoning"] != "ok" {
 		t.Errorf("JSON side request: %v %v", side, err)
+	}
+}
+
+func TestHold(t *testing.T) {
+	s := start(t)
+	s.Hold(0)
+	done := make(chan string, 1)
+	go func() {
+		done <- post(t, s.URL+"/v1/chat/completions", `{"model":"m","tools":[{"type":"function","function":{"name":"bash"}}],"messages":[{"role":"user","content":"go"}]}`)
+	}()
+	for s.AtTurn(0) == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case out := <-done:
+		t.Fatalf("answered while held: %s", out)
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.Release(0)
+	if out := <-done; !strings.Contains(out, `"name":"bash"`) {
+		t.Errorf("after release: %s", out)
 	}
 }
