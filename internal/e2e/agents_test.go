@@ -64,7 +64,8 @@ var claudeCode = &agent{
 	env: func(url string) []string {
 		return []string{"IS_SANDBOX=1", "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-e2e-not-a-key",
 			"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			"CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1", "DISABLE_INSTALLATION_CHECKS=1"}
 	},
 	bash: func(cmd string) []ms.Step {
 		return []ms.Step{ms.Call("Bash", map[string]any{"command": cmd, "description": "e2e step"})}

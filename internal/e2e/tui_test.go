@@ -63,7 +63,11 @@ func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", "e2
 
 func (tm *term) keys(k ...string) { tm.tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
 
-const promptTitle = "permwrap: permission request"
+// promptShown reports permwrap's prompt on screen (by its question and
+// key line: a long prompt's title can be above the window's top).
+func promptShown(scr string) bool {
+	return strings.Contains(scr, "Allow this?") && strings.Contains(scr, "enter confirm · esc deny")
+}
 
 // promptField is the text of a field of the prompt on screen ("what:",
 // "units:"), with the lines that continue it, trimmed.
@@ -111,7 +115,10 @@ var tuiAgents = []*tuiAgent{
 		env: func(e *env, url string) []string {
 			return []string{"IS_SANDBOX=1", "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_AUTH_TOKEN=e2e-not-a-token",
 				"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				// Interactive, it would otherwise git-clone its plugin
+				// marketplace from GitHub into ~/.claude/plugins.
+				"CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1", "DISABLE_INSTALLATION_CHECKS=1"}
 		},
 		interactive: func(prompt string) []string {
 			return []string{filepath.Join(nodeModules(), "@anthropic-ai/claude-code-linux-x64/claude"),
@@ -166,7 +173,8 @@ func TestAgentTUIPrompts(t *testing.T) {
 			// collect answers every prompt ("Allow once", the first
 			// choice) until the conversation reaches turn, then takes
 			// the asks the review log gained.
-			collect := func(what string, turn int) *prompted {
+			var other []string // prompts and answers about nothing the script did
+			collect := func(what string, turn int, related func(string) bool) *prompted {
 				p := &prompted{}
 				deadline := time.Now().Add(90 * time.Second)
 				for srv.AtTurn(turn) == nil {
@@ -177,11 +185,15 @@ func TestAgentTUIPrompts(t *testing.T) {
 						break
 					}
 					scr := tm.screen()
-					if !strings.Contains(scr, promptTitle) {
+					if !promptShown(scr) {
 						time.Sleep(100 * time.Millisecond)
 						continue
 					}
-					p.screens = append(p.screens, scr)
+					if related(strings.Join(promptField(scr, "what:"), " ")) {
+						p.screens = append(p.screens, scr)
+					} else {
+						other = append(other, scr)
+					}
 					tm.keys("Enter")
 					// Wait for this prompt to go (a next one is another
 					// screen: another request).
@@ -194,8 +206,13 @@ func TestAgentTUIPrompts(t *testing.T) {
 				for _, rec := range e.logRecords() {
 					if byPrompt(rec) {
 						n++
-						if n > seenAsks {
+						if n <= seenAsks {
+							continue
+						}
+						if related(fmt.Sprint(rec["value"])) {
 							p.asked = append(p.asked, describe(rec))
+						} else {
+							other = append(other, describe(rec))
 						}
 					}
 				}
@@ -203,10 +220,20 @@ func TestAgentTUIPrompts(t *testing.T) {
 				srv.Release(turn)
 				return p
 			}
-			startup := collect("start-up", 0)
+			// Everything before the first request to the model is the
+			// agent's start-up.
+			startup := collect("start-up", 0, func(string) bool { return true })
+			// A prompt belongs to an action when it is about the file
+			// (or a file beside it) or the command the action used.
+			aboutFile := func(v string) bool { return strings.Contains(v, guarded) }
+			aboutCmd := func(v string) bool { return strings.Contains(v, "tui-marker") }
 			got := map[*action]*prompted{}
 			for _, act := range actions {
-				if got[act] = collect(act.name, act.last+1); got[act].stuck {
+				rel := aboutFile
+				if act == bash {
+					rel = aboutCmd
+				}
+				if got[act] = collect(act.name, act.last+1, rel); got[act].stuck {
 					break
 				}
 			}
@@ -223,6 +250,11 @@ func TestAgentTUIPrompts(t *testing.T) {
 				}
 				if len(startup.asked) > 0 {
 					t.Errorf("answers at the prompt in the review log before the first request:\n%s", strings.Join(startup.asked, "\n"))
+				}
+			})
+			t.Run("no other prompt", func(t *testing.T) {
+				for _, o := range other {
+					t.Errorf("a prompt or answer about nothing the script did:\n%s", o)
 				}
 			})
 			t.Run("own write tool", func(t *testing.T) { checkFilePrompt(t, got[write], guarded) })
@@ -312,11 +344,13 @@ func checkFilePrompt(t *testing.T, p *prompted, path string) {
 }
 
 // firstCommand is the first command a prompt lists: the first of its
-// units (a script's commands) when it has them, else the value on its
-// "what:" line.
+// runs (what wrappers run) or units (a script's commands) when it has
+// them, else the value on its "what:" line.
 func firstCommand(scr string) string {
-	if units := promptField(scr, "units:"); len(units) > 0 {
-		return strings.TrimSpace(strings.TrimPrefix(units[0], "1."))
+	for _, f := range []string{"runs:", "units:"} {
+		if l := promptField(scr, f); len(l) > 0 {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(l[0], "- "), "1."))
+		}
 	}
 	what := strings.Join(promptField(scr, "what:"), " ")
 	if _, v, ok := strings.Cut(what, "(exec) "); ok {
