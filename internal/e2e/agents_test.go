@@ -37,6 +37,12 @@ type agent struct {
 	// permissions refuse): the kernel's errno is all permwrap can give
 	// the agent's own process.
 	ownRefusal *regexp.Regexp
+	// ownInWorkspace: the agent's own file tools refuse, by themselves,
+	// any path outside the workspace (Gemini CLI: "Path not in
+	// workspace"; .git too), so they are pointed at a file of the
+	// workspace the default policy guards as it guards ~/.bashrc:
+	// .claude/settings.json (agent settings run commands).
+	ownInWorkspace bool
 }
 
 func nodeModules() string { return filepath.Join(agentsDir(), "node_modules") }
@@ -193,7 +199,8 @@ var gemini = &agent{
 	edit: func(path, old, new string) []ms.Step {
 		return []ms.Step{ms.Call("replace", map[string]any{"file_path": path, "old_string": old, "new_string": new, "instruction": "e2e edit"})}
 	},
-	ownRefusal: regexp.MustCompile(`(?i)EACCES|permission denied`),
+	ownRefusal:     regexp.MustCompile(`(?i)EACCES|permission denied`),
+	ownInWorkspace: true,
 }
 
 var agents = []*agent{claudeCode, codex, pi, gemini}
@@ -273,6 +280,12 @@ func TestAgentDenials(t *testing.T) {
 			kerneltest.Tool(t, "git")
 			e := newEnv(t, "")
 			bashrc := filepath.Join(e.home, ".bashrc")
+			// The target of the agent's own write and edit tools.
+			own, ownLog := bashrc, ".bashrc"
+			if a.ownInWorkspace {
+				own, ownLog = filepath.Join(e.ws, ".claude", "settings.json"), ".claude/settings.json"
+				e.writeFile(own, e.bashrc, 0o644)
+			}
 			type denial struct {
 				act     *action
 				own     bool   // the agent's own file tool: only EACCES can reach it
@@ -283,8 +296,8 @@ func TestAgentDenials(t *testing.T) {
 				{act: &action{name: "append ~/.bashrc (bash)", steps: a.bash("echo x >> ~/.bashrc")}, logWant: ".bashrc"},
 				{act: &action{name: "append ~/.bashrc (python3 -c)", steps: a.bash(`python3 -c "open('$HOME/.bashrc', 'a').write('x\n')"`)}, logWant: ".bashrc"},
 				{act: &action{name: "append ~/.bashrc (env sh -c)", steps: a.bash(`env sh -c 'echo x >> ~/.bashrc'`)}, logWant: ".bashrc"},
-				{act: &action{name: "write ~/.bashrc (own tool)", steps: a.write(bashrc, "# overwritten\n")}, own: true, logWant: ".bashrc"},
-				{act: &action{name: "edit ~/.bashrc (own tool)", steps: a.edit(bashrc, "export E2E_BASHRC=1", "export E2E_BASHRC=2")}, own: true, logWant: ".bashrc"},
+				{act: &action{name: "write " + ownLog + " (own tool)", steps: a.write(own, "# overwritten\n")}, own: true, logWant: ownLog},
+				{act: &action{name: "edit " + ownLog + " (own tool)", steps: a.edit(own, "export E2E_BASHRC=1", "export E2E_BASHRC=2")}, own: true, logWant: ownLog},
 				{act: &action{name: "git push (bash)", steps: a.bash("git push origin HEAD:main")}, logWant: "git push"},
 			}
 			for _, d := range denials {
@@ -324,12 +337,17 @@ func TestAgentDenials(t *testing.T) {
 				if got := e.readFile(bashrc); got != e.bashrc {
 					t.Errorf("~/.bashrc changed:\n%s", got)
 				}
+				if got := e.readFile(own); got != e.bashrc {
+					t.Errorf("%s changed:\n%s", own, got)
+				}
 				if refs := e.remoteRefs(); refs != "" {
 					t.Errorf("the push reached the remote:\n%s", refs)
 				}
 				// No stray temporary file of a refused write is left
 				// beside ~/.bashrc.
 				left, _ := filepath.Glob(filepath.Join(e.home, ".bashrc?*"))
+				more, _ := filepath.Glob(own + "?*")
+				left = append(left, more...)
 				if len(left) > 0 {
 					t.Errorf("files left beside ~/.bashrc: %v", left)
 				}
