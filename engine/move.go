@@ -1120,3 +1120,55 @@ func (s *moveSearch) strictest(to string) Result {
 	rule.Action = s.upper
 	return Result{Action: s.upper, Check: c, Rule: rule, Layer: layerOf(rule), HumanOnly: s.upperHuman && s.upper == Ask}
 }
+
+// DecideMkdir judges creating the directory path: a write of it, except
+// that a directory on the way to a tree the policy lets the agent write
+// in is allowed where only a catch-all would ask (`go` makes ~/.config on
+// the way to ~/.config/go/telemetry/, which is allowed; so is the way to
+// the workspace). An empty directory runs nothing and holds nothing, and
+// whatever is put in it later is judged at its own path; a directory a
+// rule names itself (`~/.ssh`, `~/.config/autostart` through
+// `~/.config/autostart/**`) is judged by that rule.
+func (p *Policy) DecideMkdir(path string) Result {
+	r := p.DecidePath(AccessWrite, path)
+	if r.Action != Ask || r.HumanOnly || !catchAll(r) {
+		return r
+	}
+	if allow := p.allowedBeneath(path); allow != nil {
+		return Result{Action: Allow, Check: r.Check, Layer: LayerBuiltin,
+			Rule: Rule{Surface: SurfaceWrite, Action: Allow, Origin: OriginBuiltin,
+				Reason: "a directory on the way to " + allow.Surface.String() + ":" + allow.Pattern + ", where writing is allowed"}}
+	}
+	return r
+}
+
+// catchAll reports whether r was decided by no rule about its value in
+// particular: a surface's `*`, the universal fallback or the builtin
+// answer.
+func catchAll(r Result) bool {
+	switch r.Layer {
+	case LayerFallback, LayerBuiltin:
+		return true
+	case LayerPolicy, LayerProject, LayerSession:
+		return r.Rule.Pattern == "*" || r.Rule.Pattern == "**"
+	}
+	return false
+}
+
+// allowedBeneath returns a rule that allows writing somewhere strictly
+// beneath dir — its pattern's literal beginning lies beneath dir — or
+// nil.
+func (p *Policy) allowedBeneath(dir string) *Rule {
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	var found *Rule
+	visit := func(r *compiledRule) {
+		if found != nil || r.path == nil || r.Action != Allow || !writeRule(r) || r.path.basename || r.path.anyValue {
+			return
+		}
+		if lit := literalPrefix(r.path.expanded); len(lit) > len(prefix) && strings.HasPrefix(lit, prefix) {
+			found = &r.Rule
+		}
+	}
+	p.eachPathRule(true, visit)
+	return found
+}

@@ -485,3 +485,31 @@ func TestDecideMoveConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+// A directory on the way to a tree the policy lets the agent write in is
+// made without asking; one a rule names is judged by it.
+func TestDecideMkdir(t *testing.T) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir  string
+		want Action
+	}{
+		{"/home/u/.config", Allow},              // on the way to ~/.config/go/telemetry/**
+		{"/home/u/.config/go", Allow},           // likewise
+		{"/home/u/.config/go/telemetry", Allow}, // the allowed tree itself (X/** matches X)
+		{"/home/u/src", Allow},                  // on the way to the workspace
+		{"/home/u/.config/autostart", Ask},      // named by ~/.config/autostart/**
+		{"/home/u/.ssh", Ask},                   // named by ~/.ssh/**
+		{"/home/u/.config/elsewhere", Ask},      // on the way to nothing allowed
+		{"/home/u/.local/bin", Ask},             // named
+		{"/home/u/.config/permwrap", Deny},      // permwrap's own
+		{"/etc/cron.d", Ask},                    // nothing allowed beneath
+	} {
+		if r := p.DecideMkdir(c.dir); r.Action != c.want {
+			t.Errorf("DecideMkdir(%s) = %v, want %v", c.dir, r, c.want)
+		}
+	}
+}

@@ -373,7 +373,10 @@ type mkdirCall struct {
 	mode, umask uint32
 }
 
-func (c *mkdirCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "mkdir", c.path) }
+func (c *mkdirCall) judge(p *engine.Policy) verdict {
+	return verdict{result: p.DecideMkdir(c.path.Path), access: "mkdir", value: c.path.Path,
+		touched: [2]touch{{engine.AccessWrite, c.path.Path}}}
+}
 func (c *mkdirCall) perform(s *supervisor, id uint64) {
 	s.answer(id, pin.Mkdir(c.path, c.mode, c.umask))
 }

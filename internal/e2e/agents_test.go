@@ -177,9 +177,9 @@ var gemini = &agent{
   "security": {"auth": {"selectedType": "gemini-api-key"}},
   "telemetry": {"enabled": false},
   "privacy": {"usageStatisticsEnabled": false},
-  "general": {"disableAutoUpdate": true, "disableUpdateNag": true}
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}
 }
-`, 0o644)
+`, 0o644) // the current keys: older ones (disableAutoUpdate) are migrated, and the file rewritten, at the first start
 	},
 	headless: func(prompt string) []string {
 		// --skip-trust: headless, Gemini CLI refuses an untrusted folder
@@ -357,9 +357,11 @@ func TestAgentDenials(t *testing.T) {
 }
 
 // marker makes a command print "OK-42-name", a text the command itself
-// does not contain, so the tool result shows it ran to the end.
+// does not contain, so the tool result shows it ran to the end. (No
+// `$(…)` or `$((…))`: Gemini CLI's shell tool refuses commands that hold
+// them.)
 func marker(name string) (cmd, want string) {
-	return "echo OK-$((40+2))-" + name, "OK-42-" + name
+	return "printf 'OK-%d-%s\\n' 42 " + name, "OK-42-" + name
 }
 
 // TestAgentOrdinaryWork: each agent, headless under the default policy,
