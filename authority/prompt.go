@@ -614,8 +614,14 @@ func baseName(p string) string {
 }
 
 // View lays the prompt out for the current size: the facts get the rows
-// the choices and help leave.
+// the choices and help leave. The last line has no newline after it: the
+// renderer keeps the last rows of a view taller than the screen, and a
+// line break after the last line is one row more, which cost the title.
 func (m *promptModel) View() string {
+	return strings.TrimSuffix(m.view(), "\n")
+}
+
+func (m *promptModel) view() string {
 	if m.done && m.state != stateNotice {
 		return ""
 	}
@@ -671,7 +677,7 @@ func (m *promptModel) View() string {
 	default:
 		below += 2 // the input and its error line
 	}
-	for _, f := range RenderRequest(m.r, w, max(m.height-1-below, 3)) {
+	for _, f := range RenderRequest(m.r, w, max(m.height-1-below, 1)) {
 		line(f)
 	}
 	line("")

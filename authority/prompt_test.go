@@ -3,6 +3,7 @@ package authority
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -687,5 +688,25 @@ func TestPromptAlwaysDenyListAndQueued(t *testing.T) {
 	}
 	if s.acquired != 1 {
 		t.Fatalf("the screen was taken %d times, want 1", s.acquired)
+	}
+}
+
+// The prompt fits the screen it is drawn on, title included, however
+// much the request holds: the renderer keeps the last rows of a view
+// taller than the screen, so one line too many loses the title.
+func TestPromptFitsTheScreen(t *testing.T) {
+	r := promptRequest()
+	for i := range 200 {
+		r.Runs = append(r.Runs, fmt.Sprintf("command number %d of a long script", i))
+	}
+	for height := 14; height <= 50; height++ { // 14: the title, one fact and the seven choices with their lines
+		m := newPromptModel(r, 80, height, PromptOptions{AskTimeout: time.Minute})
+		lines := strings.Split(m.View(), "\n")
+		if len(lines) > height {
+			t.Fatalf("height %d: the view has %d lines", height, len(lines))
+		}
+		if !strings.Contains(lines[0], "permwrap: permission request") {
+			t.Fatalf("height %d: the first line is %q", height, lines[0])
+		}
 	}
 }
