@@ -343,7 +343,10 @@ func secretShaped(r Request) string {
 	} else if w := check(r.Check.Value); w != "" {
 		return w
 	}
-	for _, list := range [][]string{r.Runs, r.Units} {
+	if w := check(r.Command); w != "" {
+		return w
+	}
+	for _, list := range [][]string{r.Runs, r.Units, r.SetUp} {
 		for _, v := range list {
 			if w := check(v); w != "" {
 				return w

@@ -64,6 +64,9 @@ func RenderFullRequest(r Request, width int) []string {
 	add("agent", strings.Join(r.Agent, " "))
 	add("surface", r.Check.Surface.String())
 	add("access", r.Access)
+	if r.Command != "" {
+		add("command", r.Command+"  ("+r.CommandBy+"'s shell tool)")
+	}
 	add("value", r.Check.Value)
 	if r.Net != nil {
 		add("dest", r.Net.String())
@@ -73,6 +76,9 @@ func RenderFullRequest(r Request, width int) []string {
 	}
 	for i, u := range r.Units {
 		add("unit "+strconv.Itoa(i+1), u)
+	}
+	for _, x := range r.SetUp {
+		add("set-up", x)
 	}
 	add("why", whyLine(r))
 	if r.HumanOnly {
@@ -101,6 +107,11 @@ func requestFacts(r Request, width int) []string {
 	// what a person checks first, so a long value loses its middle.
 	what += " " + elideMiddle(printable(r.Check.Value), width-textWidth(what)-1)
 	facts := []string{who}
+	if r.Command != "" {
+		// The command the model sent, before anything about the script
+		// the agent's shell tool wrapped it in.
+		facts = append(facts, "command: "+elideMiddle(printable(r.Command), width-9))
+	}
 	if r.Node != "" {
 		// A nested permwrap's subtree asked: which one, and what it runs.
 		facts = append(facts, "node:  "+printable(nodeLine(r)))
@@ -125,6 +136,9 @@ func requestFacts(r Request, width int) []string {
 			label = "units: "
 		}
 		facts = append(facts, fmt.Sprintf("%s%d. %s", label, i+1, printable(u)))
+	}
+	if len(r.SetUp) > 0 {
+		facts = append(facts, fmt.Sprintf("set-up: %s's shell set-up, %d more (\"show the full request\" lists them)", printable(r.CommandBy), len(r.SetUp)))
 	}
 	if r.HumanOnly {
 		facts = append(facts, "note:  protected write: allow once or deny")

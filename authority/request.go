@@ -34,6 +34,14 @@ type Request struct {
 	Net    *engine.NetIntent // surface net: the whole destination (host, address, port, protocol)
 	Runs   []string          // inner commands of wrappers (env, nice, sudo -u ...)
 	Units  []string          // the units of a script the command line runs
+	// Command is the command the model sent when an agent's shell tool
+	// wrapped it (engine.RecognizeAgentShell), CommandBy the agent. Runs
+	// then lists the command's own parts (and any part of the agent's
+	// set-up that asked or was denied), and SetUp the rest of the
+	// agent's set-up, which only the full request shows.
+	Command   string
+	CommandBy string
+	SetUp     []string
 
 	// Rule is the rule whose answer was ask; Origin OriginBuiltin or an
 	// empty pattern means no rule matched and ask is the built-in answer.
@@ -65,6 +73,7 @@ func (r Request) clone() Request {
 	c.Process.Cmdline = append([]string(nil), r.Process.Cmdline...)
 	c.Runs = append([]string(nil), r.Runs...)
 	c.Units = append([]string(nil), r.Units...)
+	c.SetUp = append([]string(nil), r.SetUp...)
 	c.Suggested = append([]SessionPattern(nil), r.Suggested...)
 	if r.Net != nil {
 		n := *r.Net
@@ -141,6 +150,9 @@ type requestJSON struct {
 	Net       *netJSON  `json:"net,omitempty"`
 	Runs      []string  `json:"runs"`
 	Units     []string  `json:"units"`
+	Command   string    `json:"command,omitempty"`
+	CommandBy string    `json:"commandBy,omitempty"`
+	SetUp     []string  `json:"setUp,omitempty"`
 	Rule      *ruleJSON `json:"rule"`
 	HumanOnly bool      `json:"humanOnly"`
 	// Suggested is the first of Suggestions (the field as it was before
@@ -199,6 +211,11 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	j.Net = netToJSON(r.Net)
 	j.Runs = capList(maskAll(r.Runs))
 	j.Units = capList(maskAll(r.Units))
+	if r.Command != "" {
+		j.Command = elide(mask(r.Command), 4*maxItemBytes)
+		j.CommandBy = r.CommandBy
+		j.SetUp = capList(maskAll(r.SetUp))
+	}
 	j.Rule = ruleToJSON(r.Rule)
 	j.HumanOnly = r.HumanOnly
 	if !r.HumanOnly {

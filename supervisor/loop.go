@@ -669,16 +669,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	req.Rule = v.result.Rule
 	req.HumanOnly = v.result.HumanOnly
 	if v.exec != nil {
-		for _, u := range v.exec.Units {
-			if len(u.Unit.Via) > 0 {
-				req.Runs = append(req.Runs, u.Unit.Line)
-			}
-		}
-		if len(v.exec.Analysis.Units) > 1 {
-			for _, u := range v.exec.Analysis.Units[1:] {
-				req.Units = append(req.Units, u.Line)
-			}
-		}
+		execParts(&req, v)
 	}
 	if v.result.Action == engine.Ask && !v.result.HumanOnly {
 		// Only a prompt offers suggestions; a record of a decision made
@@ -690,6 +681,39 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	}
 	s.describeNode(r, &req, v.result.Action == engine.Ask)
 	return req
+}
+
+// execParts lists what an exec runs for the prompt and the log: the
+// inner commands of its wrappers and the units of its script. When an
+// agent's shell tool wrapped the model's command (engine.RecognizeAgentShell),
+// the command comes first and the agent's own set-up goes aside, but for
+// any part of it that asked or was denied, which stays in view.
+func execParts(req *authority.Request, v verdict) {
+	sh, wrapped := engine.RecognizeAgentShell(v.argv)
+	var mine map[string]bool
+	if wrapped {
+		req.Command, req.CommandBy = sh.Command, sh.Agent
+		mine = map[string]bool{}
+		for _, u := range engine.AnalyzeScriptIn(sh.Command, engine.ScriptContext{}).Units {
+			mine[u.Line] = true
+		}
+	}
+	for _, u := range v.exec.Units {
+		switch {
+		case len(u.Unit.Via) == 0:
+		case !wrapped || mine[u.Unit.Line]:
+			req.Runs = append(req.Runs, u.Unit.Line)
+		case u.Result.Action != engine.Allow:
+			req.Runs = append(req.Runs, u.Unit.Line+"  (in "+sh.Agent+"'s set-up)")
+		default:
+			req.SetUp = append(req.SetUp, u.Unit.Line)
+		}
+	}
+	if !wrapped && len(v.exec.Analysis.Units) > 1 {
+		for _, u := range v.exec.Analysis.Units[1:] {
+			req.Units = append(req.Units, u.Line)
+		}
+	}
 }
 
 // suggest is what "allow for this session" would add for an ask: for an

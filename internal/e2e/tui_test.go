@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -111,6 +112,15 @@ var tuiAgents = []*tuiAgent{
 			e.writeFile(filepath.Join(e.home, ".claude.json"), fmt.Sprintf(`{"hasCompletedOnboarding": true, "theme": "dark",
  "bypassPermissionsModeAccepted": true,
  "projects": {%q: {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}`, e.ws), 0o644)
+			// A home Claude Code has started in before: its first start
+			// with --dangerously-skip-permissions records that in its
+			// settings, which the default policy guards (they can hold
+			// hooks), so that start asks once. Its claude-cli:// URL
+			// handler (a desktop entry, which the default guards: it
+			// names a program to start) is turned off, as README says
+			// to (it would ask at the first start, and a day after a
+			// refusal).
+			e.writeFile(filepath.Join(e.home, ".claude", "settings.json"), `{"skipDangerousModePermissionPrompt": true, "disableDeepLinkRegistration": "disable"}`+"\n", 0o644)
 		},
 		env: func(e *env, url string) []string {
 			return []string{"IS_SANDBOX=1", "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_AUTH_TOKEN=e2e-not-a-token",
@@ -127,8 +137,15 @@ var tuiAgents = []*tuiAgent{
 	},
 	{
 		agent: pi,
-		setup: pi.setup,
-		env:   func(e *env, url string) []string { return pi.env(url) },
+		setup: func(e *env, url string) {
+			pi.setup(e, url)
+			// A home pi has started in before: its first start of a
+			// version records the version in its settings, which the
+			// default policy guards (they load extensions), so that
+			// start asks once.
+			e.writeFile(filepath.Join(e.home, ".pi", "agent", "settings.json"), `{"lastChangelogVersion": "`+installedVersion(e.t, "@mariozechner/pi-coding-agent")+`"}`+"\n", 0o644)
+		},
+		env: func(e *env, url string) []string { return pi.env(url) },
 		interactive: func(prompt string) []string {
 			return []string{"node", filepath.Join(nodeModules(), "@mariozechner/pi-coding-agent/dist/cli.js"),
 				"--no-session", "--model", "e2e/e2e-model", prompt}
@@ -244,7 +261,7 @@ func TestAgentTUIPrompts(t *testing.T) {
 			}
 			finalScreen := tm.screen()
 
-			t.Run("start-up asks nothing", func(t *testing.T) {
+			t.Run("a start after the first asks nothing", func(t *testing.T) {
 				for i, scr := range startup.screens {
 					t.Errorf("prompt %d before the agent's first request to the model:\n%s", i+1, scr)
 				}
@@ -343,10 +360,14 @@ func checkFilePrompt(t *testing.T, p *prompted, path string) {
 	}
 }
 
-// firstCommand is the first command a prompt lists: the first of its
+// firstCommand is the first command a prompt lists: the command the
+// model sent (an agent's shell tool wrapped it), else the first of its
 // runs (what wrappers run) or units (a script's commands) when it has
 // them, else the value on its "what:" line.
 func firstCommand(scr string) string {
+	if l := promptField(scr, "command:"); len(l) > 0 {
+		return strings.TrimSpace(l[0])
+	}
 	for _, f := range []string{"runs:", "units:"} {
 		if l := promptField(scr, f); len(l) > 0 {
 			return strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(l[0], "- "), "1."))
@@ -357,4 +378,18 @@ func firstCommand(scr string) string {
 		return v
 	}
 	return what
+}
+
+// installedVersion is the version of an installed npm package.
+func installedVersion(t *testing.T, pkg string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(nodeModules(), pkg, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Version string }
+	if err := json.Unmarshal(b, &v); err != nil || v.Version == "" {
+		t.Fatalf("%s's package.json: %v", pkg, err)
+	}
+	return v.Version
 }
