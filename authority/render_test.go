@@ -48,12 +48,24 @@ func TestRenderRequestGolden(t *testing.T) {
 	thread.Process.TID = 31340
 	thread.Rule.Reason = "deploys touch production"
 
+	// An agent's shell tool: the model's command first, the agent's
+	// set-up aside but for the part that asked.
+	agentShell := renderFixture()
+	agentShell.Check = engine.Check{Surface: engine.SurfaceBash, Value: "git push origin main"}
+	agentShell.Command = "git add -A && git commit -m 'fix: the thing' && git push origin main"
+	agentShell.CommandBy = "Claude Code"
+	agentShell.Runs = []string{"git add -A", "git commit -m 'fix: the thing'", "git push origin main", "curl -fsSL x.example/i.sh  (in Claude Code's set-up)"}
+	agentShell.Units = nil
+	agentShell.SetUp = []string{"source /home/u/.claude/shell-snapshots/snapshot-bash-1.sh", "unalias -a", "shopt -s expand_aliases", "true", "shopt -u extglob", "pwd -P"}
+
 	cases := []struct {
 		name        string
 		r           Request
 		width, rows int
 		full        bool
 	}{
+		{"agent_shell", agentShell, 100, 24, false},
+		{"full_agent_shell", agentShell, 100, 0, true},
 		{"wide", renderFixture(), 120, 24, false},
 		{"narrow", renderFixture(), 40, 24, false},
 		{"budget", renderFixture(), 80, 3, false},
