@@ -29,7 +29,7 @@ type DecidedBy interface {
 
 // ByUser: a person answered a prompt.
 type ByUser struct {
-	Via string // "dialog", ScriptApprovalVia, AlwaysDenyVia
+	Via string // "dialog", ScriptApprovalVia, SaveApprovalVia, AlwaysDenyVia
 }
 
 // How a person's earlier answer decided a request nobody was asked about
@@ -39,6 +39,10 @@ const (
 	// one of its commands or one of the files they name, made by the
 	// script's own process tree.
 	ScriptApprovalVia = "script approval"
+	// SaveApprovalVia: a person allowed the save of a file through a
+	// temporary file, and this request is the rest of that save (the
+	// temporary file's chmod, its rename over the file).
+	SaveApprovalVia = "save approval"
 	// AlwaysDenyVia: a person answered "always deny" earlier in this run.
 	AlwaysDenyVia = "always deny"
 )

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,13 @@ func RenderFullRequest(r Request, width int) []string {
 		add("command", r.Command+"  ("+r.CommandBy+"'s shell tool)")
 	}
 	add("value", r.Check.Value)
+	if len(r.Paths) == 2 {
+		add("from", r.Paths[0])
+		add("to", r.Paths[1])
+	}
+	if r.Through != "" {
+		add("through", r.Through)
+	}
 	if r.Net != nil {
 		add("dest", r.Net.String())
 	}
@@ -105,7 +113,17 @@ func requestFacts(r Request, width int) []string {
 	}
 	// The end of a path or command (the file name, the last argument) is
 	// what a person checks first, so a long value loses its middle.
-	what += " " + elideMiddle(printable(r.Check.Value), width-textWidth(what)-1)
+	var more []string
+	if len(r.Paths) == 2 {
+		// A rename or link: both names, each on its own line.
+		what += " " + elideMiddle(printable(r.Paths[0]), width-textWidth(what)-1)
+		more = append(more, "       → "+elideMiddle(printable(r.Paths[1]), width-9))
+	} else {
+		what += " " + elideMiddle(printable(r.Check.Value), width-textWidth(what)-1)
+	}
+	if r.Through != "" {
+		more = append(more, "       through "+elideMiddle(printable(path.Base(r.Through)), width-15)+", renamed over it")
+	}
 	facts := []string{who}
 	if r.Command != "" {
 		// The command the model sent, before anything about the script
@@ -117,6 +135,7 @@ func requestFacts(r Request, width int) []string {
 		facts = append(facts, "node:  "+printable(nodeLine(r)))
 	}
 	facts = append(facts, what)
+	facts = append(facts, more...)
 	if r.Net != nil {
 		// The value is the spelling that decided; a person sees the whole
 		// destination: the name asked for, the address, the protocol.

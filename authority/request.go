@@ -42,6 +42,12 @@ type Request struct {
 	Command   string
 	CommandBy string
 	SetUp     []string
+	// Through is a save's temporary file: the program writes it and
+	// renames it over the file the request is about (Check.Value).
+	Through string
+	// Paths are both names of a rename, exchange or link (from, to), the
+	// one that decided being Check.Value.
+	Paths []string
 
 	// Rule is the rule whose answer was ask; Origin OriginBuiltin or an
 	// empty pattern means no rule matched and ask is the built-in answer.
@@ -74,6 +80,7 @@ func (r Request) clone() Request {
 	c.Runs = append([]string(nil), r.Runs...)
 	c.Units = append([]string(nil), r.Units...)
 	c.SetUp = append([]string(nil), r.SetUp...)
+	c.Paths = append([]string(nil), r.Paths...)
 	c.Suggested = append([]SessionPattern(nil), r.Suggested...)
 	if r.Net != nil {
 		n := *r.Net
@@ -150,6 +157,8 @@ type requestJSON struct {
 	Net       *netJSON  `json:"net,omitempty"`
 	Runs      []string  `json:"runs"`
 	Units     []string  `json:"units"`
+	Through   string    `json:"through,omitempty"`
+	Paths     []string  `json:"paths,omitempty"`
 	Command   string    `json:"command,omitempty"`
 	CommandBy string    `json:"commandBy,omitempty"`
 	SetUp     []string  `json:"setUp,omitempty"`
@@ -211,6 +220,10 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	j.Net = netToJSON(r.Net)
 	j.Runs = capList(maskAll(r.Runs))
 	j.Units = capList(maskAll(r.Units))
+	j.Through = elide(r.Through, maxItemBytes)
+	for _, p := range r.Paths {
+		j.Paths = append(j.Paths, elide(p, maxItemBytes))
+	}
 	if r.Command != "" {
 		j.Command = elide(mask(r.Command), 4*maxItemBytes)
 		j.CommandBy = r.CommandBy

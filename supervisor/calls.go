@@ -106,8 +106,17 @@ func (c *openCall) judge(p *engine.Policy) verdict {
 		// does not have.
 		return verdict{result: allowUnchecked(c.path.Path), access: accessWord(c.access), value: c.path.Path}
 	}
-	return verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path,
+	v := verdict{result: p.DecidePath(c.access, c.path.Path), access: accessWord(c.access), value: c.path.Path,
 		touched: [2]touch{{c.access, c.path.Path}}}
+	if c.creates() {
+		v = saveVerdict(p, v, c.path.Path)
+	}
+	return v
+}
+
+// creates reports whether the open makes a new file.
+func (c *openCall) creates() bool {
+	return c.access&engine.AccessWrite != 0 && c.flags&unix.O_CREAT != 0 && !c.path.Exists && c.path.Kind == pin.KindPath
 }
 
 // openFlags are the flags perform opens with: an O_CREAT whose write

@@ -18,6 +18,9 @@ type verdict struct {
 	argv   []string // for an exec: the command line shown (displayArgv)
 	// net is a connection's destination (connect, a send with one).
 	net *engine.NetIntent
+	// through: a save's temporary file (saves.go); value is then the
+	// file the save replaces.
+	through string
 	// quiet: nothing was judged (a send with no destination, a connect to
 	// permwrap's own proxy): not written to the review log.
 	quiet bool

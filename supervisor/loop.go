@@ -51,6 +51,7 @@ type supervisor struct {
 	// for its answer cannot be interrupted (see installFD).
 	waitKillable bool
 	scripts      scriptApprovals
+	saves        saveApprovals
 	// ids recognises known programs by content (exec identity).
 	ids *programIDs
 	// tree says which processes are the sandbox's (process.go).
@@ -544,6 +545,10 @@ func (s *supervisor) decide(r *request) {
 	}
 	switch v.result.Action {
 	case engine.Allow:
+		if v.through != "" {
+			// A save the policy allows: its rename follows (saves.go).
+			s.saves.approve(s.tgidOf(r.tid), v.through, v.value, authority.FromRule(v.result.Rule).DecidedBy())
+		}
 		// Answered first, recorded after: the target runs on while its
 		// record is gathered (the log is written asynchronously either
 		// way, so this loses nothing a crash would not).
@@ -607,7 +612,10 @@ func (s *supervisor) ask(r *request, v verdict) {
 	s.logAsked(r, req)
 	tgid := s.tgidOf(r.tid)
 	var d authority.Decision
-	if sd, ok := scriptAnswer(v, s.scripts.held(tgid)); ok && !r.nested {
+	if sd, ok := s.saves.answer(v, tgid); ok && !r.nested {
+		// The rest of a save already allowed (saves.go).
+		d = sd
+	} else if sd, ok := scriptAnswer(v, s.scripts.held(tgid)); ok && !r.nested {
 		// One of the commands or files of a script already allowed for
 		// this process tree.
 		d = sd
@@ -623,6 +631,9 @@ func (s *supervisor) ask(r *request, v verdict) {
 	s.logDecided(r, req, true, d)
 	if v.exec != nil && approves(d) && !r.nested {
 		s.scripts.approve(tgid, v.exec, d.DecidedBy())
+	}
+	if v.through != "" && approves(d) && !r.nested {
+		s.saves.approve(tgid, v.through, v.value, d.DecidedBy())
 	}
 	if d.Action() != engine.Allow {
 		s.refuse(r, v, d, req.ID)
@@ -670,6 +681,10 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	req.HumanOnly = v.result.HumanOnly
 	if v.exec != nil {
 		execParts(&req, v)
+	}
+	req.Through = v.through
+	if t := v.touches(); len(t) == 2 && v.through == "" {
+		req.Paths = []string{t[0].path, t[1].path} // a rename, exchange or link
 	}
 	if v.result.Action == engine.Ask && !v.result.HumanOnly {
 		// Only a prompt offers suggestions; a record of a decision made

@@ -1,9 +1,11 @@
 package supervisor_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -187,3 +189,65 @@ for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
 
 // rootSupervisor: permwrap, run by the tests as this user, runs as root.
 func rootSupervisor() bool { return os.Geteuid() == 0 }
+
+// A file saved through a temporary file beside it, as agents' edit tools
+// and write-file-atomic do, is judged as a write of the file: under a
+// rule that asks for the directory, an allowed file saves without a
+// word, and a file the policy asks about is refused (headless) by its
+// own name, never the temporary file's.
+func TestSaveThroughTemporaryFile(t *testing.T) {
+	need(t, "python3")
+	s := newSandbox(t, `{ "extends": "none", "permission": { "*": "allow",
+	  "write": { "*": "allow", "${WORKSPACE}/notes/**": "ask", "${WORKSPACE}/notes/open.txt": "allow" } } }`)
+	s.write("notes/open.txt", "old\n")
+	s.write("notes/closed.txt", "old\n")
+	s.write("save.py", `import os, sys
+for name in sys.argv[1:]:
+    tmp = name + ".tmp.%d.43ba22cd161f" % os.getpid()
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"new\n")
+        os.fchmod(fd, 0o644)
+        os.close(fd)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, name)
+        print(name, "saved")
+    except OSError as e:
+        print(name, "refused", e.errno)
+`)
+	r := s.run("python3", "save.py", "notes/open.txt", "notes/closed.txt")
+	mustContain(t, "stdout", r.stdout, "notes/open.txt saved")
+	mustContain(t, "stdout", r.stdout, "notes/closed.txt refused 13")
+	if got := s.read("notes/open.txt"); got != "new\n" {
+		t.Errorf("open.txt holds %q", got)
+	}
+	if got := s.read("notes/closed.txt"); got != "old\n" {
+		t.Errorf("closed.txt holds %q", got)
+	}
+	mustContain(t, "the person's line", r.stderr, "permwrap: denied save "+s.path("notes/closed.txt"))
+	if strings.Contains(r.stderr, ".tmp.") {
+		t.Errorf("a notice names the temporary file:\n%s", r.stderr)
+	}
+	// The record of each save names the file; the rest of the allowed
+	// one (chmod, rename) follows from its approval by the rule.
+	var saves []string
+	for _, rec := range s.logRecords() {
+		if rec["access"] == "save" {
+			saves = append(saves, fmt.Sprint(rec["event"], " ", rec["value"]))
+		}
+		v, _ := rec["value"].(string)
+		by, _ := rec["decidedBy"].(map[string]any)
+		if strings.Contains(v, ".tmp.") && (rec["event"] == "permission_request.rejected" || rec["event"] == "permission_request.denied") {
+			t.Errorf("a refusal names the temporary file: %v", rec)
+		}
+		if strings.Contains(v, ".tmp.") && rec["event"] == "permission_request.approved" && by["kind"] != "rule" {
+			t.Errorf("the rest of a save the rule allowed was approved by %v", by)
+		}
+	}
+	want := []string{"permission_request.allowed " + s.path("notes/open.txt"), "permission_request.rejected " + s.path("notes/closed.txt")}
+	for _, w := range want {
+		if !slices.Contains(saves, w) {
+			t.Errorf("no record %q among the saves' %q", w, saves)
+		}
+	}
+}

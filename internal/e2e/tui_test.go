@@ -20,12 +20,23 @@ import (
 // command is the model's command; answering "Allow once" lets each go
 // through, and the agent goes on to the end of its script.
 
-const tuiPolicy = `{
+// The write rule, in two shapes: one for every write in a directory, so
+// a temporary file an agent's tool saves through (and renames over the
+// file) is under it too, and one for the file alone, where only the
+// rename over it asks.
+var tuiPolicies = []struct{ name, write string }{
+	{"a rule for the directory", `"${WORKSPACE}/notes/**": "ask"`},
+	{"a rule for the file", `"${WORKSPACE}/notes/w.txt": "ask"`},
+}
+
+func tuiPolicy(write string) string {
+	return `{
   "permission": {
-    "write": { "${WORKSPACE}/guarded.txt": "ask" },
+    "write": { ` + write + ` },
     "bash": { "touch tui-marker*": "ask" }
   }
 }`
+}
 
 // term is one program in a tmux server of its own.
 type term struct {
@@ -161,153 +172,163 @@ type prompted struct {
 }
 
 func TestAgentTUIPrompts(t *testing.T) {
-	for _, a := range tuiAgents {
-		t.Run(a.name, func(t *testing.T) {
-			requireSupervision(t)
-			needAgent(t, a.agent)
-			e := newEnv(t, tuiPolicy)
-			guarded := filepath.Join(e.ws, "guarded.txt")
-			const bashCmd = "touch tui-marker && echo made-marker"
-			write := &action{name: "own write tool", steps: a.write(guarded, "one\n")}
-			edit := &action{name: "own edit tool", steps: a.edit(guarded, "one", "two")}
-			bash := &action{name: "shell tool", steps: a.bash(bashCmd)}
-			actions := []*action{write, edit, bash}
-			srv := startModel(t, buildScript(actions))
-			a.setup(e, srv.URL)
-			env := append(e.baseEnv(), "TERM=xterm-256color", "LC_ALL=C.UTF-8")
-			env = append(env, a.env(e, srv.URL)...)
-			argv := append([]string{permwrapBin, "--log", e.logPath, "--workspace", e.ws, "--"}, a.interactive("Follow the e2e script.")...)
-			tm := startTerm(t, e.base, e.ws, env, argv)
-
-			// Each action's result waits at the model until the test has
-			// read the review log: the agent is idle meanwhile, so the
-			// asks counted are the action's own.
-			srv.Hold(0)
-			for _, act := range actions {
-				srv.Hold(act.last + 1)
+	for _, pol := range tuiPolicies {
+		t.Run(pol.name, func(t *testing.T) {
+			for _, a := range tuiAgents {
+				t.Run(a.name, func(t *testing.T) { tuiRun(t, a, tuiPolicy(pol.write)) })
 			}
-			seenAsks := 0
-			// collect answers every prompt ("Allow once", the first
-			// choice) until the conversation reaches turn, then takes
-			// the asks the review log gained.
-			var other []string // prompts and answers about nothing the script did
-			collect := func(what string, turn int, related func(string) bool) *prompted {
-				p := &prompted{}
-				deadline := time.Now().Add(90 * time.Second)
-				for srv.AtTurn(turn) == nil {
-					if time.Now().After(deadline) {
-						t.Errorf("%s: the agent never made its request at turn %d (%d prompts answered meanwhile)\nscreen:\n%s\nrequests:\n%s",
-							what, turn, len(p.screens), tm.screen(), srv.Summary())
-						p.stuck = true
-						break
-					}
-					scr := tm.screen()
-					if !promptShown(scr) {
-						time.Sleep(100 * time.Millisecond)
-						continue
-					}
-					if related(strings.Join(promptField(scr, "what:"), " ")) {
-						p.screens = append(p.screens, scr)
-					} else {
-						other = append(other, scr)
-					}
-					tm.keys("Enter")
-					// Wait for this prompt to go (a next one is another
-					// screen: another request).
-					gone := time.Now().Add(3 * time.Second)
-					for time.Now().Before(gone) && tm.screen() == scr {
-						time.Sleep(100 * time.Millisecond)
-					}
-				}
-				var n int
-				for _, rec := range e.logRecords() {
-					if byPrompt(rec) {
-						n++
-						if n <= seenAsks {
-							continue
-						}
-						if related(fmt.Sprint(rec["value"])) {
-							p.asked = append(p.asked, describe(rec))
-						} else {
-							other = append(other, describe(rec))
-						}
-					}
-				}
-				seenAsks = n
-				srv.Release(turn)
-				return p
-			}
-			// Everything before the first request to the model is the
-			// agent's start-up.
-			startup := collect("start-up", 0, func(string) bool { return true })
-			// A prompt belongs to an action when it is about the file
-			// (or a file beside it) or the command the action used.
-			aboutFile := func(v string) bool { return strings.Contains(v, guarded) }
-			aboutCmd := func(v string) bool { return strings.Contains(v, "tui-marker") }
-			got := map[*action]*prompted{}
-			for _, act := range actions {
-				rel := aboutFile
-				if act == bash {
-					rel = aboutCmd
-				}
-				if got[act] = collect(act.name, act.last+1, rel); got[act].stuck {
-					break
-				}
-			}
-			last := len(srv.Script()) - 1
-			deadline := time.Now().Add(60 * time.Second)
-			for srv.AtTurn(last) == nil && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Millisecond)
-			}
-			finalScreen := tm.screen()
-
-			t.Run("a start after the first asks nothing", func(t *testing.T) {
-				for i, scr := range startup.screens {
-					t.Errorf("prompt %d before the agent's first request to the model:\n%s", i+1, scr)
-				}
-				if len(startup.asked) > 0 {
-					t.Errorf("answers at the prompt in the review log before the first request:\n%s", strings.Join(startup.asked, "\n"))
-				}
-			})
-			t.Run("no other prompt", func(t *testing.T) {
-				for _, o := range other {
-					t.Errorf("a prompt or answer about nothing the script did:\n%s", o)
-				}
-			})
-			t.Run("own write tool", func(t *testing.T) { checkFilePrompt(t, got[write], guarded) })
-			t.Run("own edit tool", func(t *testing.T) { checkFilePrompt(t, got[edit], guarded) })
-			t.Run("shell tool", func(t *testing.T) {
-				p := got[bash]
-				checkOnePrompt(t, p)
-				if p.stuck {
-					t.Errorf("the agent was stuck at the prompts")
-				}
-				if len(p.screens) == 0 {
-					return
-				}
-				first := firstCommand(p.screens[0])
-				if !strings.HasPrefix(first, "touch tui-marker") {
-					t.Errorf("the prompt's first command is %q, want the model's command %q:\n%s", first, bashCmd, p.screens[0])
-				}
-			})
-			t.Run("went on", func(t *testing.T) {
-				if b := e.readFile(guarded); b != "two\n" {
-					t.Errorf("guarded.txt holds %q, want \"two\\n\" (written, then edited)", b)
-				}
-				if _, err := os.Stat(filepath.Join(e.ws, "tui-marker")); err != nil {
-					t.Errorf("the allowed command did not run: %v", err)
-				}
-				if srv.AtTurn(last) == nil {
-					t.Errorf("the agent did not reach the end of its script\nscreen:\n%s\nrequests:\n%s", finalScreen, srv.Summary())
-				}
-				for _, rec := range e.logRecords() {
-					if isDenial(rec) {
-						t.Errorf("denied: %s", describe(rec))
-					}
-				}
-			})
 		})
 	}
+}
+
+// tuiRun is one agent's run on a terminal under policy.
+func tuiRun(t *testing.T, a *tuiAgent, policy string) {
+	requireSupervision(t)
+	needAgent(t, a.agent)
+	e := newEnv(t, policy)
+	guarded := filepath.Join(e.ws, "notes", "w.txt")
+	if err := os.MkdirAll(filepath.Dir(guarded), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const bashCmd = "touch tui-marker && echo made-marker"
+	write := &action{name: "own write tool", steps: a.write(guarded, "one\n")}
+	edit := &action{name: "own edit tool", steps: a.edit(guarded, "one", "two")}
+	bash := &action{name: "shell tool", steps: a.bash(bashCmd)}
+	actions := []*action{write, edit, bash}
+	srv := startModel(t, buildScript(actions))
+	a.setup(e, srv.URL)
+	env := append(e.baseEnv(), "TERM=xterm-256color", "LC_ALL=C.UTF-8")
+	env = append(env, a.env(e, srv.URL)...)
+	argv := append([]string{permwrapBin, "--log", e.logPath, "--workspace", e.ws, "--"}, a.interactive("Follow the e2e script.")...)
+	tm := startTerm(t, e.base, e.ws, env, argv)
+
+	// Each action's result waits at the model until the test has
+	// read the review log: the agent is idle meanwhile, so the
+	// asks counted are the action's own.
+	srv.Hold(0)
+	for _, act := range actions {
+		srv.Hold(act.last + 1)
+	}
+	seenAsks := 0
+	// collect answers every prompt ("Allow once", the first
+	// choice) until the conversation reaches turn, then takes
+	// the asks the review log gained.
+	var other []string // prompts and answers about nothing the script did
+	collect := func(what string, turn int, related func(string) bool) *prompted {
+		p := &prompted{}
+		deadline := time.Now().Add(90 * time.Second)
+		for srv.AtTurn(turn) == nil {
+			if time.Now().After(deadline) {
+				t.Errorf("%s: the agent never made its request at turn %d (%d prompts answered meanwhile)\nscreen:\n%s\nrequests:\n%s",
+					what, turn, len(p.screens), tm.screen(), srv.Summary())
+				p.stuck = true
+				break
+			}
+			scr := tm.screen()
+			if !promptShown(scr) {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if related(strings.Join(promptField(scr, "what:"), " ")) {
+				p.screens = append(p.screens, scr)
+			} else {
+				other = append(other, scr)
+			}
+			tm.keys("Enter")
+			// Wait for this prompt to go (a next one is another
+			// screen: another request).
+			gone := time.Now().Add(3 * time.Second)
+			for time.Now().Before(gone) && tm.screen() == scr {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		var n int
+		for _, rec := range e.logRecords() {
+			if byPrompt(rec) {
+				n++
+				if n <= seenAsks {
+					continue
+				}
+				if related(fmt.Sprint(rec["value"])) {
+					p.asked = append(p.asked, describe(rec))
+				} else {
+					other = append(other, describe(rec))
+				}
+			}
+		}
+		seenAsks = n
+		srv.Release(turn)
+		return p
+	}
+	// Everything before the first request to the model is the
+	// agent's start-up.
+	startup := collect("start-up", 0, func(string) bool { return true })
+	// A prompt belongs to an action when it is about the file
+	// (or a file beside it) or the command the action used.
+	aboutFile := func(v string) bool { return strings.Contains(v, guarded) }
+	aboutCmd := func(v string) bool { return strings.Contains(v, "tui-marker") }
+	got := map[*action]*prompted{}
+	for _, act := range actions {
+		rel := aboutFile
+		if act == bash {
+			rel = aboutCmd
+		}
+		if got[act] = collect(act.name, act.last+1, rel); got[act].stuck {
+			break
+		}
+	}
+	last := len(srv.Script()) - 1
+	deadline := time.Now().Add(60 * time.Second)
+	for srv.AtTurn(last) == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	finalScreen := tm.screen()
+
+	t.Run("a start after the first asks nothing", func(t *testing.T) {
+		for i, scr := range startup.screens {
+			t.Errorf("prompt %d before the agent's first request to the model:\n%s", i+1, scr)
+		}
+		if len(startup.asked) > 0 {
+			t.Errorf("answers at the prompt in the review log before the first request:\n%s", strings.Join(startup.asked, "\n"))
+		}
+	})
+	t.Run("no other prompt", func(t *testing.T) {
+		for _, o := range other {
+			t.Errorf("a prompt or answer about nothing the script did:\n%s", o)
+		}
+	})
+	t.Run("own write tool", func(t *testing.T) { checkFilePrompt(t, got[write], guarded) })
+	t.Run("own edit tool", func(t *testing.T) { checkFilePrompt(t, got[edit], guarded) })
+	t.Run("shell tool", func(t *testing.T) {
+		p := got[bash]
+		checkOnePrompt(t, p)
+		if p.stuck {
+			t.Errorf("the agent was stuck at the prompts")
+		}
+		if len(p.screens) == 0 {
+			return
+		}
+		first := firstCommand(p.screens[0])
+		if !strings.HasPrefix(first, "touch tui-marker") {
+			t.Errorf("the prompt's first command is %q, want the model's command %q:\n%s", first, bashCmd, p.screens[0])
+		}
+	})
+	t.Run("went on", func(t *testing.T) {
+		if b := e.readFile(guarded); b != "two\n" {
+			t.Errorf("notes/w.txt holds %q, want \"two\\n\" (written, then edited)", b)
+		}
+		if _, err := os.Stat(filepath.Join(e.ws, "tui-marker")); err != nil {
+			t.Errorf("the allowed command did not run: %v", err)
+		}
+		if srv.AtTurn(last) == nil {
+			t.Errorf("the agent did not reach the end of its script\nscreen:\n%s\nrequests:\n%s", finalScreen, srv.Summary())
+		}
+		for _, rec := range e.logRecords() {
+			if isDenial(rec) {
+				t.Errorf("denied: %s", describe(rec))
+			}
+		}
+	})
 }
 
 // byPrompt reports a record of an answer a person gave at the prompt
@@ -347,10 +368,15 @@ func checkFilePrompt(t *testing.T, p *prompted, path string) {
 	if p.stuck {
 		t.Errorf("the agent was stuck at the prompts")
 	}
+	// The file is named on the "what:" line (a write, a save through a
+	// temporary file) or on the line after it (a rename's "→ FILE").
 	for i, s := range p.screens {
-		what := strings.Join(promptField(s, "what:"), " ")
-		if !strings.HasSuffix(what, " "+path) {
-			t.Errorf("prompt %d asks about %q, want the file %s:\n%s", i+1, what, path, s)
+		named := false
+		for _, l := range promptField(s, "what:") {
+			named = named || strings.HasSuffix(l, " "+path)
+		}
+		if !named {
+			t.Errorf("prompt %d does not name the file %s:\n%s", i+1, path, s)
 		}
 	}
 	for _, a := range p.asked {
