@@ -557,6 +557,15 @@ func (l *Log) requestFields(r Request) fields {
 		f = append(f, field{"access", r.Access})
 	}
 	f = append(f, field{"value", r.Check.Value})
+	if len(r.Paths) == 2 {
+		f = append(f, field{"paths", r.Paths}) // a rename's both ends
+	}
+	if r.Through != "" {
+		f = append(f, field{"through", r.Through}) // a save's temporary file
+	}
+	if r.Command != "" {
+		f = append(f, field{"command", r.Command}, field{"commandBy", r.CommandBy})
+	}
 	if n := netToJSON(r.Net); n != nil {
 		f = append(f, field{"net", n})
 	}
