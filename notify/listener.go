@@ -169,6 +169,7 @@ func (l *Listener) ReceiveQuiet(n *Notif, q *Quiet) error {
 	} else {
 		timeout = pollFallbackMs
 	}
+	lockFailures := 0
 	for {
 		if l.isClosed() {
 			return ErrClosed
@@ -212,11 +213,23 @@ func (l *Listener) ReceiveQuiet(n *Notif, q *Quiet) error {
 		case re&unix.POLLHUP != 0:
 			l.eof = true
 			return io.EOF
+		case re == unix.POLLERR && lockFailures < maxLockFailures:
+			// The kernel's poll of a listener answers POLLERR alone
+			// when a signal interrupted its wait for the filter's lock
+			// (seccomp_notify_poll: mutex_lock_interruptible): the
+			// runtime's preemption signal does that now and then. Poll
+			// again; only a listener that keeps answering so is broken.
+			lockFailures++
+			continue
 		case re&(unix.POLLERR|unix.POLLNVAL) != 0:
 			return fmt.Errorf("notify: listener fd not pollable (revents %#x)", re)
 		}
 	}
 }
+
+// maxLockFailures bounds the POLLERRs in a row that Receive takes for an
+// interrupted lock before it reports the listener broken.
+const maxLockFailures = 1000
 
 // SetBlindWait makes Receive wait for a notification in a poll(2) the Go
 // scheduler is not told of (a raw syscall): the waiting goroutine keeps
