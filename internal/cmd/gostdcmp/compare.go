@@ -28,6 +28,7 @@ type knownEntry struct {
 	pkg, pattern, reason string
 	line                 int
 	used                 bool
+	only                 string // "root" or "non-root": expected in that run only ("[root] …" in the file)
 }
 
 func readKnown(file string) ([]*knownEntry, error) {
@@ -56,7 +57,13 @@ func readKnown(file string) ([]*knownEntry, error) {
 		}
 		rest := strings.TrimSpace(strings.TrimPrefix(l, fs[0]))
 		reason := strings.TrimSpace(strings.TrimPrefix(rest, fs[1]))
-		out = append(out, &knownEntry{pkg: fs[0], pattern: fs[1], reason: reason, line: i + 1})
+		k := &knownEntry{pkg: fs[0], pattern: fs[1], reason: reason, line: i + 1}
+		for _, only := range []string{"root", "non-root"} {
+			if r, ok := strings.CutPrefix(reason, "["+only+"]"); ok {
+				k.only, k.reason = only, strings.TrimSpace(r)
+			}
+		}
+		out = append(out, k)
 	}
 	return out, nil
 }
@@ -250,6 +257,7 @@ func compareMain(args []string) int {
 	dir := fs.String("dir", "", "the logs `DIR`")
 	knownFile := fs.String("known", "", "the known differences `FILE`")
 	nlines := fs.Int("lines", 8, "show the first `N` output lines of each differing test")
+	uid := fs.Int("uid", os.Getuid(), "the `UID` the tests ran as: entries marked [root] or [non-root] are stale only in that run")
 	fs.Parse(args)
 	if *dir == "" || fs.NArg() == 0 {
 		usage()
@@ -259,7 +267,11 @@ func compareMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "gostdcmp:", err)
 		return 2
 	}
-	status, err := report(os.Stdout, *dir, fs.Args(), known, *nlines)
+	who := "non-root"
+	if *uid == 0 {
+		who = "root"
+	}
+	status, err := report(os.Stdout, *dir, fs.Args(), known, *nlines, who)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gostdcmp:", err)
 		return 2
@@ -267,7 +279,7 @@ func compareMain(args []string) int {
 	return status
 }
 
-func report(w io.Writer, dir string, pkgs []string, known []*knownEntry, nlines int) (int, error) {
+func report(w io.Writer, dir string, pkgs []string, known []*knownEntry, nlines int, who string) (int, error) {
 	var all []*diff
 	fmt.Fprintln(w, "== tests and subtests by result, and wall time (exit status of each part when not 0)")
 	fmt.Fprintf(w, "%-24s  %-34s  %-34s\n", "", "bare", "permwrap")
@@ -376,7 +388,7 @@ func report(w io.Writer, dir string, pkgs []string, known []*knownEntry, nlines 
 	}
 	var stale []*knownEntry
 	for _, k := range known {
-		if inRun[k.pkg] && !k.used {
+		if inRun[k.pkg] && !k.used && (k.only == "" || k.only == who) {
 			stale = append(stale, k)
 		}
 	}

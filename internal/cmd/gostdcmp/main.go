@@ -3,7 +3,7 @@
 // bare and under permwrap — and reports the tests whose results differ.
 //
 //	gostdcmp run -pkg PKG -o FILE [-stall DUR] [-timeout DUR] [-resume N] -- CMD [ARG...]
-//	gostdcmp compare -dir DIR [-known FILE] [-lines N] PKG...
+//	gostdcmp compare -dir DIR [-known FILE] [-lines N] [-uid UID] PKG...
 //	gostdcmp rerun -dir DIR PKG
 //	gostdcmp seconds DURATION
 //
@@ -26,7 +26,9 @@
 // differs, with the first lines of its output in the run that did worse,
 // whether the known list expects it (FILE: lines "package TestName
 // reason", TestName a path.Match pattern, '#' comments), and the known
-// entries of the packages compared that matched nothing (stale). When
+// entries of the packages compared that matched nothing (stale; a reason
+// beginning "[root]" or "[non-root]" marks an entry expected only when
+// the tests ran as that, -uid saying which). When
 // DIR/SLUG.MODE.rerun.json exist (scripts/gostd runs the differing tests
 // again, in both modes), a difference the re-run does not give again,
 // result for result, is listed apart, as not reproduced. The exit status is 0 when every
@@ -85,7 +87,7 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   gostdcmp run -pkg PKG -o FILE [-stall DUR] [-timeout DUR] [-resume N] -- CMD [ARG...]
-  gostdcmp compare -dir DIR [-known FILE] [-lines N] PKG...
+  gostdcmp compare -dir DIR [-known FILE] [-lines N] [-uid UID] PKG...
   gostdcmp rerun -dir DIR PKG
   gostdcmp seconds DURATION
 `)
