@@ -11,7 +11,7 @@ func TestSaveTarget(t *testing.T) {
 		{"package.json.1234567890", "package.json"},                                 // write-file-atomic
 		{"settings.json.tmp", "settings.json"},
 		{".bashrc.tmp.1.abcdef", ".bashrc"}, // a dotfile
-		{".w.txt.tmp", ".w.txt"},             // hidden temporary
+		{".w.txt.tmp", ".w.txt"},            // hidden temporary
 		{"Makefile.TMP", "Makefile"},
 		{"a.b.c.tmp.123", "a.b.c"},
 		// Not temporary files of anything.
