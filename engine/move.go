@@ -487,13 +487,12 @@ type moveSearch struct {
 	upperHuman bool
 }
 
-// moveNode is a search state: each slot's state set after from/p and
-// after to/p (one shared set for basename automata, which restart at
-// the '/' both names end with), the witness p and where p stands in
-// its last component.
+// moveNode is where a search starts: each slot's state set after from/
+// and after to/ (one shared set for basename automata, which restart at
+// the '/' both names end with), and where p stands in its last
+// component.
 type moveNode struct {
 	from, to [][]uint64
-	sub      string
 	lex      uint8
 }
 
