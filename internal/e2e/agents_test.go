@@ -122,7 +122,10 @@ apps = false
 	},
 	env: func(url string) []string { return []string{"E2E_API_KEY=e2e-not-a-key"} },
 	bash: func(cmd string) []ms.Step {
-		return []ms.Step{ms.Call("exec_command", map[string]any{"cmd": cmd})}
+		// Codex returns after yield_time_ms (10 s by default) with the
+		// command still running: a go build on a loaded machine takes
+		// longer.
+		return []ms.Step{ms.Call("exec_command", map[string]any{"cmd": cmd, "yield_time_ms": 300000})}
 	},
 	write: func(path, content string) []ms.Step {
 		var b strings.Builder
