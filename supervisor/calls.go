@@ -184,6 +184,9 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 				path.Exists = false
 				return
 			}
+			if g := (*pin.GuardError)(nil); errors.As(err, &g) {
+				s.notices.line("permwrap: refused open " + g.Path + ": " + g.Why)
+			}
 			s.respondErr(id, errnoOf(err))
 			return
 		}

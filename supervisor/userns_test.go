@@ -61,3 +61,49 @@ func TestUserNamespaceMaps(t *testing.T) {
 		})
 	}
 }
+
+// TestSysctlsOfTheTargetsNamespace: a /proc/sys file is looked up in the
+// opener's namespaces, so a process in a network namespace of its own
+// that writes net.* means its own namespace's sysctl. Opened by permwrap
+// it would be the host's, written with permwrap's rights (as root, it
+// was). permwrap refuses it with a reason, and the host's value stays.
+func TestSysctlsOfTheTargetsNamespace(t *testing.T) {
+	need(t, "unshare", "sh", "cat")
+	const file = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
+	host := func() string {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	before := host()
+	t.Cleanup(func() {
+		if host() != before {
+			// Put the host back whatever failed.
+			_ = os.WriteFile(file, []byte(before), 0)
+		}
+	})
+	s := newSandbox(t, `{ "permission": { "write": { "/proc/sys/**": "allow" } } }`)
+	script := "echo 2000 > " + file + " && cat " + file
+	bare := s.bare("unshare", "-rn", "sh", "-c", script)
+	if bare.code != 0 {
+		kerneltest.Skipf(t, "network namespaces of one's own (bare: %s)", strings.TrimSpace(bare.stderr))
+	}
+	if strings.TrimSpace(bare.stdout) != "2000" || host() != before {
+		t.Fatalf("bare: the namespace's own value %q, the host's %s (was %s)", bare.stdout, host(), before)
+	}
+	r := s.run("unshare", "-rn", "sh", "-c", script)
+	if got := host(); got != before {
+		t.Fatalf("the host's %s became %s (was %s): permwrap wrote the host's sysctl for a process in its own network namespace", file, got, before)
+	}
+	if r.code == 0 {
+		t.Fatalf("the write succeeded under permwrap:\n%s", r.stdout)
+	}
+	mustContain(t, "stderr", r.stderr, "permwrap: refused open "+file+": the process is in a net namespace of its own")
+	// In permwrap's own namespace, the file is the process's too.
+	same := s.run("cat", file)
+	if same.code != 0 || strings.TrimSpace(same.stdout) != before {
+		t.Fatalf("reading %s in the host's namespace: exit %d, %q\n%s", file, same.code, same.stdout, same.stderr)
+	}
+}

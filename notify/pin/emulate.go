@@ -84,6 +84,9 @@ func Open(r *Resolved, flags int, mode uint32, umask uint32) (*File, error) {
 	if err := procGuard(r, readOnly); err != nil {
 		return nil, err
 	}
+	if err := sysctlGuard(r); err != nil {
+		return nil, err
+	}
 	if r.Exists && flags&unix.O_PATH == 0 && isIDMapFile(r) {
 		return openInUserNS(r, flags)
 	}

@@ -235,3 +235,109 @@ func openCtty(tid int, flags int) (*File, error) {
 	}
 	return nil, fmt.Errorf("pin: controlling terminal %d:%d of %d has no device node here: %w", major, minor, tid, unix.ENXIO)
 }
+
+// Sysctls under /proc/sys are looked up in the opener's namespaces: the
+// kernel picks the set of net.*, user.* and the IPC tables by the
+// namespaces of the process that looks the name up (net_ctl_header_lookup
+// and its twins use current->nsproxy), and checks the opener's rights in
+// that namespace's owner. Opened by the supervisor for a target in a
+// network namespace of its own (`unshare -rn`, a container), the file
+// would be the supervisor's namespace's — the host's — and a write the
+// target meant for its own namespace would change the host's, with
+// permwrap's rights. Until such files are opened as the target (issue
+// 28), they are refused when the target's namespace for them is not the
+// supervisor's. The uts names (kernel.hostname) and pid files are read
+// and written in the writer's namespaces, which is the target's.
+
+// GuardError is an open the supervisor refuses because it could not make
+// it as the target's own: the errno is EACCES, and Why says why, for the
+// person.
+type GuardError struct {
+	Path, Why string
+}
+
+func (e *GuardError) Error() string { return "pin: refusing " + e.Path + ": " + e.Why }
+func (e *GuardError) Unwrap() error { return unix.EACCES }
+
+// ipcSysctls are the kernel.* sysctls of the IPC namespace.
+var ipcSysctls = map[string]bool{
+	"shmmax": true, "shmall": true, "shmmni": true, "shm_rmid_forced": true,
+	"msgmax": true, "msgmni": true, "msgmnb": true, "auto_msgmni": true,
+	"sem": true, "sem_next_id": true, "msg_next_id": true, "shm_next_id": true,
+}
+
+// sysctlNamespace is the namespace whose table holds the /proc/sys entry
+// rest ("net/ipv4/ip_forward"): "net", "user" or "ipc", or "" for the
+// tables every namespace shares.
+func sysctlNamespace(rest string) string {
+	top, sub, _ := strings.Cut(rest, "/")
+	name, _, _ := strings.Cut(sub, "/")
+	switch {
+	case top == "net":
+		return "net"
+	case top == "user":
+		return "user"
+	case top == "fs" && name == "mqueue":
+		return "ipc"
+	case top == "kernel" && ipcSysctls[name]:
+		return "ipc"
+	}
+	return ""
+}
+
+// procSysEntry splits a path inside a procfs mount's sys directory into
+// what follows "sys/" ("" for the directory itself).
+func procSysEntry(p string) (string, bool) {
+	for _, m := range procMounts() {
+		dir := m + "/sys"
+		if m == "/" {
+			dir = "/sys"
+		}
+		if p == dir {
+			return "", true
+		}
+		if rest, ok := strings.CutPrefix(p, dir+"/"); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+// ownNamespace is the supervisor's own namespace of a kind, by its
+// nsfs identity.
+var ownNamespace = sync.OnceValue(func() map[string]unix.Stat_t {
+	out := map[string]unix.Stat_t{}
+	for _, ns := range []string{"net", "user", "ipc"} {
+		var st unix.Stat_t
+		if unix.Stat("/proc/self/ns/"+ns, &st) == nil {
+			out[ns] = st
+		}
+	}
+	return out
+})
+
+// sysctlGuard refuses a /proc/sys entry of a namespace the target does
+// not share with the supervisor (or whose namespace cannot be told).
+func sysctlGuard(r *Resolved) error {
+	if r.Kind != KindPath {
+		return nil
+	}
+	rest, ok := procSysEntry(r.Path)
+	if !ok {
+		return nil
+	}
+	ns := sysctlNamespace(rest)
+	if ns == "" {
+		return nil
+	}
+	own, known := ownNamespace()[ns]
+	var st unix.Stat_t
+	err := unix.Stat("/proc/"+strconv.Itoa(r.tid)+"/ns/"+ns, &st)
+	switch {
+	case !known || err != nil:
+		return &GuardError{Path: r.Path, Why: "the process's " + ns + " namespace could not be told from permwrap's, and permwrap would open its own namespace's"}
+	case st.Dev == own.Dev && st.Ino == own.Ino:
+		return nil
+	}
+	return &GuardError{Path: r.Path, Why: "the process is in a " + ns + " namespace of its own, and permwrap would open its own namespace's (the host's) in its place"}
+}

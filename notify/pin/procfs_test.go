@@ -160,3 +160,37 @@ func mustExe(t *testing.T) string {
 	}
 	return exe
 }
+
+// The namespace whose sysctl table holds a /proc/sys entry.
+func TestSysctlNamespace(t *testing.T) {
+	for rest, want := range map[string]string{
+		"net":                       "net",
+		"net/ipv4/ip_forward":       "net",
+		"net/core/somaxconn":        "net",
+		"user/max_user_namespaces":  "user",
+		"fs/mqueue/msg_max":         "ipc",
+		"kernel/shmmax":             "ipc",
+		"kernel/sem":                "ipc",
+		"kernel/hostname":           "", // uts: read and written as the writer
+		"kernel/ns_last_pid":        "", // pid: the same
+		"kernel/pid_max":            "",
+		"fs/file-max":               "",
+		"vm/overcommit_memory":      "",
+		"netfilter/nf_log/2":        "", // not net/
+		"kernel/shmmax_not_a_table": "",
+	} {
+		if got := sysctlNamespace(rest); got != want {
+			t.Errorf("sysctlNamespace(%q) = %q, want %q", rest, got, want)
+		}
+	}
+	for p, want := range map[string]string{"/proc/sys": "", "/proc/sys/net/ipv4/x": "net/ipv4/x"} {
+		if got, ok := procSysEntry(p); !ok || got != want {
+			t.Errorf("procSysEntry(%q) = %q, %v", p, got, ok)
+		}
+	}
+	for _, p := range []string{"/proc/system", "/sys/net", "/proc/1/sys"} {
+		if got, ok := procSysEntry(p); ok {
+			t.Errorf("procSysEntry(%q) = %q, true: not under /proc/sys", p, got)
+		}
+	}
+}
