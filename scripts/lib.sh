@@ -82,8 +82,9 @@ ensure_test_deps() {
 	# Real programs the workload and prompt tests drive.
 	apt_install tmux git make tar python3 strace
 	# The network tests: curl through permwrap's proxy, ip for their own
-	# network namespaces (loopback and veth pairs only).
-	apt_install curl iproute2
+	# network namespaces (loopback and veth pairs only), nft for a NAT
+	# rule inside a test's own namespace (a forged name server's answer).
+	apt_install curl iproute2 nftables
 	# The daily battery (supervisor/battery_test.go): a venv with pip and
 	# pytest from Debian's python3, vim, gdb, unshare (util-linux).
 	apt_install python3-venv python3-pytest vim gdb util-linux

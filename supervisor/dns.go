@@ -15,6 +15,7 @@ import (
 
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify/host"
+	"github.com/permwrap/permwrap/notify/pin"
 	"github.com/permwrap/permwrap/supervisor/egress"
 )
 
@@ -29,7 +30,9 @@ import (
 // call is about to receive (a peek: the queue is left as it was) and,
 // when it is a DNS answer from one of the system's name servers, records
 // the name asked for and the addresses it resolved to, then continues the
-// call, which the kernel carries out unchanged. glibc, musl, c-ares (Node's
+// call, which the kernel carries out unchanged. Only sockets in permwrap's
+// own network namespace count: in a namespace of its own, the tree is
+// root and can answer as any address. glibc, musl, c-ares (Node's
 // dns.resolve), Python and most resolvers read answers with recvfrom,
 // after poll; a resolver that reads with read(2) or recvmsg (Go's own) is
 // not seen (docs/network.md).
@@ -46,6 +49,10 @@ import (
 // /etc/hosts.
 type treeNames struct {
 	cache *egress.DNSCache
+	// home is permwrap's network namespace, where the system's name
+	// servers are (SO_NETNS_COOKIE); 0 when it cannot be told, and then
+	// nothing is learned.
+	home uint64
 	// serving: the tree bound a socket to port 53; answers are no longer
 	// trusted.
 	serving atomic.Bool
@@ -53,7 +60,8 @@ type treeNames struct {
 }
 
 func newTreeNames() *treeNames {
-	return &treeNames{cache: egress.NewDNSCache(0, 0)}
+	home, _ := pin.OwnNetnsCookie()
+	return &treeNames{cache: egress.NewDNSCache(0, 0), home: home}
 }
 
 // maxCNAMEHops bounds the CNAME chain followed (resolvers give up near
@@ -258,6 +266,12 @@ func decodeRecvfrom(d *decoder) (call, error) {
 	defer dnsBufs.Put(buf)
 	n, from, ok, err := h.Peek(buf[:])
 	if err != nil || !ok || from.Port() != 53 || !d.net.ns.is(from.Addr()) {
+		return continued{}, nil
+	}
+	// Only in permwrap's own network namespace is the name server's
+	// address the system's: in one of the tree's own, the tree is root
+	// and answers as any address it likes (a NAT rule, a bound port).
+	if home, err := h.NetnsCookie(); err != nil || home == 0 || home != d.net.tree.home {
 		return continued{}, nil
 	}
 	d.net.tree.learn(buf[:n])

@@ -69,9 +69,16 @@ func (f *netFixture) serveDNS(names map[string]netip.Addr) {
 // /etc/hosts without the test names, in a private mount namespace.
 func withResolver(t *testing.T, s *sandbox, f *netFixture) {
 	t.Helper()
+	withNameserver(t, s, f.far)
+}
+
+// withNameserver runs the sandbox's commands with /etc/resolv.conf naming
+// only ns.
+func withNameserver(t *testing.T, s *sandbox, ns netip.Addr) {
+	t.Helper()
 	kerneltest.Tool(t, "unshare")
 	conf := filepath.Join(s.dir, "resolv.conf")
-	if err := os.WriteFile(conf, []byte("nameserver "+f.far.String()+"\noptions timeout:2 attempts:2\n"), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte("nameserver "+ns.String()+"\noptions timeout:2 attempts:2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s.prefix = []string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
@@ -178,5 +185,110 @@ ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
 	}
 	if !sshByName {
 		t.Errorf("no record of ssh's connection allowed by the name allowed.pwtest")
+	}
+}
+
+// The tree cannot give an address a name the policy allows: an answer
+// counts only from a system name server, on port 53, in permwrap's own
+// network namespace, before the tree serves port 53 itself. Each way of
+// forging one works bare — the program resolves allowed.pwtest to an
+// address no rule allows and connects — and under permwrap the forged
+// name is the program's alone: the address is judged as an address.
+func TestNetNamesTheTreeCannotForge(t *testing.T) {
+	py := realPython(t)
+	need(t, "unshare", "ip")
+	f := newNetFixture(t)
+	// The address the forged answers give: this machine's end of the
+	// veth pair, which no rule names.
+	target, err := net.Listen("tcp", f.host.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := target.Addr().(*net.TCPAddr).Port
+	// The system's name server is on loopback (as systemd-resolved's
+	// 127.0.0.53 is), where nothing answers but what the tree starts.
+	nameserver := netip.MustParseAddr("127.83.0.53")
+	s := newSandbox(t, `{ "permission": { "net": { "allowed.pwtest": "allow" } } }`)
+	withNameserver(t, s, nameserver)
+	s.write("forge.py", `import socket, struct, sys, threading
+mode, fake, nameserver = sys.argv[1], sys.argv[2], sys.argv[3]
+def answer(q):
+    i = 12
+    while q[i] != 0:
+        i += q[i] + 1
+    return (q[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0) + q[12:i + 5]
+            + b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton(fake))
+def serve(at):
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(at)
+    def loop():
+        while True:
+            q, a = srv.recvfrom(512)
+            srv.sendto(answer(q), a)
+    threading.Thread(target=loop, daemon=True).start()
+    return srv
+def resolve():
+    return socket.getaddrinfo("allowed.pwtest", 80, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+if mode == "own-server":
+    # A DNS server of its own, asked directly.
+    srv = serve(("127.0.0.1", 0))
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.settimeout(5)
+    c.sendto(struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"\x07allowed\x06pwtest\x00" + struct.pack(">HH", 1, 1), srv.getsockname())
+    ans, _ = c.recvfrom(512)
+    addr = socket.inet_ntoa(ans[-4:])
+elif mode == "serve-nameserver":
+    # The name server's own address and port, taken by the tree.
+    serve((nameserver, 53))
+    addr = resolve()
+elif mode == "nat":
+    # In a network namespace of its own (run under unshare -rn), where
+    # a NAT rule sends the name server's traffic to the tree's server
+    # and its answers come back from the name server's address, port 53.
+    serve(("127.0.0.1", 5353))
+    addr = resolve()
+print("resolved", addr)
+`)
+	s.write("connect.py", `import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()
+    print("connect ok")
+except OSError as e:
+    print("connect errno", e.errno)
+`)
+	nat := fmt.Sprintf(`ip link set lo up && nft add table ip t && nft 'add chain ip t out { type nat hook output priority -100; }' && nft add rule ip t out ip daddr %s udp dport 53 dnat to 127.0.0.1:5353 && %s forge.py nat %s %s`, nameserver, py, f.host, nameserver)
+	cases := []struct {
+		name, forge string
+	}{
+		{"own server", fmt.Sprintf("%s forge.py own-server %s %s", py, f.host, nameserver)},
+		{"serve the name server's port", fmt.Sprintf("%s forge.py serve-nameserver %s %s", py, f.host, nameserver)},
+		{"answer from a namespace of its own", "unshare -rn sh -c '" + strings.ReplaceAll(nat, "'", `'\''`) + "'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "answer from a namespace of its own" {
+				need(t, "nft")
+			}
+			script := fmt.Sprintf("exec 2>&1\n%s\n%s connect.py %s %d\n", c.forge, py, f.host, port)
+			b := s.bare("bash", "-c", script)
+			// Bare, the forgery works: the name resolves to the address
+			// and the connection is made.
+			mustContain(t, "bare run", b.stdout, "resolved "+f.host.String())
+			mustContain(t, "bare run", b.stdout, "connect ok")
+			r := s.run("bash", "-c", script)
+			mustContain(t, "permwrap run", r.stdout, "resolved "+f.host.String())
+			mustContain(t, "permwrap run", r.stdout, "connect errno 13")
+			mustContain(t, "denial line", r.stdout, "permwrap: denied connect tcp "+f.host.String()+":"+strconv.Itoa(port)+" (no name known)")
+		})
 	}
 }

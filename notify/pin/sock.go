@@ -238,3 +238,23 @@ func (h *Handle) Peek(buf []byte) (n int, from netip.AddrPort, ok bool, err erro
 	}
 	return min(n, len(buf)), from, true, nil
 }
+
+// NetnsCookie is the identity of the network namespace the socket lives
+// in (SO_NETNS_COOKIE, Linux 5.14).
+func (h *Handle) NetnsCookie() (uint64, error) {
+	return unix.GetsockoptUint64(h.fd(), unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+}
+
+// OwnNetnsCookie is the identity of the caller's network namespace, as
+// NetnsCookie gives it for a socket.
+func OwnNetnsCookie() (uint64, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		// An IPv6-only or IPv4-less host still has Unix sockets.
+		if fd, err = unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return 0, err
+		}
+	}
+	defer unix.Close(fd)
+	return unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+}
