@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,20 +157,11 @@ func (t *treeNames) names(a netip.Addr) []string {
 	}
 	out := t.cache.Names(a)
 	for _, n := range t.hosts.names(a) {
-		if !containsString(out, n) {
+		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
 	return out
-}
-
-func containsString(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // hostsFile is /etc/hosts, read again when it changes.
@@ -237,7 +229,7 @@ func parseHosts(b []byte) map[netip.Addr][]string {
 		a = a.Unmap().WithZone("")
 		for _, n := range f[1:] {
 			name, err := engine.NormalizeHostName(string(n))
-			if err == nil && len(out[a]) < maxHostsNames && !containsString(out[a], name) {
+			if err == nil && len(out[a]) < maxHostsNames && !slices.Contains(out[a], name) {
 				out[a] = append(out[a], name)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ func (n *netState) names(a netip.Addr) []string {
 		out = n.proxy.Cache().Names(a)
 	}
 	for _, name := range n.tree.names(a) {
-		if !containsString(out, name) {
+		if !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}

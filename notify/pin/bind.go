@@ -3,7 +3,6 @@ package pin
 import (
 	"errors"
 	"runtime"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,7 +41,7 @@ func (h *Handle) Bind(addr []byte, at *Resolved, cwd *Resolved, umask uint32) er
 		return unix.EINVAL
 	}
 	exact := len(addr) > 2 && addr[2] != '/' && cwd != nil && cwd.Object != nil ||
-		len(addr) > 2 && addr[2] == '/' && sameRoot(at.Tgid)
+		len(addr) > 2 && addr[2] == '/' && likeSupervisor(at.Tgid, "root")
 	if exact {
 		err := onOwnThread(func() error {
 			if err := unix.Unshare(unix.CLONE_FS); err != nil {
@@ -130,15 +129,6 @@ func onOwnThread(fn func() error) error {
 		done <- fn()
 	}()
 	return <-done
-}
-
-// sameRoot reports whether process tgid has the supervisor's root
-// directory (it is not chrooted), so an absolute path means the same file
-// to both.
-func sameRoot(tgid int) bool {
-	var a, b unix.Stat_t
-	return unix.Stat("/proc/"+strconv.Itoa(tgid)+"/root", &a) == nil && unix.Stat("/proc/self/root", &b) == nil &&
-		a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // SockaddrUnixPath returns the pathname of an AF_UNIX sockaddr, ok=false

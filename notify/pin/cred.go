@@ -212,12 +212,5 @@ var CanClaimUcred = sync.OnceValue(func() bool {
 // sameNamespaces reports whether thread tid is in the supervisor's user
 // and pid namespaces.
 func sameNamespaces(tid int) bool {
-	for _, ns := range []string{"user", "pid"} {
-		var a, b unix.Stat_t
-		if unix.Stat("/proc/"+strconv.Itoa(tid)+"/ns/"+ns, &a) != nil || unix.Stat("/proc/self/ns/"+ns, &b) != nil ||
-			a.Dev != b.Dev || a.Ino != b.Ino {
-			return false
-		}
-	}
-	return true
+	return likeSupervisor(tid, "ns/user") && likeSupervisor(tid, "ns/pid")
 }

@@ -303,21 +303,18 @@ func procSysEntry(p string) (string, bool) {
 	return "", false
 }
 
-// ownNamespace is the supervisor's own namespace of a kind, by its
-// nsfs identity.
-var ownNamespace = sync.OnceValue(func() map[string]unix.Stat_t {
-	out := map[string]unix.Stat_t{}
-	for _, ns := range []string{"net", "user", "ipc"} {
-		var st unix.Stat_t
-		if unix.Stat("/proc/self/ns/"+ns, &st) == nil {
-			out[ns] = st
-		}
-	}
-	return out
-})
+// likeSupervisor reports whether the /proc entry link ("root", "ns/net")
+// of thread or process tid is the supervisor's own: the same directory,
+// the same namespace. False when either cannot be looked at.
+func likeSupervisor(tid int, link string) bool {
+	var a, b unix.Stat_t
+	return unix.Stat("/proc/"+strconv.Itoa(tid)+"/"+link, &a) == nil && unix.Stat("/proc/self/"+link, &b) == nil &&
+		a.Dev == b.Dev && a.Ino == b.Ino
+}
 
 // sysctlGuard refuses a /proc/sys entry of a namespace the target does
-// not share with the supervisor (or whose namespace cannot be told).
+// not share with the supervisor (or whose namespace cannot be told: it is
+// then taken as its own).
 func sysctlGuard(r *Resolved) error {
 	if r.Kind != KindPath {
 		return nil
@@ -330,13 +327,7 @@ func sysctlGuard(r *Resolved) error {
 	if ns == "" {
 		return nil
 	}
-	own, known := ownNamespace()[ns]
-	var st unix.Stat_t
-	err := unix.Stat("/proc/"+strconv.Itoa(r.tid)+"/ns/"+ns, &st)
-	switch {
-	case !known || err != nil:
-		return &GuardError{Path: r.Path, Why: "the process's " + ns + " namespace could not be told from permwrap's, and permwrap would open its own namespace's"}
-	case st.Dev == own.Dev && st.Ino == own.Ino:
+	if likeSupervisor(r.tid, "ns/"+ns) {
 		return nil
 	}
 	return &GuardError{Path: r.Path, Why: "the process is in a " + ns + " namespace of its own, and permwrap would open its own namespace's (the host's) in its place"}
