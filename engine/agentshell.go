@@ -147,51 +147,20 @@ func codexCommand(script string) (string, bool) {
 	return args[3], true
 }
 
-// literalWords is a call's words when each is a literal (quoted or not),
-// nil otherwise.
+// literalWords is a call's words when each is a literal (quoted or not,
+// with no expansion, glob or brace left), nil otherwise.
 func literalWords(c *syntax.CallExpr) []string {
 	if len(c.Assigns) > 0 || len(c.Args) == 0 {
 		return nil
 	}
+	var w walker // no script around it: every variable is unknown
 	out := make([]string, 0, len(c.Args))
-	for _, w := range c.Args {
-		s, ok := literalWord(w)
+	for _, wd := range c.Args {
+		s, ok := w.literal(wd, &scope{}, true)
 		if !ok {
 			return nil
 		}
 		out = append(out, s)
 	}
 	return out
-}
-
-func literalWord(w *syntax.Word) (string, bool) {
-	var b strings.Builder
-	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			// Unquoted: a backslash quotes the character after it.
-			for i := 0; i < len(p.Value); i++ {
-				if p.Value[i] == '\\' && i+1 < len(p.Value) {
-					i++
-				}
-				b.WriteByte(p.Value[i])
-			}
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				b.WriteString(l.Value)
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
 }
