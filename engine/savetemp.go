@@ -48,7 +48,7 @@ func tmpSuffix(s string) bool {
 		switch {
 		case strings.EqualFold(part, "tmp") || strings.EqualFold(part, "temp"):
 			word = true
-		case digits(part):
+		case isDigits(part):
 			hex += len(part)
 		case hexID(part):
 			hex += len(part)
@@ -57,18 +57,6 @@ func tmpSuffix(s string) bool {
 		}
 	}
 	return word || hex >= 6
-}
-
-func digits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // hexID is six or more hex digits, dashes between them allowed.
