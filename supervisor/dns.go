@@ -4,18 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
-	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 	"github.com/permwrap/permwrap/supervisor/egress"
 )
@@ -166,44 +163,11 @@ func (t *treeNames) names(a netip.Addr) []string {
 
 // hostsFile is /etc/hosts, read again when it changes.
 type hostsFile struct {
-	mu    sync.Mutex
-	path  string // "" is /etc/hosts
-	stamp [4]int64
-	byIP  map[netip.Addr][]string
-	check time.Time
+	sysFile[map[netip.Addr][]string]
 }
 
 func (h *hostsFile) names(a netip.Addr) []string {
-	a = a.Unmap().WithZone("")
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if now := time.Now(); h.byIP == nil || now.Sub(h.check) > nsRecheck {
-		h.check = now
-		h.reload()
-	}
-	return h.byIP[a]
-}
-
-func (h *hostsFile) reload() {
-	p := h.path
-	if p == "" {
-		p = "/etc/hosts"
-	}
-	var st unix.Stat_t
-	if err := host.Stat(p, &st); err != nil {
-		h.byIP, h.stamp = map[netip.Addr][]string{}, [4]int64{}
-		return
-	}
-	stamp := [4]int64{int64(st.Ino), st.Size, st.Mtim.Sec, st.Mtim.Nsec}
-	if h.byIP != nil && stamp == h.stamp {
-		return
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		h.byIP = map[netip.Addr][]string{}
-		return
-	}
-	h.byIP, h.stamp = parseHosts(b), stamp
+	return h.get("/etc/hosts", parseHosts)[a.Unmap().WithZone("")]
 }
 
 // maxHostsNames bounds the names one address gets from /etc/hosts.

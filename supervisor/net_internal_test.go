@@ -131,7 +131,8 @@ func TestNameservers(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "resolv.conf")
 	os.WriteFile(p, []byte("nameserver 10.0.0.2\n"), 0o644)
-	ns := &nameservers{path: p}
+	ns := &nameservers{}
+	ns.path = p
 	if !ns.is(netip.MustParseAddr("::ffff:10.0.0.2")) || ns.is(netip.MustParseAddr("10.0.0.3")) {
 		t.Error("the name server is not recognised (or another is)")
 	}

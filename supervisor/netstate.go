@@ -63,47 +63,60 @@ func (n *netState) isProxy(ap netip.AddrPort) bool {
 // the file changes (it is rewritten by DHCP clients, resolvconf,
 // NetworkManager).
 type nameservers struct {
-	mu    sync.Mutex
-	path  string // "" is /etc/resolv.conf
-	stamp [4]int64
-	addrs map[netip.Addr]bool
-	check time.Time
+	sysFile[map[netip.Addr]bool]
 }
-
-// nsRecheck bounds how often the file is stat'ed.
-const nsRecheck = time.Second
 
 func (n *nameservers) is(a netip.Addr) bool {
-	a = a.Unmap().WithZone("")
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if now := time.Now(); n.addrs == nil || now.Sub(n.check) > nsRecheck {
-		n.check = now
-		n.reload()
-	}
-	return n.addrs[a]
+	return n.get("/etc/resolv.conf", parseResolvConf)[a.Unmap().WithZone("")]
 }
 
-func (n *nameservers) reload() {
-	p := n.path
+// nsRecheck bounds how often a system file is stat'ed.
+const nsRecheck = time.Second
+
+// sysFile is a small system file (/etc/resolv.conf, /etc/hosts) as
+// parsed, read again when it changes: looked at at most once per
+// nsRecheck, read when its inode, size or mtime moved. A missing or
+// unreadable file parses as nil bytes. The value is replaced, never
+// changed, so a caller may keep what get returned.
+type sysFile[T any] struct {
+	mu     sync.Mutex
+	path   string // "" is the default get is given
+	stamp  [4]int64
+	val    T
+	parsed bool
+	check  time.Time
+}
+
+func (f *sysFile[T]) get(def string, parse func([]byte) T) T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now := time.Now(); !f.parsed || now.Sub(f.check) > nsRecheck {
+		f.check = now
+		f.reload(def, parse)
+	}
+	return f.val
+}
+
+func (f *sysFile[T]) reload(def string, parse func([]byte) T) {
+	p := f.path
 	if p == "" {
-		p = "/etc/resolv.conf"
+		p = def
 	}
 	var st unix.Stat_t
 	if err := host.Stat(p, &st); err != nil {
-		n.addrs, n.stamp = map[netip.Addr]bool{}, [4]int64{}
+		f.val, f.stamp, f.parsed = parse(nil), [4]int64{}, true
 		return
 	}
 	stamp := [4]int64{int64(st.Ino), st.Size, st.Mtim.Sec, st.Mtim.Nsec}
-	if n.addrs != nil && stamp == n.stamp {
+	if f.parsed && stamp == f.stamp {
 		return
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		n.addrs = map[netip.Addr]bool{}
+		f.val, f.parsed = parse(nil), true
 		return
 	}
-	n.addrs, n.stamp = parseResolvConf(b), stamp
+	f.val, f.stamp, f.parsed = parse(b), stamp, true
 }
 
 // parseResolvConf reads the `nameserver ADDR` lines (a zone after % is
