@@ -16,19 +16,19 @@ import (
 )
 
 // FilterOptions is what the filter is built from. notify knows nothing of
-// policy or of which syscalls matter to it: the caller (the supervisor's
-// syscall table) says which calls to send to it, and notify adds the
-// architecture checks and the side doors it always shuts.
+// policy or of which syscalls matter: the caller (the supervisor's syscall
+// table) says which calls to send to it and which to refuse in BPF, and
+// notify adds the architecture checks.
 type FilterOptions struct {
-	// Rules say which syscalls are sent to the supervisor (or refused in
-	// BPF), and under which argument conditions.
+	// Rules say which syscalls are sent to the supervisor or refused in
+	// BPF, and under which argument conditions.
 	Rules []Rule
-	// DenyPtrace makes every ptrace fail with EPERM. Without it, ptrace
-	// is allowed (Landlock confines it to the sandbox's own processes),
-	// except the one option that would switch seccomp off for a tracee:
-	// PTRACE_O_SUSPEND_SECCOMP, refused in PTRACE_SEIZE and
-	// PTRACE_SETOPTIONS (docs/security.md says why the rest is sound).
-	DenyPtrace bool
+	// Never are syscalls no rule may notify: the init stage makes them
+	// between loading the filter and the supervisor taking its listener
+	// (it writes where the listener is, reads the answer, closes its
+	// copy), and a notified one would block forever on a listener nobody
+	// reads yet. A rule that would notify one is an error.
+	Never []int32
 }
 
 // Rule sends one syscall to the supervisor (SECCOMP_RET_USER_NOTIF), or,
@@ -63,116 +63,14 @@ const (
 	CmpMaskedEqual CmpOp = iota + 1
 	// CmpNotEqual: args[Arg] != Value, all 64 bits (pointers).
 	CmpNotEqual
+	// CmpEqual: args[Arg] == Value, all 64 bits (a long, as ptrace's
+	// request).
+	CmpEqual
 )
-
-// handoffSyscalls must never be notified: between loading the filter and
-// the supervisor taking its listener (pidfd_getfd), the init stage makes
-// these calls — it writes where the listener is, reads the supervisor's
-// answer, closes its copy — and a notified one would block forever on a
-// listener nobody reads yet. (sendmsg is not among them: the listener is
-// not sent with SCM_RIGHTS, so sendmsg can be watched.)
-var handoffSyscalls = []int32{unix.SYS_WRITE, unix.SYS_READ, unix.SYS_CLOSE}
 
 // Program is a classic BPF seccomp program for x86_64.
 type Program struct {
 	Insns []unix.SockFilter
-}
-
-// deniedSyscall is a side door closed in BPF: the call fails with errno
-// without reaching the supervisor.
-type deniedSyscall struct {
-	nr    int32
-	errno unix.Errno
-}
-
-// deniedSyscalls are refused outright; docs/kernel.md says why for each.
-var deniedSyscalls = []deniedSyscall{
-	// io_uring's openat/renameat/... run in kernel workers seccomp never sees.
-	{unix.SYS_IO_URING_SETUP, unix.ENOSYS},
-	{unix.SYS_IO_URING_ENTER, unix.ENOSYS},
-	{unix.SYS_IO_URING_REGISTER, unix.ENOSYS},
-	// File handles bypass path resolution. EOPNOTSUPP is what a filesystem
-	// without handles answers, and every caller (systemd, glibc users) falls
-	// back on it.
-	{unix.SYS_OPEN_BY_HANDLE_AT, unix.EPERM},
-	{unix.SYS_NAME_TO_HANDLE_AT, unix.EOPNOTSUPP},
-	{unix.SYS_KEYCTL, unix.ENOSYS},
-	{unix.SYS_ADD_KEY, unix.ENOSYS},
-	{unix.SYS_REQUEST_KEY, unix.ENOSYS},
-	// userfaultfd could stall the supervisor's reads of target memory.
-	{unix.SYS_USERFAULTFD, unix.EPERM},
-	// Tampering with another sandboxed process's memory or fds defeats any
-	// check the supervisor made on them.
-	{unix.SYS_PROCESS_VM_WRITEV, unix.EPERM},
-	{unix.SYS_PIDFD_GETFD, unix.EPERM},
-	// Filesystem topology: Landlock already refuses these for a confined
-	// process; refusing them here too keeps the filter sound on its own.
-	{unix.SYS_CHROOT, unix.EPERM},
-	{unix.SYS_PIVOT_ROOT, unix.EPERM},
-	{unix.SYS_MOUNT, unix.EPERM},
-	{unix.SYS_UMOUNT2, unix.EPERM},
-	{unix.SYS_OPEN_TREE, unix.EPERM},
-	{unix.SYS_OPEN_TREE_ATTR, unix.EPERM},
-	{unix.SYS_MOVE_MOUNT, unix.EPERM},
-	{unix.SYS_FSOPEN, unix.EPERM},
-	{unix.SYS_FSCONFIG, unix.EPERM},
-	{unix.SYS_FSMOUNT, unix.EPERM},
-	{unix.SYS_FSPICK, unix.EPERM},
-	{unix.SYS_MOUNT_SETATTR, unix.EPERM},
-	// clone3 keeps its flags in memory BPF cannot read; glibc falls back to
-	// clone on ENOSYS, whose flags the filter can see.
-	{unix.SYS_CLONE3, unix.ENOSYS},
-	{unix.SYS_SETNS, unix.EPERM},
-	{unix.SYS_KEXEC_LOAD, unix.EPERM},
-	{unix.SYS_KEXEC_FILE_LOAD, unix.EPERM},
-	{unix.SYS_INIT_MODULE, unix.EPERM},
-	{unix.SYS_FINIT_MODULE, unix.EPERM},
-	{unix.SYS_DELETE_MODULE, unix.EPERM},
-	{unix.SYS_BPF, unix.EPERM},
-	// Files the kernel opens and writes on the caller's behalf, by a path
-	// it resolves itself (docs/security.md, "Kernel-opened files"):
-	// process accounting appends to any file, swap and quota files are
-	// written by the kernel. All need privileges; the EPERM is what an
-	// unprivileged caller gets. uselib opens a library by path (and no
-	// current kernel can load one): ENOSYS, as a kernel without it.
-	{unix.SYS_ACCT, unix.EPERM},
-	{unix.SYS_SWAPON, unix.EPERM},
-	{unix.SYS_SWAPOFF, unix.EPERM},
-	{unix.SYS_QUOTACTL, unix.EPERM},
-	{unix.SYS_QUOTACTL_FD, unix.EPERM},
-	{unix.SYS_USELIB, unix.ENOSYS},
-}
-
-// deniedWhen are side doors closed only for some arguments (registers).
-type deniedWhen struct {
-	nr    int32
-	errno unix.Errno
-	why   string
-	when  Match
-}
-
-// Flags of fanotify_init that make a group report file ids instead of
-// opening the file of each event.
-const fanReportFidBits = 0x200 | 0x400 // FAN_REPORT_FID | FAN_REPORT_DIR_FID
-
-// deniedConditional are refused in BPF when their condition holds.
-var deniedConditional = []deniedWhen{
-	// A fanotify group without FID reporting receives, with each event, a
-	// file descriptor the kernel opens for it on the file someone else
-	// (permwrap included) accessed: reads of files the policy denies,
-	// never judged. FID-reporting groups get handles instead, which only
-	// open_by_handle_at (refused) could open. EPERM is what an
-	// unprivileged caller gets for such a group.
-	{nr: unix.SYS_FANOTIFY_INIT, errno: unix.EPERM, why: "event fds are files opened by the kernel",
-		when: Match{{Arg: 0, Op: CmpMaskedEqual, Mask: fanReportFidBits, Value: 0}}},
-	// TIOCSTI pushes bytes into a terminal's input through any fd of it,
-	// read-only included: typed into whatever reads that terminal next,
-	// outside the sandbox (the person's shell). TIOCLINUX can paste on a
-	// virtual console. EPERM, as with dev.tty.legacy_tiocsti=0.
-	{nr: unix.SYS_IOCTL, errno: unix.EPERM, why: "TIOCSTI types into a terminal outside the sandbox",
-		when: Match{{Arg: 1, Op: CmpMaskedEqual, Mask: 0xffffffff, Value: unix.TIOCSTI}}},
-	{nr: unix.SYS_IOCTL, errno: unix.EPERM, why: "TIOCLINUX can paste into a console",
-		when: Match{{Arg: 1, Op: CmpMaskedEqual, Mask: 0xffffffff, Value: unix.TIOCLINUX}}},
 }
 
 // BuildFilter compiles the filter for o. It needs libseccomp but not the
@@ -195,38 +93,12 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 	}
 
 	for _, r := range o.Rules {
+		if r.Errno == 0 && slices.Contains(o.Never, r.Nr) {
+			return nil, fmt.Errorf("notify: %s must not be notified: the init stage hands the listener over with it", SyscallName(r.Nr))
+		}
 		if err := addRule(f, r); err != nil {
 			return nil, err
 		}
-	}
-
-	denied := deniedSyscalls
-	if o.DenyPtrace {
-		denied = append(denied[:len(denied):len(denied)], deniedSyscall{unix.SYS_PTRACE, unix.EPERM})
-	} else if err := addPtraceRules(f); err != nil {
-		return nil, err
-	}
-	for _, d := range denied {
-		if err := f.AddRule(seccomp.ScmpSyscall(d.nr), seccomp.ActErrno.SetReturnCode(int16(d.errno))); err != nil {
-			return nil, fmt.Errorf("notify: rule for %s: %w", SyscallName(d.nr), err)
-		}
-	}
-	for _, d := range deniedConditional {
-		if err := addRule(f, Rule{Nr: d.nr, Errno: d.errno, When: []Match{d.when}}); err != nil {
-			return nil, err
-		}
-	}
-
-	// A second listener anywhere in the tree could CONTINUE calls past this
-	// filter once ours is gone; plain nested filters stay allowed.
-	newListener, err := seccomp.MakeCondition(1, seccomp.CompareMaskedEqual,
-		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
-	if err != nil {
-		return nil, fmt.Errorf("notify: seccomp condition: %w", err)
-	}
-	if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_SECCOMP),
-		seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{newListener}); err != nil {
-		return nil, fmt.Errorf("notify: rule for seccomp: %w", err)
 	}
 
 	insns, err := exportBPF(f)
@@ -240,40 +112,9 @@ func BuildFilter(o FilterOptions) (*Program, error) {
 	return p, nil
 }
 
-// ptraceOSuspendSeccomp is PTRACE_O_SUSPEND_SECCOMP (1 << 21): a tracee
-// with it set skips every seccomp filter, ours included. The kernel grants
-// it only to a tracer with CAP_SYS_ADMIN that is not itself under seccomp
-// (so never to a sandboxed one); the filter refuses it too, so the
-// sandbox does not rest on that one check.
-const ptraceOSuspendSeccomp = 1 << 21
-
-// addPtraceRules refuses PTRACE_SEIZE and PTRACE_SETOPTIONS whose options
-// (the data argument, a register) hold PTRACE_O_SUSPEND_SECCOMP. The
-// request is a long: compared in all 64 bits, as the kernel's switch does.
-func addPtraceRules(f *seccomp.ScmpFilter) error {
-	for _, req := range []uint64{unix.PTRACE_SEIZE, unix.PTRACE_SETOPTIONS} {
-		isReq, err := seccomp.MakeCondition(0, seccomp.CompareEqual, req)
-		if err != nil {
-			return fmt.Errorf("notify: seccomp condition: %w", err)
-		}
-		suspend, err := seccomp.MakeCondition(3, seccomp.CompareMaskedEqual, ptraceOSuspendSeccomp, ptraceOSuspendSeccomp)
-		if err != nil {
-			return fmt.Errorf("notify: seccomp condition: %w", err)
-		}
-		if err := f.AddRuleConditional(seccomp.ScmpSyscall(unix.SYS_PTRACE),
-			seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{isReq, suspend}); err != nil {
-			return fmt.Errorf("notify: rule for ptrace: %w", err)
-		}
-	}
-	return nil
-}
-
 // addRule adds one caller's rule: libseccomp ANDs the conditions of one
 // rule, and several rules for one syscall are alternatives.
 func addRule(f *seccomp.ScmpFilter, r Rule) error {
-	if slices.Contains(handoffSyscalls, r.Nr) && r.Errno == 0 {
-		return fmt.Errorf("notify: %s must not be notified: the init stage hands the listener over with it", SyscallName(r.Nr))
-	}
 	act := seccomp.ActNotify
 	if r.Errno != 0 {
 		act = seccomp.ActErrno.SetReturnCode(int16(r.Errno))
@@ -310,6 +151,8 @@ func (c Cond) scmp() (seccomp.ScmpCondition, error) {
 		return seccomp.MakeCondition(c.Arg, seccomp.CompareMaskedEqual, c.Mask, c.Value)
 	case CmpNotEqual:
 		return seccomp.MakeCondition(c.Arg, seccomp.CompareNotEqual, c.Value)
+	case CmpEqual:
+		return seccomp.MakeCondition(c.Arg, seccomp.CompareEqual, c.Value)
 	}
 	return seccomp.ScmpCondition{}, fmt.Errorf("unknown comparison %d", c.Op)
 }

@@ -23,7 +23,7 @@ import (
 
 const (
 	envChildRole   = "PERMWRAP_NOTIFY_TEST_CHILD"
-	envChildOpts   = "PERMWRAP_NOTIFY_TEST_OPTS" // comma list: skipro, ptrace, nowaitkill
+	envChildOpts   = "PERMWRAP_NOTIFY_TEST_OPTS" // comma list: skipro, nowaitkill
 	childHandoffFd = 3
 	exitChildSetup = 97 // the child could not build or install the filter
 )
@@ -66,8 +66,6 @@ func childMain(role string) int {
 		switch opt {
 		case "skipro":
 			skipRO = true
-		case "ptrace":
-			o.DenyPtrace = true
 		case "nowaitkill":
 			noWaitKill = true
 		}
@@ -125,7 +123,7 @@ type filteredChild struct {
 }
 
 // startFilteredChild re-executes the test binary as role with the filter
-// built from opts ("skipro", "ptrace", "nowaitkill"). extraEnv is passed to
+// built from opts ("skipro", "nowaitkill"). extraEnv is passed to
 // the child. The child is killed at the end of the test.
 func startFilteredChild(t testing.TB, role string, opts string, extraEnv ...string) *filteredChild {
 	t.Helper()

@@ -39,7 +39,6 @@ func init() {
 	registerChildRole("exec-env-argv", childExecArgv)
 	registerChildRole("nested", childNested)
 	registerChildRole("addfd-loop", childAddfdLoop)
-	registerChildRole("denied", childDenied)
 }
 
 // childOpenat opens $PATH read-only with O_CLOEXEC and prints what it got:
@@ -153,20 +152,6 @@ func childAddfdLoop() int {
 		unix.Close(fd)
 	}
 	fmt.Printf("bad=%d\n", bad)
-	return 0
-}
-
-// childDenied makes each side-door syscall with harmless arguments and
-// prints the errno the filter answered, one "name=ERRNO" per line.
-func childDenied() int {
-	for _, d := range deniedSyscalls {
-		// All-ones arguments are invalid for every one of these (bad fd,
-		// bad pointer, bad flags), so if the filter ever failed to apply
-		// the call could do nothing (zeros would mean "unload" to kexec).
-		const bad = ^uintptr(0)
-		_, _, e := unix.Syscall6(uintptr(d.nr), bad, bad, bad, bad, bad, bad)
-		fmt.Printf("%s=%s\n", SyscallName(d.nr), errnoName(e))
-	}
 	return 0
 }
 
@@ -897,22 +882,6 @@ func TestKernelForeignABIKilled(t *testing.T) {
 				t.Errorf("%s syscall under the filter: exit %v, output %q; want killed by SIGSYS (bare: %q)", abi, c.Cmd.ProcessState, out, bare)
 			}
 		})
-	}
-}
-
-// TestKernelDeniedSyscalls: every side door fails in the real kernel with
-// the errno the filter table says (the VM test checks the program; this
-// checks the kernel applies it).
-func TestKernelDeniedSyscalls(t *testing.T) {
-	c := startFilteredChild(t, "denied", "")
-	serveContinueAll(t, c.L)
-	out := c.output(t)
-	var want strings.Builder
-	for _, d := range deniedSyscalls {
-		fmt.Fprintf(&want, "%s=%s\n", SyscallName(d.nr), unix.ErrnoName(d.errno))
-	}
-	if out != want.String() {
-		t.Errorf("child printed:\n%s\nwant:\n%s", out, want.String())
 	}
 }
 

@@ -53,7 +53,7 @@ func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 				if o.Emulate {
 					answer = func(n *notify.Notif, q *notify.Quiet) bool { floorEmulate(l, n, q); return true }
 				}
-				receiveLoop(l, &r, floorHoldFor, answer, func(error) {}, time.Sleep)
+				receiveLoop(l, &r, floorKeepsRole, answer, func(error) {}, time.Sleep)
 			}()
 		}
 		wg.Wait()
@@ -62,31 +62,33 @@ func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 	return Run(ctx, cfg)
 }
 
-// floorHoldFor is holdFor for the floor, which verifies no exec: its
+// floorKeepsRole is keepsRole for the floor, which verifies no exec: its
 // verification stop is a bare CONTINUE like any other call, so the role
 // is kept for it (a worker woken per spawn cost the floor 6–8% on 300 ×
 // /bin/true; keeping it through the exec itself did not help).
-func floorHoldFor(n *notify.Notif) bool {
-	return n.Nr == unix.SYS_ARCH_PRCTL || holdFor(n)
+func floorKeepsRole(n *notify.Notif) bool {
+	return isExecStop(n.Nr) || keepsRole(n)
 }
 
 // floorEmulate answers one notification for the emulating floor.
 // q: as permwrap's pool installs an fd (notify.Quiet).
 func floorEmulate(l *notify.Listener, n *notify.Notif, q *notify.Quiet) {
-	var dirfd, flags int
-	var addr uint64
-	var mode uint32
-	switch n.Nr {
-	case unix.SYS_OPENAT:
-		dirfd, addr, flags, mode = int(int32(n.Args[0])), n.Args[1], int(n.Args[2]), uint32(n.Args[3])
-	case unix.SYS_OPEN:
-		dirfd, addr, flags, mode = unix.AT_FDCWD, n.Args[0], int(n.Args[1]), uint32(n.Args[2])
-	case unix.SYS_CREAT:
-		dirfd, addr, flags, mode = unix.AT_FDCWD, n.Args[0], unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(n.Args[1])
-	default:
+	row := rows[n.Nr]
+	if row == nil || row.open == nil {
 		_ = l.Continue(n.ID)
 		return
 	}
+	// The row says where the open's arguments are (creat has no dirfd
+	// and no flags).
+	a := row.open
+	dirfd, flags := unix.AT_FDCWD, unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC
+	if a.dirfd != argNone {
+		dirfd = int(int32(n.Args[a.dirfd]))
+	}
+	if a.flags != argNone {
+		flags = int(n.Args[a.flags])
+	}
+	addr, mode := n.Args[a.path], uint32(n.Args[a.mode])
 	p, err := notify.ReadString(int(n.Pid), addr, unix.PathMax)
 	if err != nil || p == "" {
 		_ = l.Continue(n.ID)

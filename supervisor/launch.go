@@ -99,18 +99,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		WriteAnywhere:   floor.WriteAnywhere,
 		RequireLandlock: cfg.RequireLandlock,
 		Underscore:      underscoreNamesSelf(os.Environ()),
-		Filter: notify.FilterOptions{
-			// The syscall table's rules. A policy that allows every read
-			// needs no notification for a plain read-only open (the
-			// costliest kind of call).
-			Rules: filterRules(cfg.Policy.ReadsAlwaysAllowed()),
-			// Debuggers work inside the tree (gdb, strace, ASan's leak
-			// checker): Landlock confines ptrace to the sandbox's own
-			// processes, and nothing permwrap decides rests on memory a
-			// tracer could change afterwards (docs/security.md). The
-			// filter still refuses PTRACE_O_SUSPEND_SECCOMP.
-			DenyPtrace: false,
-		},
+		// The syscall table's filter. A policy that allows every read
+		// needs no notification for a plain read-only open (the costliest
+		// kind of call).
+		Filter: filterOptions(cfg.Policy.ReadsAlwaysAllowed()),
 	}
 
 	// Three channels to the helper stages, all inherited file descriptors

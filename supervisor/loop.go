@@ -218,7 +218,7 @@ func (s *supervisor) worker(extra bool) {
 	if extra {
 		r = nil
 	}
-	receiveLoop(s.l, r, s.holdFor, func(n *notify.Notif, q *notify.Quiet) bool {
+	receiveLoop(s.l, r, s.keepRole, func(n *notify.Notif, q *notify.Quiet) bool {
 		s.pool.idle.Add(-1)
 		s.handle(n, q)
 		s.pool.handled.Add(1)
@@ -288,8 +288,8 @@ const (
 // other worker, and the holder once it hands the role on, gets nil.
 //
 // hold says whether the role's holder keeps the role while it handles a
-// call of the thread it served last (holdFor, or the supervisor's
-// holdFor that also knows which execs await verification).
+// call of the thread it served last (keepsRole, or the supervisor's
+// keepRole that also knows which execs await verification).
 func receiveLoop(l receiver, r *role, hold func(*notify.Notif) bool, handle func(*notify.Notif, *notify.Quiet) bool, trouble func(error), sleep func(time.Duration)) {
 	var n notify.Notif
 	var q notify.Quiet
@@ -354,29 +354,17 @@ func receiveLoop(l receiver, r *role, hold func(*notify.Notif) bool, handle func
 	}
 }
 
-// holdFor says whether a worker holding the receiving role keeps it
-// while it handles n: every call but an exec, after which the new image's
-// first calls and its parent's may come at once, and the exec's
-// verification stop (arch_prctl), which reads /proc while the exec
-// poller runs.
-func holdFor(n *notify.Notif) bool {
-	switch n.Nr {
-	case unix.SYS_EXECVE, unix.SYS_EXECVEAT, unix.SYS_ARCH_PRCTL:
-		return false
-	}
-	return true
-}
-
-// holdFor is holdFor, except that the verification stop of a process
-// whose exec is verified already is held: it is then a bare CONTINUE.
-// (A dynamically linked program's loader opens its libraries before it
-// sets up TLS, and the first of those opens verifies the exec: handing
-// the role on for the stop woke a worker per spawn for nothing.)
-func (s *supervisor) holdFor(n *notify.Notif) bool {
-	if n.Nr == unix.SYS_ARCH_PRCTL {
+// keepRole is keepsRole (the table's), except that the verification
+// stop of a process whose exec is verified already is kept: it is then a
+// bare CONTINUE. (A dynamically linked program's loader opens its
+// libraries before it sets up TLS, and the first of those opens verifies
+// the exec: handing the role on for the stop woke a worker per spawn for
+// nothing.)
+func (s *supervisor) keepRole(n *notify.Notif) bool {
+	if isExecStop(n.Nr) {
 		return !s.execs.pendingFor(int(n.Pid))
 	}
-	return holdFor(n)
+	return keepsRole(n)
 }
 
 // receiveTrouble tells the person, once per run, that receiving failed

@@ -68,7 +68,7 @@ func TestReceiveLoopSurvivesTransientErrors(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			receiveLoop(l, nil, holdFor,
+			receiveLoop(l, nil, keepsRole,
 				func(n *notify.Notif, _ *notify.Quiet) bool { handled = append(handled, n.ID); return true },
 				func(err error) { troubles = append(troubles, err) },
 				func(d time.Duration) { sleeps = append(sleeps, d) })
@@ -102,7 +102,7 @@ func TestReceiveLoopBackoffIsBounded(t *testing.T) {
 	}
 	l := &scriptedListener{steps: steps, end: io.EOF}
 	var last time.Duration
-	receiveLoop(l, nil, holdFor, func(*notify.Notif, *notify.Quiet) bool { t.Error("nothing to handle"); return true }, func(error) {}, func(d time.Duration) { last = d })
+	receiveLoop(l, nil, keepsRole, func(*notify.Notif, *notify.Quiet) bool { t.Error("nothing to handle"); return true }, func(error) {}, func(d time.Duration) { last = d })
 	if last != receiveBackoffMax {
 		t.Errorf("backoff after 40 errors: %v, want the cap %v", last, receiveBackoffMax)
 	}
@@ -150,7 +150,7 @@ func TestReceiveLoopKeepsTheRole(t *testing.T) {
 	}
 	var r role
 	held := map[uint64]bool{}
-	receiveLoop(l, &r, holdFor, func(n *notify.Notif, q *notify.Quiet) bool {
+	receiveLoop(l, &r, keepsRole, func(n *notify.Notif, q *notify.Quiet) bool {
 		// Held: no one else can take the role now.
 		free := r.tryAcquire()
 		if free {
@@ -234,31 +234,31 @@ func TestHoldForVerifiedStop(t *testing.T) {
 	s := &supervisor{}
 	s.execs.init(s)
 	stop := &notify.Notif{Nr: unix.SYS_ARCH_PRCTL, Pid: 10}
-	if !s.holdFor(stop) {
+	if !s.keepRole(stop) {
 		t.Error("the stop of a process with no exec pending is handed on")
 	}
 	p := &pendingExec{tid: 10, tgid: 10}
 	s.execs.pending[10] = p
 	s.execs.count.Store(1)
-	if s.holdFor(stop) {
+	if s.keepRole(stop) {
 		t.Error("the stop of an exec awaiting verification is held")
 	}
-	if !s.holdFor(&notify.Notif{Nr: unix.SYS_ARCH_PRCTL, Pid: 11}) {
+	if !s.keepRole(&notify.Notif{Nr: unix.SYS_ARCH_PRCTL, Pid: 11}) {
 		t.Error("another thread's stop is handed on because of thread 10's exec")
 	}
 	p.done.Store(true)
-	if !s.holdFor(stop) {
+	if !s.keepRole(stop) {
 		t.Error("the stop of a verified exec is handed on")
 	}
 	for _, nr := range []int32{unix.SYS_EXECVE, unix.SYS_EXECVEAT} {
-		if s.holdFor(&notify.Notif{Nr: nr, Pid: 10}) {
+		if s.keepRole(&notify.Notif{Nr: nr, Pid: 10}) {
 			t.Errorf("syscall %d: an exec is held", nr)
 		}
 	}
-	if !s.holdFor(&notify.Notif{Nr: unix.SYS_OPENAT, Pid: 10}) {
+	if !s.keepRole(&notify.Notif{Nr: unix.SYS_OPENAT, Pid: 10}) {
 		t.Error("an open is handed on")
 	}
-	if floorHoldFor(&notify.Notif{Nr: unix.SYS_EXECVE}) || !floorHoldFor(stop) {
+	if floorKeepsRole(&notify.Notif{Nr: unix.SYS_EXECVE}) || !floorKeepsRole(stop) {
 		t.Error("the floor hands on its stop, or holds an exec")
 	}
 }

@@ -35,7 +35,7 @@ func socketRefusals() []bpfRefusal {
 	var others []notify.Match
 	for f := uint64(0); f < unix.AF_MAX; f++ {
 		if !judgedFamilies[f] && f != unix.AF_PACKET {
-			others = append(others, argEquals(0, f))
+			others = append(others, intEquals(0, f))
 		}
 	}
 	var raw, sctp []notify.Match
@@ -58,7 +58,7 @@ func socketRefusals() []bpfRefusal {
 	}
 	return []bpfRefusal{
 		{errno: unix.EPERM, when: raw, why: "raw IP sockets send anything to anyone"},
-		{errno: unix.EPERM, when: []notify.Match{argEquals(0, unix.AF_PACKET)}, why: "packet sockets send anything to anyone"},
+		{errno: unix.EPERM, when: []notify.Match{intEquals(0, unix.AF_PACKET)}, why: "packet sockets send anything to anyone"},
 		{errno: unix.EPROTONOSUPPORT, when: sctp, why: "SCTP connects through socket options and ancillary data, past every destination check"},
 		{errno: unix.EAFNOSUPPORT, when: others, why: "families other than unix, inet, inet6 and netlink are not judged"},
 	}

@@ -16,7 +16,7 @@ import (
 // A worker gives the role up before handling when another worker may be
 // needed meanwhile: the call is from another thread than the one before
 // it (serial), or it is an exec or the exec's verification stop
-// (holdFor).
+// (keepsRole).
 //
 // The role only decides who polls; Listener.Receive keeps receivers from
 // polling at once on its own. A nil *role is no role: every method does

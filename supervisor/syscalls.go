@@ -4,25 +4,34 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
 )
 
-// The syscall table: one row per syscall permwrap watches, the single
+// The syscall table: one row for every syscall permwrap knows, the single
 // source of truth for
 //   - the BPF filter: a row is notified (always, or when its `when`
-//     conditions hold), or refused in BPF with `enosys`; filterRules
-//     derives the filter's rules from the rows, and notify applies them
-//     without knowing why;
+//     conditions hold), refused in BPF (`refuse`: every call, or the calls
+//     its conditions name), or must never be notified (`never`);
+//     filterRules derives the filter's rules from the rows, and notify
+//     applies them without knowing why;
 //   - decoding: the row's decoder reads every argument once into a typed
 //     call (calls.go), whose judge is pure and whose perform uses only
-//     what was decoded.
+//     what was decoded;
+//   - the receiving role (role.go): whether the worker that received a
+//     call keeps the role while it handles it (`role`);
+//   - the cwd cache (notify/pin/cwd.go): which calls change a thread's
+//     working directory (`cwd`);
+//   - the benchmark floor (floor.go): where an open's arguments are
+//     (`open`).
 //
 // Adding a syscall is one row here, its decoder (decode.go) and call
-// (calls.go), and a test; docs/architecture.md walks through it.
+// (calls.go) if it is new, and a test; nothing else names a syscall
+// (TestNoSyscallOutsideTheTable). docs/architecture.md walks through it.
 
 // argNone marks an absent argument position (AT_FDCWD for a dirfd).
 const argNone = -1
 
-// sysRow is one watched syscall.
+// sysRow is one syscall permwrap knows.
 type sysRow struct {
 	nr   int32
 	name string
@@ -30,24 +39,70 @@ type sysRow struct {
 	// every call). It is told whether plain read-only opens may be left to
 	// Landlock (the policy allows every read).
 	when func(skipReads bool) []notify.Match
-	// decode reads the call (nil for an enosys row).
+	// decode reads the call; nil for a row only refused or never notified.
 	decode decodeFunc
-	// enosys, when set, says why the call is refused in BPF with ENOSYS
-	// instead of being notified.
-	enosys string
 	// refuse are the calls of this syscall the filter itself fails, each
-	// with its errno, when its conditions hold (a socket family permwrap
-	// does not judge, a raw socket); the rest are notified when a decoder
-	// is set, else allowed.
+	// class with its errno: a refusal without conditions refuses every
+	// call (a side door; a call permwrap does not emulate, with ENOSYS),
+	// one with conditions those that match (a socket family permwrap does
+	// not judge). The rest are notified when a decoder is set, else
+	// allowed.
 	refuse []bpfRefusal
+	// never says why the syscall must never be notified (notify refuses a
+	// filter that would).
+	never string
+	// role: how the receiving worker treats the call (keepRole when 0).
+	role roleUse
+	// cwd: the call changes the calling thread's working directory, and
+	// is announced to the cwd cache (pin.CwdChanging) before it runs.
+	cwd bool
+	// open: where an open's arguments are, for the floor's emulation.
+	open *openArgs
 }
 
+// roleUse is what the worker that received a call does with the
+// receiving role while it handles the call (role.go).
+type roleUse uint8
+
+const (
+	// keepRole: the worker keeps the role; the target's next call is
+	// received by the worker that answered this one.
+	keepRole roleUse = iota
+	// passRole: the role is handed on first (an exec: the new image's
+	// first calls and its parent's may come at once).
+	passRole
+	// execStop: the verification stop right after an exec, which reads
+	// /proc while the exec poller runs: the role is handed on while the
+	// exec is still to be verified, kept once it is (a bare CONTINUE).
+	execStop
+)
+
+// openArgs are the argument positions of an open (argNone: absent).
+type openArgs struct{ dirfd, path, flags, mode int }
+
 // bpfRefusal is a class of calls refused in BPF: errno when any of when
-// holds, and why (for docs/network.md and the tests).
+// holds (every call when when is empty), and why (for docs/kernel.md,
+// docs/network.md and the tests).
 type bpfRefusal struct {
 	errno unix.Errno
 	when  []notify.Match
 	why   string
+}
+
+// refuseAll refuses every call of the syscall in BPF.
+func refuseAll(errno unix.Errno, why string) []bpfRefusal {
+	return []bpfRefusal{{errno: errno, why: why}}
+}
+
+// refusesAll reports whether the filter refuses every call of the row,
+// and with which errno.
+func (r *sysRow) refusesAll() (unix.Errno, bool) {
+	for _, rf := range r.refuse {
+		if len(rf.when) == 0 {
+			return rf.errno, true
+		}
+	}
+	return 0, false
 }
 
 // fsIocFssetxattr is _IOW('X', 32, struct fsxattr), which x/sys lacks.
@@ -61,30 +116,30 @@ const archSetFS = 0x1002
 
 var syscalls = []sysRow{
 	// Opens: every open is a read and/or write intent.
-	{nr: unix.SYS_OPEN, name: "open", when: readOnlyOpensSkippable(1), decode: decodeOpen(argNone, 0, 1, 2)},
-	{nr: unix.SYS_OPENAT, name: "openat", when: readOnlyOpensSkippable(2), decode: decodeOpen(0, 1, 2, 3)},
+	{nr: unix.SYS_OPEN, name: "open", when: readOnlyOpensSkippable(1), decode: decodeOpen(argNone, 0, 1, 2), open: &openArgs{argNone, 0, 1, 2}},
+	{nr: unix.SYS_OPENAT, name: "openat", when: readOnlyOpensSkippable(2), decode: decodeOpen(0, 1, 2, 3), open: &openArgs{0, 1, 2, 3}},
 	{nr: unix.SYS_OPENAT2, name: "openat2", decode: decodeOpenat2},
-	{nr: unix.SYS_CREAT, name: "creat", decode: decodeCreat},
+	{nr: unix.SYS_CREAT, name: "creat", decode: decodeCreat, open: &openArgs{argNone, 0, argNone, 1}},
 
 	// Exec: judged, continued, verified (execverify.go).
-	{nr: unix.SYS_EXECVE, name: "execve", decode: decodeExec(argNone, 0, 1, argNone)},
-	{nr: unix.SYS_EXECVEAT, name: "execveat", decode: decodeExec(0, 1, 2, 4)},
+	{nr: unix.SYS_EXECVE, name: "execve", decode: decodeExec(argNone, 0, 1, argNone), role: passRole},
+	{nr: unix.SYS_EXECVEAT, name: "execveat", decode: decodeExec(0, 1, 2, 4), role: passRole},
 	// The stop right after an exec where verification happens: every libc
 	// and the Go runtime set the thread pointer before main (a register
 	// compare; nothing is read).
-	{nr: unix.SYS_ARCH_PRCTL, name: "arch_prctl", when: always(argEquals(0, archSetFS)), decode: decodeExecStop},
+	{nr: unix.SYS_ARCH_PRCTL, name: "arch_prctl", when: always(intEquals(0, archSetFS)), decode: decodeExecStop, role: execStop},
 
 	// unshare(CLONE_NEWNS) gives the thread a copy of the mount tree as its
 	// root: the resolution cache must check that thread's root again
 	// (pin.RootChanged). Continued: the flags are in a register and the
 	// call was allowed before; only the cache learns of it.
-	{nr: unix.SYS_UNSHARE, name: "unshare", when: always(argHas(0, unix.CLONE_NEWNS)), decode: decodeUnshare},
+	{nr: unix.SYS_UNSHARE, name: "unshare", when: always(intHasBits(0, unix.CLONE_NEWNS)), decode: decodeUnshare, cwd: true},
 
 	// chdir and fchdir change the cwd the resolution cache keeps per thread
 	// (pin.CwdChanging, notify/pin/cwd.go). Continued: nothing is judged
 	// (changing directory reads nothing); only the cache learns of it.
-	{nr: unix.SYS_CHDIR, name: "chdir", decode: decodeChdir},
-	{nr: unix.SYS_FCHDIR, name: "fchdir", decode: decodeChdir},
+	{nr: unix.SYS_CHDIR, name: "chdir", decode: decodeChdir, cwd: true},
+	{nr: unix.SYS_FCHDIR, name: "fchdir", decode: decodeChdir, cwd: true},
 
 	// Names: removal, renaming, creation, links.
 	{nr: unix.SYS_UNLINK, name: "unlink", decode: decodeUnlink(argNone, 0, argNone)},
@@ -127,7 +182,7 @@ var syscalls = []sysRow{
 	{nr: unix.SYS_FCHOWN, name: "fchown", decode: decodeFchown},
 	{nr: unix.SYS_FSETXATTR, name: "fsetxattr", decode: decodeSetxattr(argNone, false)},
 	{nr: unix.SYS_FREMOVEXATTR, name: "fremovexattr", decode: decodeRemovexattr(argNone, false)},
-	{nr: unix.SYS_IOCTL, name: "ioctl", when: always(ioctlWatched()...), decode: decodeIoctl},
+	{nr: unix.SYS_IOCTL, name: "ioctl", when: always(ioctlWatched()...), decode: decodeIoctl, refuse: ioctlRefusals},
 
 	// Other processes. Landlock scopes signals and ptrace to the sandbox,
 	// but not resource limits, priorities, CPU affinity or I/O priority:
@@ -135,14 +190,14 @@ var syscalls = []sysRow{
 	// its /proc reads fail) or any other process of the user. A call on
 	// the caller itself (pid 0) is left alone in BPF; any other is checked
 	// to name a process of the sandboxed tree (process.go).
-	{nr: unix.SYS_PRLIMIT64, name: "prlimit64", when: always(argNotZero(0), coreLimitSet(1, 2)), decode: decodePrlimit},
-	{nr: unix.SYS_SETRLIMIT, name: "setrlimit", when: always(argEquals(0, unix.RLIMIT_CORE)), decode: decodeSetrlimit},
-	{nr: unix.SYS_SETPRIORITY, name: "setpriority", when: always(argNotZero(0), argNotZero(1)), decode: decodeWhich(prioProcess, prioPgrp)},
-	{nr: unix.SYS_IOPRIO_SET, name: "ioprio_set", when: always(argNot(0, ioprioWhoProcess), argNotZero(1)), decode: decodeWhich(ioprioWhoProcess, ioprioWhoPgrp)},
-	{nr: unix.SYS_SCHED_SETAFFINITY, name: "sched_setaffinity", when: always(argNotZero(0)), decode: decodeOtherPid},
-	{nr: unix.SYS_SCHED_SETSCHEDULER, name: "sched_setscheduler", when: always(argNotZero(0)), decode: decodeOtherPid},
-	{nr: unix.SYS_SCHED_SETPARAM, name: "sched_setparam", when: always(argNotZero(0)), decode: decodeOtherPid},
-	{nr: unix.SYS_SCHED_SETATTR, name: "sched_setattr", when: always(argNotZero(0)), decode: decodeOtherPid},
+	{nr: unix.SYS_PRLIMIT64, name: "prlimit64", when: always(intNotZero(0), coreLimitSet(1, 2)), decode: decodePrlimit},
+	{nr: unix.SYS_SETRLIMIT, name: "setrlimit", when: always(intEquals(0, unix.RLIMIT_CORE)), decode: decodeSetrlimit},
+	{nr: unix.SYS_SETPRIORITY, name: "setpriority", when: always(intNotZero(0), intNotZero(1)), decode: decodeWhich(prioProcess, prioPgrp)},
+	{nr: unix.SYS_IOPRIO_SET, name: "ioprio_set", when: always(intNot(0, ioprioWhoProcess), intNotZero(1)), decode: decodeWhich(ioprioWhoProcess, ioprioWhoPgrp)},
+	{nr: unix.SYS_SCHED_SETAFFINITY, name: "sched_setaffinity", when: always(intNotZero(0)), decode: decodeOtherPid},
+	{nr: unix.SYS_SCHED_SETSCHEDULER, name: "sched_setscheduler", when: always(intNotZero(0)), decode: decodeOtherPid},
+	{nr: unix.SYS_SCHED_SETPARAM, name: "sched_setparam", when: always(intNotZero(0)), decode: decodeOtherPid},
+	{nr: unix.SYS_SCHED_SETATTR, name: "sched_setattr", when: always(intNotZero(0)), decode: decodeOtherPid},
 
 	// Newer *at variants permwrap does not emulate yet. ENOSYS is what a
 	// kernel without them answers, and every caller of a syscall this new
@@ -156,20 +211,127 @@ var syscalls = []sysRow{
 	// judge); sendmsg and sendmmsg keep theirs in memory, so every call is
 	// read. Which sockets can exist at all is decided in BPF (socket).
 	{nr: unix.SYS_CONNECT, name: "connect", decode: decodeConnect},
-	{nr: unix.SYS_SENDTO, name: "sendto", when: always(argNonZero(4)), decode: decodeSendto},
+	{nr: unix.SYS_SENDTO, name: "sendto", when: always(ptrNotNull(4)), decode: decodeSendto},
 	{nr: unix.SYS_SENDMSG, name: "sendmsg", decode: decodeSendmsg},
 	{nr: unix.SYS_SENDMMSG, name: "sendmmsg", decode: decodeSendmmsg},
 	// recvfrom that asks for the sender's address (a UDP resolver reading
 	// an answer): the supervisor looks at the datagram it will get, to
 	// learn the names the tree resolves (dns.go), and continues it.
 	// Nothing is judged or read from memory.
-	{nr: unix.SYS_RECVFROM, name: "recvfrom", when: always(argNonZero(4)), decode: decodeRecvfrom},
+	{nr: unix.SYS_RECVFROM, name: "recvfrom", when: always(ptrNotNull(4)), decode: decodeRecvfrom},
 	{nr: unix.SYS_SOCKET, name: "socket", refuse: socketRefusals()},
 	{nr: unix.SYS_SETSOCKOPT, name: "setsockopt", refuse: sockoptRefusals()},
 
-	{nr: unix.SYS_SETXATTRAT, name: "setxattrat", enosys: "not emulated: callers fall back to setxattr/lsetxattr/fsetxattr"},
-	{nr: unix.SYS_REMOVEXATTRAT, name: "removexattrat", enosys: "not emulated: callers fall back to removexattr/lremovexattr/fremovexattr"},
-	{nr: unix.SYS_FILE_SETATTR, name: "file_setattr", enosys: "not emulated: callers fall back to the FS_IOC_FSSETXATTR ioctl"},
+	{nr: unix.SYS_SETXATTRAT, name: "setxattrat", refuse: refuseAll(unix.ENOSYS, "not emulated: callers fall back to setxattr/lsetxattr/fsetxattr")},
+	{nr: unix.SYS_REMOVEXATTRAT, name: "removexattrat", refuse: refuseAll(unix.ENOSYS, "not emulated: callers fall back to removexattr/lremovexattr/fremovexattr")},
+	{nr: unix.SYS_FILE_SETATTR, name: "file_setattr", refuse: refuseAll(unix.ENOSYS, "not emulated: callers fall back to the FS_IOC_FSSETXATTR ioctl")},
+
+	// Side doors, refused in BPF (docs/kernel.md, docs/security.md).
+	// io_uring's openat/renameat/... run in kernel workers seccomp never sees.
+	{nr: unix.SYS_IO_URING_SETUP, name: "io_uring_setup", refuse: refuseAll(unix.ENOSYS, "io_uring's operations run in kernel workers seccomp never sees")},
+	{nr: unix.SYS_IO_URING_ENTER, name: "io_uring_enter", refuse: refuseAll(unix.ENOSYS, "io_uring")},
+	{nr: unix.SYS_IO_URING_REGISTER, name: "io_uring_register", refuse: refuseAll(unix.ENOSYS, "io_uring")},
+	// File handles bypass path resolution. EOPNOTSUPP is what a filesystem
+	// without handles answers, and every caller (systemd, glibc users) falls
+	// back on it.
+	{nr: unix.SYS_OPEN_BY_HANDLE_AT, name: "open_by_handle_at", refuse: refuseAll(unix.EPERM, "a file handle bypasses path resolution")},
+	{nr: unix.SYS_NAME_TO_HANDLE_AT, name: "name_to_handle_at", refuse: refuseAll(unix.EOPNOTSUPP, "file handles (callers fall back, as on a filesystem without them)")},
+	{nr: unix.SYS_KEYCTL, name: "keyctl", refuse: refuseAll(unix.ENOSYS, "the kernel keyring")},
+	{nr: unix.SYS_ADD_KEY, name: "add_key", refuse: refuseAll(unix.ENOSYS, "the kernel keyring")},
+	{nr: unix.SYS_REQUEST_KEY, name: "request_key", refuse: refuseAll(unix.ENOSYS, "the kernel keyring")},
+	{nr: unix.SYS_USERFAULTFD, name: "userfaultfd", refuse: refuseAll(unix.EPERM, "could stall the supervisor's reads of target memory")},
+	// Tampering with another sandboxed process's memory or fds defeats any
+	// check the supervisor made on them.
+	{nr: unix.SYS_PROCESS_VM_WRITEV, name: "process_vm_writev", refuse: refuseAll(unix.EPERM, "writes another process's memory")},
+	{nr: unix.SYS_PIDFD_GETFD, name: "pidfd_getfd", refuse: refuseAll(unix.EPERM, "takes another process's fds")},
+	// Filesystem topology: Landlock already refuses these for a confined
+	// process; refusing them here too keeps the filter sound on its own.
+	{nr: unix.SYS_CHROOT, name: "chroot", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_PIVOT_ROOT, name: "pivot_root", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_MOUNT, name: "mount", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_UMOUNT2, name: "umount2", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_OPEN_TREE, name: "open_tree", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_OPEN_TREE_ATTR, name: "open_tree_attr", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_MOVE_MOUNT, name: "move_mount", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_FSOPEN, name: "fsopen", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_FSCONFIG, name: "fsconfig", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_FSMOUNT, name: "fsmount", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_FSPICK, name: "fspick", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	{nr: unix.SYS_MOUNT_SETATTR, name: "mount_setattr", refuse: refuseAll(unix.EPERM, "filesystem topology")},
+	// clone3 keeps its flags in memory BPF cannot read; glibc falls back to
+	// clone on ENOSYS, whose flags the filter can see.
+	{nr: unix.SYS_CLONE3, name: "clone3", refuse: refuseAll(unix.ENOSYS, "its flags are in memory BPF cannot read (callers fall back to clone)")},
+	{nr: unix.SYS_SETNS, name: "setns", refuse: refuseAll(unix.EPERM, "entering another namespace")},
+	{nr: unix.SYS_KEXEC_LOAD, name: "kexec_load", refuse: refuseAll(unix.EPERM, "the kernel itself")},
+	{nr: unix.SYS_KEXEC_FILE_LOAD, name: "kexec_file_load", refuse: refuseAll(unix.EPERM, "the kernel itself")},
+	{nr: unix.SYS_INIT_MODULE, name: "init_module", refuse: refuseAll(unix.EPERM, "the kernel itself")},
+	{nr: unix.SYS_FINIT_MODULE, name: "finit_module", refuse: refuseAll(unix.EPERM, "the kernel itself")},
+	{nr: unix.SYS_DELETE_MODULE, name: "delete_module", refuse: refuseAll(unix.EPERM, "the kernel itself")},
+	{nr: unix.SYS_BPF, name: "bpf", refuse: refuseAll(unix.EPERM, "the kernel itself")},
+	// Files the kernel opens and writes on the caller's behalf, by a path
+	// it resolves itself (docs/security.md, "Kernel-opened files"):
+	// process accounting appends to any file, swap and quota files are
+	// written by the kernel. All need privileges; the EPERM is what an
+	// unprivileged caller gets. uselib opens a library by path (and no
+	// current kernel can load one): ENOSYS, as a kernel without it.
+	{nr: unix.SYS_ACCT, name: "acct", refuse: refuseAll(unix.EPERM, "a file the kernel writes")},
+	{nr: unix.SYS_SWAPON, name: "swapon", refuse: refuseAll(unix.EPERM, "a file the kernel writes")},
+	{nr: unix.SYS_SWAPOFF, name: "swapoff", refuse: refuseAll(unix.EPERM, "a file the kernel writes")},
+	{nr: unix.SYS_QUOTACTL, name: "quotactl", refuse: refuseAll(unix.EPERM, "a file the kernel writes")},
+	{nr: unix.SYS_QUOTACTL_FD, name: "quotactl_fd", refuse: refuseAll(unix.EPERM, "a file the kernel writes")},
+	{nr: unix.SYS_USELIB, name: "uselib", refuse: refuseAll(unix.ENOSYS, "a library opened by path")},
+	// A fanotify group without FID reporting receives, with each event, a
+	// file descriptor the kernel opens for it on the file someone else
+	// (permwrap included) accessed: reads of files the policy denies,
+	// never judged. FID-reporting groups get handles instead, which only
+	// open_by_handle_at (refused) could open. EPERM is what an
+	// unprivileged caller gets for such a group.
+	{nr: unix.SYS_FANOTIFY_INIT, name: "fanotify_init", refuse: []bpfRefusal{{errno: unix.EPERM, why: "event fds are files opened by the kernel",
+		when: []notify.Match{{{Arg: 0, Op: notify.CmpMaskedEqual, Mask: fanReportFidBits, Value: 0}}}}}},
+	// A second listener anywhere in the tree could CONTINUE calls past this
+	// filter once ours is gone; plain nested filters stay allowed.
+	{nr: unix.SYS_SECCOMP, name: "seccomp", refuse: []bpfRefusal{{errno: unix.EPERM, why: "a second listener could continue calls past this filter",
+		when: []notify.Match{intHasBits(1, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)}}}},
+	// ptrace is allowed, so debuggers work inside the tree (gdb, strace,
+	// ASan's leak checker): Landlock confines it to the sandbox's own
+	// processes, and nothing permwrap decides rests on memory a tracer
+	// could change afterwards (docs/security.md). Refused: the one option
+	// that would switch seccomp off for a tracee.
+	{nr: unix.SYS_PTRACE, name: "ptrace", refuse: ptraceRefusals},
+
+	// The init stage hands the listener over with these before the
+	// supervisor serves it (init.go): a notified one would block forever.
+	{nr: unix.SYS_WRITE, name: "write", never: "the init stage writes where the listener is"},
+	{nr: unix.SYS_READ, name: "read", never: "the init stage reads the supervisor's answer"},
+	{nr: unix.SYS_CLOSE, name: "close", never: "the init stage closes its copy of the listener"},
+}
+
+// Flags of fanotify_init that make a group report file ids instead of
+// opening the file of each event.
+const fanReportFidBits = 0x200 | 0x400 // FAN_REPORT_FID | FAN_REPORT_DIR_FID
+
+// ptraceOSuspendSeccomp is PTRACE_O_SUSPEND_SECCOMP (1 << 21): a tracee
+// with it set skips every seccomp filter, ours included. The kernel grants
+// it only to a tracer with CAP_SYS_ADMIN that is not itself under seccomp
+// (so never to a sandboxed one); the filter refuses it too, so the
+// sandbox does not rest on that one check.
+const ptraceOSuspendSeccomp = 1 << 21
+
+// ptraceRefusals refuse PTRACE_SEIZE and PTRACE_SETOPTIONS whose options
+// (the data argument, a register) hold PTRACE_O_SUSPEND_SECCOMP. The
+// request is a long: compared in all 64 bits, as the kernel's switch does.
+var ptraceRefusals = []bpfRefusal{{errno: unix.EPERM, why: "PTRACE_O_SUSPEND_SECCOMP switches seccomp off for the tracee", when: []notify.Match{
+	{{Arg: 0, Op: notify.CmpEqual, Value: unix.PTRACE_SEIZE}, {Arg: 3, Op: notify.CmpMaskedEqual, Mask: ptraceOSuspendSeccomp, Value: ptraceOSuspendSeccomp}},
+	{{Arg: 0, Op: notify.CmpEqual, Value: unix.PTRACE_SETOPTIONS}, {Arg: 3, Op: notify.CmpMaskedEqual, Mask: ptraceOSuspendSeccomp, Value: ptraceOSuspendSeccomp}},
+}}}
+
+// ioctlRefusals: TIOCSTI pushes bytes into a terminal's input through any
+// fd of it, read-only included: typed into whatever reads that terminal
+// next, outside the sandbox (the person's shell). TIOCLINUX can paste on
+// a virtual console. EPERM, as with dev.tty.legacy_tiocsti=0.
+var ioctlRefusals = []bpfRefusal{
+	{errno: unix.EPERM, why: "TIOCSTI types into a terminal outside the sandbox", when: []notify.Match{intEquals(1, unix.TIOCSTI)}},
+	{errno: unix.EPERM, why: "TIOCLINUX can paste into a console", when: []notify.Match{intEquals(1, unix.TIOCLINUX)}},
 }
 
 // rows indexes the table by syscall number.
@@ -180,36 +342,70 @@ var rows = func() map[int32]*sysRow {
 		if m[r.nr] != nil {
 			panic("supervisor: syscall " + r.name + " has two rows")
 		}
-		if r.decode != nil && r.enosys != "" || r.decode == nil && r.enosys == "" && len(r.refuse) == 0 {
-			panic("supervisor: syscall " + r.name + " needs a decoder, an enosys reason or refusals (not a decoder and enosys)")
+		_, all := r.refusesAll()
+		switch {
+		case r.never != "" && (r.decode != nil || len(r.refuse) > 0):
+			panic("supervisor: syscall " + r.name + " is never notified: it needs no decoder or refusals")
+		case r.decode != nil && all:
+			panic("supervisor: syscall " + r.name + " is refused in BPF: a decoder would never run")
+		case r.decode == nil && r.never == "" && len(r.refuse) == 0:
+			panic("supervisor: syscall " + r.name + " needs a decoder, refusals or a reason it is never notified")
 		}
 		m[r.nr] = r
 	}
 	return m
 }()
 
-// filterRules derives the BPF filter's rules from the table. skipReads:
-// the policy allows every read, so plain read-only opens need no
-// notification (Landlock alone stands between the sandbox and reads).
-func filterRules(skipReads bool) []notify.Rule {
-	out := make([]notify.Rule, 0, len(syscalls))
+// cwdCalls are the syscalls the table says change the cwd.
+func cwdCalls() []int {
+	var nrs []int
 	for _, r := range syscalls {
-		for _, rf := range r.refuse {
-			out = append(out, notify.Rule{Nr: r.nr, Errno: rf.errno, When: rf.when})
+		if r.cwd {
+			nrs = append(nrs, int(r.nr))
 		}
-		if r.decode == nil && r.enosys == "" {
+	}
+	return nrs
+}
+
+func init() { pin.SetCwdCalls(cwdCalls()) }
+
+// filterOptions derives the BPF filter from the table. skipReads: the
+// policy allows every read, so plain read-only opens need no notification
+// (Landlock alone stands between the sandbox and reads).
+func filterOptions(skipReads bool) notify.FilterOptions {
+	o := notify.FilterOptions{Rules: make([]notify.Rule, 0, len(syscalls))}
+	for _, r := range syscalls {
+		if r.never != "" {
+			o.Never = append(o.Never, r.nr)
+		}
+		for _, rf := range r.refuse {
+			o.Rules = append(o.Rules, notify.Rule{Nr: r.nr, Errno: rf.errno, When: rf.when})
+		}
+		if r.decode == nil {
 			continue // refused in BPF where it must be, allowed elsewhere
 		}
 		rule := notify.Rule{Nr: r.nr}
-		if r.enosys != "" {
-			rule.Errno = unix.ENOSYS
-		}
 		if r.when != nil {
 			rule.When = r.when(skipReads)
 		}
-		out = append(out, rule)
+		o.Rules = append(o.Rules, rule)
 	}
-	return out
+	return o
+}
+
+// keepsRole says whether a worker holding the receiving role keeps it
+// while it handles n: the row's role (every call but an exec and its
+// verification stop; the supervisor keeps the stop of an exec verified
+// already, keepRole in loop.go).
+func keepsRole(n *notify.Notif) bool {
+	r := rows[n.Nr]
+	return r == nil || r.role == keepRole
+}
+
+// isExecStop reports whether nr is the exec verification stop.
+func isExecStop(nr int32) bool {
+	r := rows[nr]
+	return r != nil && r.role == execStop
 }
 
 // always is a `when` that does not depend on the policy.
@@ -217,21 +413,21 @@ func always(m ...notify.Match) func(bool) []notify.Match {
 	return func(bool) []notify.Match { return m }
 }
 
-// argEquals matches an int argument (the low 32 bits, all the kernel
+// intEquals matches an int argument (the low 32 bits, all the kernel
 // reads of it) equal to v.
-func argEquals(arg uint, v uint64) notify.Match {
+func intEquals(arg uint, v uint64) notify.Match {
 	return notify.Match{{Arg: arg, Op: notify.CmpMaskedEqual, Mask: 0xffffffff, Value: v}}
 }
 
-// argNotZero matches an int argument (its low 32 bits) that is not 0.
-func argNotZero(arg uint) notify.Match { return argNot(arg, 0) }
+// intNotZero matches an int argument (its low 32 bits) that is not 0.
+func intNotZero(arg uint) notify.Match { return intNot(arg, 0) }
 
-// argNot matches an int argument (its low 32 bits) other than v. BPF
+// intNot matches an int argument (its low 32 bits) other than v. BPF
 // compares 32-bit halves, and libseccomp has no masked not-equal: the
 // low half is compared whole (a full-width compare of a register whose
 // upper half the kernel ignores would notify too often, never too
 // seldom, and the decoder reads the int).
-func argNot(arg uint, v uint64) notify.Match {
+func intNot(arg uint, v uint64) notify.Match {
 	return notify.Match{{Arg: arg, Op: notify.CmpNotEqual, Value: v}}
 }
 
@@ -244,13 +440,13 @@ func coreLimitSet(res, ptr uint) notify.Match {
 	}
 }
 
-// argNonZero matches a pointer argument that is not NULL (all 64 bits).
-func argNonZero(arg uint) notify.Match {
+// ptrNotNull matches a pointer argument that is not NULL (all 64 bits).
+func ptrNotNull(arg uint) notify.Match {
 	return notify.Match{{Arg: arg, Op: notify.CmpNotEqual, Value: 0}}
 }
 
-// argHas matches an int argument with every bit of mask set.
-func argHas(arg uint, mask uint64) notify.Match {
+// intHasBits matches an int argument with every bit of mask set.
+func intHasBits(arg uint, mask uint64) notify.Match {
 	return notify.Match{{Arg: arg, Op: notify.CmpMaskedEqual, Mask: mask, Value: mask}}
 }
 

@@ -12,34 +12,15 @@ import (
 // maxSyscallNr is past the highest x86_64 syscall number (469 on 6.18).
 const maxSyscallNr = 600
 
-// sideDoors are refused by notify in BPF on its own, whatever the table
-// says (docs/kernel.md), so they are neither allowed nor notified.
-func sideDoor(nr int32) bool {
-	switch nr {
-	case unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
-		unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
-		unix.SYS_REQUEST_KEY, unix.SYS_USERFAULTFD, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD,
-		unix.SYS_CHROOT, unix.SYS_PIVOT_ROOT, unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_OPEN_TREE,
-		unix.SYS_OPEN_TREE_ATTR, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT,
-		unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR, unix.SYS_CLONE3, unix.SYS_SETNS, unix.SYS_KEXEC_LOAD,
-		unix.SYS_KEXEC_FILE_LOAD, unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
-		unix.SYS_BPF, unix.SYS_PTRACE, unix.SYS_ACCT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_QUOTACTL,
-		unix.SYS_QUOTACTL_FD, unix.SYS_USELIB,
-		unix.SYS_FANOTIFY_INIT: // with flags 0: a group whose events carry fds
-		return true
-	}
-	return false
-}
-
 // TestFilterIsTheTable runs the filter built from the table in x/net/bpf's
 // VM for every syscall number: a row without conditions is notified on any
-// arguments, an enosys row fails with ENOSYS, a conditional row is
-// notified exactly when its condition holds, and every number without a
-// row is allowed (or refused as a side door, which the table cannot
-// change). So the filter and the table cannot drift apart.
+// arguments, a row refused in BPF fails with its errno, a conditional row
+// is notified exactly when its condition holds, a row never notified and
+// every number without a row are allowed. So the filter and the table
+// cannot drift apart.
 func TestFilterIsTheTable(t *testing.T) {
 	for _, skipReads := range []bool{false, true} {
-		prog, err := notify.BuildFilter(notify.FilterOptions{Rules: filterRules(skipReads), DenyPtrace: true})
+		prog, err := notify.BuildFilter(filterOptions(skipReads))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,17 +47,28 @@ func TestFilterIsTheTable(t *testing.T) {
 		for nr := int32(0); nr < maxSyscallNr; nr++ {
 			row := rows[nr]
 			switch {
-			case row == nil && sideDoor(nr):
-				if got := run(nr, [6]uint64{}); got == notif || got == allow {
-					t.Errorf("side door %d: %s", nr, bpftest.Action(got))
-				}
 			case row == nil:
 				want("no row", nr, [6]uint64{}, allow)
-			case row.enosys != "":
-				want(row.name, nr, [6]uint64{}, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
+			case row.never != "":
+				want(row.name+" (never notified)", nr, [6]uint64{}, allow)
+			case refusedAll(row):
+				errno, _ := row.refusesAll()
+				want(row.name, nr, [6]uint64{}, unix.SECCOMP_RET_ERRNO|uint32(errno))
+				want(row.name+" (any arguments)", nr, [6]uint64{^uint64(0), 1, 2, 3, 4, 5}, unix.SECCOMP_RET_ERRNO|uint32(errno))
 			case row.decode == nil:
-				// Refused in BPF under conditions (below), allowed otherwise.
-				want(row.name+" (arguments no refusal names)", nr, [6]uint64{^uint64(0), ^uint64(0), ^uint64(0)}, allow)
+				// Refused in BPF under conditions (the cases below), never
+				// notified, allowed otherwise: some arguments get through.
+				allowed := false
+				for _, args := range [][6]uint64{{^uint64(0), ^uint64(0), ^uint64(0)}, {}, {1, 1, 1, 1, 1, 1}} {
+					got := run(nr, args)
+					if got == notif {
+						t.Errorf("%s (%d) args %#x: notified, and it has no decoder", row.name, nr, args)
+					}
+					allowed = allowed || got == allow
+				}
+				if !allowed {
+					t.Errorf("%s (%d): refused on every argument tried, and its refusals have conditions", row.name, nr)
+				}
 			case row.when == nil || row.when(skipReads) == nil:
 				want(row.name, nr, [6]uint64{}, notif)
 				want(row.name+" (any arguments)", nr, [6]uint64{^uint64(0), 1, 2, 3, 4, 5}, notif)
@@ -193,7 +185,36 @@ func TestFilterIsTheTable(t *testing.T) {
 			want("setsockopt "+c.what, unix.SYS_SETSOCKOPT, [6]uint64{3, c.level, c.name}, c.action)
 		}
 		want("creat", unix.SYS_CREAT, [6]uint64{}, notif)
+
+		// Side doors refused only for some arguments.
+		const hi = 0xdead_beef_0000_0000
+		eperm := errno(unix.EPERM)
+		want("seccomp NEW_LISTENER", unix.SYS_SECCOMP, [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 8}, eperm)
+		want("seccomp TSYNC|NEW_LISTENER|WAIT_KILLABLE", unix.SYS_SECCOMP, [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 0x39}, eperm)
+		want("seccomp NEW_LISTENER with high garbage", unix.SYS_SECCOMP, [6]uint64{unix.SECCOMP_SET_MODE_FILTER, hi | 8}, eperm)
+		want("seccomp flags 0", unix.SYS_SECCOMP, [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 0}, allow)
+		want("seccomp TSYNC", unix.SYS_SECCOMP, [6]uint64{unix.SECCOMP_SET_MODE_FILTER, 1}, allow)
+		want("ptrace", unix.SYS_PTRACE, [6]uint64{}, allow)
+		want("PTRACE_ATTACH", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_ATTACH, 1}, allow)
+		want("PTRACE_POKEDATA", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_POKEDATA, 1, 0x1000, ptraceOSuspendSeccomp}, allow)
+		want("PTRACE_SEIZE with TRACESYSGOOD|EXITKILL", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_SEIZE, 1, 0, unix.PTRACE_O_TRACESYSGOOD | unix.PTRACE_O_EXITKILL}, allow)
+		want("PTRACE_SEIZE with SUSPEND_SECCOMP", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_SEIZE, 1, 0, ptraceOSuspendSeccomp}, eperm)
+		want("PTRACE_SEIZE with every option", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_SEIZE, 1, 0, ^uint64(0)}, eperm)
+		want("PTRACE_SETOPTIONS with SUSPEND_SECCOMP", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_SETOPTIONS, 1, 0, ptraceOSuspendSeccomp | unix.PTRACE_O_TRACESYSGOOD}, eperm)
+		want("PTRACE_SETOPTIONS with SUSPEND_SECCOMP in the high half", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_SETOPTIONS, 1, 0, hi | ptraceOSuspendSeccomp}, eperm)
+		want("PTRACE_SETOPTIONS without it", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_SETOPTIONS, 1, 0, unix.PTRACE_O_TRACESYSGOOD}, allow)
+		// The kernel's switch is on a long: a request with high bits set
+		// is no request it knows (EIO), so the filter need not stop it.
+		want("PTRACE_SETOPTIONS with a high request half", unix.SYS_PTRACE, [6]uint64{hi | unix.PTRACE_SETOPTIONS, 1, 0, ptraceOSuspendSeccomp}, allow)
+		want("unshare allowed (docs/kernel.md)", unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWUSER}, allow)
+		want("clone plain", unix.SYS_CLONE, [6]uint64{unix.CLONE_VM | unix.CLONE_THREAD}, allow)
 	}
+}
+
+// refusedAll reports whether the filter refuses every call of row.
+func refusedAll(row *sysRow) bool {
+	_, all := row.refusesAll()
+	return all
 }
 
 // TestTableRowsAreComplete: every row names its syscall as the kernel
@@ -207,4 +228,16 @@ func TestTableRowsAreComplete(t *testing.T) {
 	if len(rows) != len(syscalls) {
 		t.Errorf("%d rows indexed, %d in the table", len(rows), len(syscalls))
 	}
+}
+
+// TableRefusals are the syscalls the table refuses whole, with their
+// errnos, in the table's order (for the external kernel test).
+func TableRefusals() (nrs []int32, errnos []unix.Errno) {
+	for _, r := range syscalls {
+		if errno, all := r.refusesAll(); all {
+			nrs = append(nrs, r.nr)
+			errnos = append(errnos, errno)
+		}
+	}
+	return nrs, errnos
 }

@@ -1,8 +1,10 @@
 package pin
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -157,10 +159,25 @@ func inOtherSyscall(tid int) bool {
 	return err == nil && nr >= 0 && !changesCwd(nr)
 }
 
+// cwdCalls are the syscalls whose notifications announce a change of the
+// cwd (CwdChanging). The supervisor's syscall table names them
+// (SetCwdCalls); until it has, every syscall counts as one, which only
+// costs the cache (a thread in flight then leaves it at its next
+// notification or its exit, never by /proc/TID/syscall).
+var cwdCalls atomic.Pointer[[]int]
+
+// SetCwdCalls tells the cache which syscalls change a thread's cwd: those
+// whose notifications are announced with CwdChanging.
+func SetCwdCalls(nrs []int) {
+	c := slices.Clone(nrs)
+	cwdCalls.Store(&c)
+}
+
 // changesCwd reports whether syscall nr is one announced by CwdChanging:
 // a thread seen blocked in it may not have made its change yet.
 func changesCwd(nr int) bool {
-	return nr == unix.SYS_CHDIR || nr == unix.SYS_FCHDIR || nr == unix.SYS_UNSHARE
+	p := cwdCalls.Load()
+	return p == nil || slices.Contains(*p, nr)
 }
 
 func (c *threadCache) dropCwdLocked(e *threadEntry) {

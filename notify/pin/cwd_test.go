@@ -98,6 +98,16 @@ func TestCwdCacheProtocol(t *testing.T) {
 // another call, never while it is blocked in a call that changes the cwd
 // (unshare(CLONE_NEWNS) included: announced, then waiting to be continued).
 func TestCwdInOtherSyscall(t *testing.T) {
+	saved := cwdCalls.Load()
+	t.Cleanup(func() { cwdCalls.Store(saved) })
+	cwdCalls.Store(nil)
+	if !changesCwd(unix.SYS_GETPID) {
+		t.Error("before the table names the cwd calls, every call must count as one")
+	}
+	SetCwdCalls([]int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE})
+	if changesCwd(unix.SYS_GETPID) {
+		t.Error("getpid treated as a cwd change")
+	}
 	for _, nr := range []int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE} {
 		if !changesCwd(nr) {
 			t.Errorf("syscall %d not treated as a cwd change", nr)
