@@ -161,12 +161,6 @@ func (s *supervisor) installFD(id uint64, f fdCloser, cloexec, writable bool, q 
 	s.respondVal(id, int64(fd))
 }
 
-// quietCall is a call that installs an fd, and may do it with the
-// receiving goroutine's Quiet (supervisor.perform passes request.quiet).
-type quietCall interface {
-	setQuiet(q *notify.Quiet)
-}
-
 // fdCloser is a descriptor installFD hands over and closes: a file pin
 // opened (*pin.File), that file with the pin it was reopened from
 // (pin.Pair), or a socket (*os.File).

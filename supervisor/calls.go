@@ -14,13 +14,55 @@ import (
 )
 
 // A call is one decoded syscall: every argument read once, every path
-// resolved and pinned. judge is pure (no I/O, no target memory, no /proc):
-// it asks the policy about what was decoded. perform carries an allowed
-// call out using only what was decoded, and answers the notification.
+// resolved and pinned. decide (loop.go) takes its steps in this order;
+// every call has every step, and most take callDefaults' for the ones
+// that do not concern them:
+//
+//  1. judge: one policy's answer to what was decoded. Pure: no I/O, no
+//     target memory, no /proc.
+//  2. lookAtContent, only when a policy's answer depends on what a file
+//     holds (a content rule): the one step that reads a file, the very
+//     file perform would hand over (content.go). Once per request.
+//  3. judgeContent: one policy's answer again, knowing what step 2 found.
+//     Pure.
+//  4. kernelAnswer, only when the policies would not simply allow: the
+//     kernel's own answer when it would refuse the call anyway, or when
+//     the call could change nothing (kernel.go). Reads facts with the
+//     target's credentials, changes nothing.
+//  5. perform: an allowed call carried out using only what was decoded,
+//     and the notification answered (q: the receiving goroutine's Quiet,
+//     when the call is handled inline; nil elsewhere). It reports
+//     changed, having answered nothing, when what the call was decided on
+//     changed under it (a file that existed vanished before it was
+//     opened): decide then decides it again, once.
+//  6. close: the pinned fds released.
 type call interface {
 	judge(p *engine.Policy) verdict
-	perform(s *supervisor, id uint64)
+	lookAtContent() contentFact
+	judgeContent(p *engine.Policy, v verdict, f contentFact) verdict
+	kernelAnswer() kernelAnswer
+	perform(s *supervisor, id uint64, q *notify.Quiet) (changed bool)
 	close()
+}
+
+// callDefaults are the steps of a call that does not take them: its
+// answer never depends on content, the kernel has nothing to say before
+// perform, and nothing to close.
+type callDefaults struct{}
+
+func (callDefaults) lookAtContent() contentFact { return contentUnknown }
+func (callDefaults) judgeContent(_ *engine.Policy, v verdict, _ contentFact) verdict {
+	return v
+}
+func (callDefaults) kernelAnswer() kernelAnswer { return kernelAnswer{} }
+func (callDefaults) close()                     {}
+
+// direct is what a decoder makes of a notification that needs no
+// decision: answered at once, nothing judged or logged (a continued call,
+// a call the kernel settles without looking further, an inner permwrap's
+// knock).
+type direct interface {
+	answerDirect(s *supervisor, n *notify.Notif)
 }
 
 // continued is a watched call let through without reading anything from
@@ -28,9 +70,7 @@ type call interface {
 // before anything is judged or logged.
 type continued struct{}
 
-func (c continued) judge(*engine.Policy) verdict     { return verdict{result: allowUnchecked("")} }
-func (c continued) perform(s *supervisor, id uint64) { _ = s.l.Continue(id) }
-func (c continued) close()                           {}
+func (continued) answerDirect(s *supervisor, n *notify.Notif) { _ = s.l.Continue(n.ID) }
 
 // object is what a metadata call changes: a pinned path, or, for the
 // calls that name an fd (fchmod, fsetxattr, the attribute ioctls,
@@ -77,6 +117,7 @@ func writeVerdict(p *engine.Policy, access string, path *pin.Resolved) verdict {
 // Opens.
 
 type openCall struct {
+	callDefaults
 	path   *pin.Resolved
 	flags  int
 	mode   uint32
@@ -87,15 +128,16 @@ type openCall struct {
 	// installed by perform; the kernel's refusal of that open; or the
 	// note that it was decided on as holding no content.
 	opened       *pin.File
-	openedSecret bool // what opened holds looks secret
+	looked       bool        // lookAtContent ran
+	fact         contentFact // what it found
 	openErr      error
 	assumedPlain bool
 	// retry: an existing file opened without O_CREAT vanished before
 	// perform opened it; the call is decided again as the create it now
 	// is (once: retried).
 	retry, retried bool
-	// quiet: the receiving goroutine's Quiet while perform runs on it
-	// (setQuiet), for installFD.
+	// quiet: the receiving goroutine's Quiet while perform runs on it,
+	// for installFD.
 	quiet *notify.Quiet
 }
 
@@ -138,7 +180,14 @@ func (c *openCall) openFlags() int {
 // without a receiver; if its target dies meanwhile, a FIFO open is
 // released by opening the other end (unblockFIFO), so nothing is left
 // waiting for ever.
-func (c *openCall) perform(s *supervisor, id uint64) {
+func (c *openCall) perform(s *supervisor, id uint64, q *notify.Quiet) (changed bool) {
+	c.quiet = q
+	c.performOpen(s, id)
+	changed, c.retry = c.retry, false
+	return changed
+}
+
+func (c *openCall) performOpen(s *supervisor, id uint64) {
 	if c.opened == nil && c.access&engine.AccessWrite == 0 && c.flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
 		s.respondErr(id, unix.EEXIST) // it existed: O_EXCL fails
 		return
@@ -166,7 +215,7 @@ func (c *openCall) perform(s *supervisor, id uint64) {
 	}()
 }
 
-// open opens path (or takes the file judgeContent opened) and installs
+// open opens path (or takes the file lookAtContent opened) and installs
 // it. mayRetry: the caller is the receiving loop, which decides again when
 // an existing file vanished and the open would now create it.
 func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry bool) {
@@ -182,6 +231,7 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 				c.retry, c.retried = true, true
 				c.access |= engine.AccessWrite
 				path.Exists = false
+				c.looked = false
 				return
 			}
 			if g := (*pin.GuardError)(nil); errors.As(err, &g) {
@@ -207,9 +257,6 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 	}
 	s.installFD(id, hand, c.flags&unix.O_CLOEXEC != 0, c.flags&unix.O_ACCMODE != unix.O_RDONLY, c.quiet)
 }
-
-// setQuiet gives the open its handler's Quiet (quietCall).
-func (c *openCall) setQuiet(q *notify.Quiet) { c.quiet = q }
 
 // mayBlock reports whether opening the pinned object can wait
 // indefinitely.
@@ -287,13 +334,6 @@ func (s *supervisor) unblockFIFO(id uint64, path *pin.Resolved, flags int, done 
 	}
 }
 
-// again: perform found the file gone and wants a second decision.
-func (c *openCall) again() bool {
-	a := c.retry
-	c.retry = false
-	return a
-}
-
 func (c *openCall) close() {
 	if c.opened != nil {
 		c.opened.Close()
@@ -305,6 +345,7 @@ func (c *openCall) close() {
 // Names.
 
 type unlinkCall struct {
+	callDefaults
 	path *pin.Resolved
 	dir  bool // rmdir, unlinkat(AT_REMOVEDIR)
 }
@@ -316,10 +357,14 @@ func (c *unlinkCall) judge(p *engine.Policy) verdict {
 	return writeVerdict(p, "unlink", c.path)
 }
 
-func (c *unlinkCall) perform(s *supervisor, id uint64) { s.answer(id, pin.Unlink(c.path, c.dir)) }
-func (c *unlinkCall) close()                           { c.path.Close() }
+func (c *unlinkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+	s.answer(id, pin.Unlink(c.path, c.dir))
+	return false
+}
+func (c *unlinkCall) close() { c.path.Close() }
 
 type renameCall struct {
+	callDefaults
 	from, to *pin.Resolved
 	flags    uint
 }
@@ -333,12 +378,14 @@ func (c *renameCall) judge(p *engine.Policy) verdict {
 	return moveVerdict(p, engine.MoveRename, "rename", c.from, c.to)
 }
 
-func (c *renameCall) perform(s *supervisor, id uint64) {
+func (c *renameCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, pin.Rename(c.from, c.to, c.flags))
+	return false
 }
 func (c *renameCall) close() { closeAll(c.from, c.to) }
 
 type linkCall struct {
+	callDefaults
 	from, to *pin.Resolved
 	flags    int
 	// copyInstead: the link is not allowed as a whole, but the new name
@@ -360,8 +407,9 @@ func (c *linkCall) judge(p *engine.Policy) verdict {
 	}
 	return v
 }
-func (c *linkCall) perform(s *supervisor, id uint64) {
+func (c *linkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, pin.Link(c.from, c.to, c.flags))
+	return false
 }
 func (c *linkCall) close() { closeAll(c.from, c.to) }
 
@@ -381,6 +429,7 @@ func moveVerdict(p *engine.Policy, kind engine.MoveKind, access string, from, to
 }
 
 type mkdirCall struct {
+	callDefaults
 	path        *pin.Resolved
 	mode, umask uint32
 }
@@ -389,24 +438,28 @@ func (c *mkdirCall) judge(p *engine.Policy) verdict {
 	return verdict{result: p.DecideMkdir(c.path.Path), access: "mkdir", value: c.path.Path,
 		touched: [2]touch{{engine.AccessWrite, c.path.Path}}}
 }
-func (c *mkdirCall) perform(s *supervisor, id uint64) {
+func (c *mkdirCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, pin.Mkdir(c.path, c.mode, c.umask))
+	return false
 }
 func (c *mkdirCall) close() { c.path.Close() }
 
 type mknodCall struct {
+	callDefaults
 	path        *pin.Resolved
 	mode, umask uint32
 	dev         uint64
 }
 
 func (c *mknodCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "mknod", c.path) }
-func (c *mknodCall) perform(s *supervisor, id uint64) {
+func (c *mknodCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, pin.Mknod(c.path, c.mode, c.dev, c.umask))
+	return false
 }
 func (c *mknodCall) close() { c.path.Close() }
 
 type symlinkCall struct {
+	callDefaults
 	target string // the link's content, not a path permwrap resolves
 	at     *pin.Resolved
 	// plainTarget: when decoded, the target existed and was not a
@@ -434,8 +487,9 @@ func (c *symlinkCall) judge(p *engine.Policy) verdict {
 	res := p.DecideMove(engine.Move{Kind: engine.MoveSymlink, From: target, To: link, FromDir: dir})
 	return verdict{result: res, access: "symlink", value: link, touched: [2]touch{{engine.AccessWrite, link}}}
 }
-func (c *symlinkCall) perform(s *supervisor, id uint64) {
+func (c *symlinkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, pin.Symlink(c.target, c.at))
+	return false
 }
 func (c *symlinkCall) close() { c.at.Close() }
 
@@ -443,6 +497,7 @@ func (c *symlinkCall) close() { c.at.Close() }
 // kernel would read the sockaddr again). Only an AF_UNIX pathname creates
 // a file (at); network and abstract addresses name no path.
 type bindCall struct {
+	callDefaults
 	tid, sock int
 	addr      []byte
 	at        *pin.Resolved // nil: no path
@@ -458,7 +513,7 @@ func (c *bindCall) judge(p *engine.Policy) verdict {
 	return writeVerdict(p, "bind", c.at)
 }
 
-func (c *bindCall) perform(s *supervisor, id uint64) {
+func (c *bindCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	h, err := pin.OpenHandle(c.tid, c.sock, nil)
 	if err == nil {
 		err = h.Bind(c.addr, c.at, c.cwd, c.umask)
@@ -481,6 +536,7 @@ func (c *bindCall) perform(s *supervisor, id uint64) {
 		return
 	}
 	s.answer(id, err)
+	return false
 }
 
 func (c *bindCall) close() { closeAll(c.at, c.cwd) }
@@ -488,56 +544,65 @@ func (c *bindCall) close() { closeAll(c.at, c.cwd) }
 // Contents and metadata.
 
 type truncateCall struct {
+	callDefaults
 	path   *pin.Resolved
 	length int64
 }
 
 func (c *truncateCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "truncate", c.path) }
-func (c *truncateCall) perform(s *supervisor, id uint64) {
+func (c *truncateCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, pin.Truncate(c.path, c.length))
+	return false
 }
 func (c *truncateCall) close() { c.path.Close() }
 
 type chmodCall struct {
+	callDefaults
 	obj  object
 	mode uint32
 }
 
 func (c *chmodCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "chmod", c.obj.res) }
-func (c *chmodCall) perform(s *supervisor, id uint64) {
+func (c *chmodCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fchmod(c.mode) },
 		func(r *pin.Resolved) error { return pin.Chmod(r, c.mode) }))
+	return false
 }
 func (c *chmodCall) close() { c.obj.res.Close() }
 
 type chownCall struct {
+	callDefaults
 	obj      object
 	uid, gid int
 }
 
 func (c *chownCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "chown", c.obj.res) }
-func (c *chownCall) perform(s *supervisor, id uint64) {
+func (c *chownCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fchown(c.uid, c.gid) },
 		func(r *pin.Resolved) error { return pin.Chown(r, c.uid, c.gid) }))
+	return false
 }
 func (c *chownCall) close() { c.obj.res.Close() }
 
 type utimesCall struct {
+	callDefaults
 	obj   object
 	times *[2]unix.Timespec // nil: now
 }
 
 func (c *utimesCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "utimes", c.obj.res) }
-func (c *utimesCall) perform(s *supervisor, id uint64) {
+func (c *utimesCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Futimens(c.times) },
 		func(r *pin.Resolved) error { return pin.Utimens(r, c.times) }))
+	return false
 }
 func (c *utimesCall) close() { c.obj.res.Close() }
 
 type setxattrCall struct {
+	callDefaults
 	obj   object
 	name  string
 	value []byte
@@ -545,14 +610,16 @@ type setxattrCall struct {
 }
 
 func (c *setxattrCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "setxattr", c.obj.res) }
-func (c *setxattrCall) perform(s *supervisor, id uint64) {
+func (c *setxattrCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fsetxattr(c.name, c.value, c.flags) },
 		func(r *pin.Resolved) error { return pin.Setxattr(r, c.name, c.value, c.flags) }))
+	return false
 }
 func (c *setxattrCall) close() { c.obj.res.Close() }
 
 type removexattrCall struct {
+	callDefaults
 	obj  object
 	name string
 }
@@ -560,10 +627,11 @@ type removexattrCall struct {
 func (c *removexattrCall) judge(p *engine.Policy) verdict {
 	return writeVerdict(p, "removexattr", c.obj.res)
 }
-func (c *removexattrCall) perform(s *supervisor, id uint64) {
+func (c *removexattrCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fremovexattr(c.name) },
 		func(r *pin.Resolved) error { return pin.Removexattr(r, c.name) }))
+	return false
 }
 func (c *removexattrCall) close() { c.obj.res.Close() }
 
@@ -571,18 +639,20 @@ func (c *removexattrCall) close() { c.obj.res.Close() }
 // a write of the fd's file, performed on the target's open file with the
 // argument read once.
 type ioctlCall struct {
+	callDefaults
 	obj object
 	cmd uint64
 	arg []byte
 }
 
 func (c *ioctlCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "setattr", c.obj.res) }
-func (c *ioctlCall) perform(s *supervisor, id uint64) {
+func (c *ioctlCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	h, err := c.obj.handle()
 	if err == nil {
 		err = h.Ioctl(c.cmd, c.arg)
 		h.Close()
 	}
 	s.answer(id, err)
+	return false
 }
 func (c *ioctlCall) close() { c.obj.res.Close() }

@@ -38,12 +38,19 @@ import (
 // for a regular file before perform opens it, perform looks at what it
 // opened and refuses it when it looks secret.
 
-// contentCall is a call whose decision can depend on its file's content.
-type contentCall interface {
-	// judgeContent looks at the content (I/O on the object the call will
-	// use) and answers again; v is judge's answer, with DependsOnContent.
-	judgeContent(p *engine.Policy, v verdict) verdict
-}
+// contentFact is what looking at a file's content found.
+type contentFact uint8
+
+const (
+	// contentUnknown: not looked at, or it cannot be known before the
+	// call is performed: the stricter answer stands (fail-closed).
+	contentUnknown contentFact = iota
+	// contentPlain: no secret (an empty, new or truncated file, or not a
+	// file with content at all).
+	contentPlain
+	// contentSecret: the file looks secret (or could not be read).
+	contentSecret
+)
 
 // headBufs are scan buffers of engine.SecretScanLimit bytes.
 var headBufs = sync.Pool{New: func() any { b := make([]byte, engine.SecretScanLimit); return &b }}
@@ -67,53 +74,62 @@ func looksSecret(path string, f *pin.File) bool {
 	return engine.LooksSecret(path, head)
 }
 
-func (c *openCall) judgeContent(p *engine.Policy, v verdict) verdict {
+// lookAtContent looks at what the open would hand over, once: the facts
+// above, and for a plain read of an existing regular file, the file
+// itself, opened now and kept for perform to install.
+func (c *openCall) lookAtContent() contentFact {
+	if !c.looked {
+		c.looked = true
+		c.fact = c.look()
+	}
+	return c.fact
+}
+
+func (c *openCall) look() contentFact {
 	r := c.path
-	if c.opened != nil {
-		// Looked at already, for another layer of a nested chain.
-		v.result = p.DecidePathContent(c.access, r.Path, c.openedSecret)
-		return v
-	}
-	if c.openErr != nil {
-		return v
-	}
-	plain := func() verdict {
-		v.result = p.DecidePathContent(c.access, r.Path, false)
-		return v
-	}
 	switch {
 	case r.Kind != pin.KindPath:
-		return v
+		return contentUnknown
 	case c.flags&oTmpfileBit != 0:
-		return plain() // a new, unnamed, empty file
+		return contentPlain // a new, unnamed, empty file
 	case !r.Exists && c.flags&unix.O_CREAT != 0:
 		// The open creates the file: it is empty. Without O_EXCL a file
 		// that appeared meanwhile would be opened instead: perform looks.
 		c.assumedPlain = true
-		return plain()
+		return contentPlain
 	case !r.Exists:
-		return v // answered ENOENT (kernelAnswer)
+		return contentUnknown // answered ENOENT (kernelAnswer)
 	case !isRegular(r):
 		// Not a file with content; perform checks it is still so.
 		c.assumedPlain = true
-		return plain()
+		return contentPlain
 	case c.flags&unix.O_TRUNC != 0:
 		// Only opened if the write is allowed too, and then emptied
 		// before the fd exists: what it held cannot be read through it.
-		return plain()
+		return contentPlain
 	case c.access != engine.AccessRead:
-		return v // read and write: it cannot be opened before deciding
+		return contentUnknown // read and write: it cannot be opened before deciding
 	}
 	f, err := pin.Open(r, c.openFlags(), c.mode, c.umask)
 	if err != nil {
 		// The kernel refused the target's own open: that is the answer
 		// (kernelAnswer), whatever the content.
 		c.openErr = err
-		return v
+		return contentUnknown
 	}
 	c.opened = f
-	c.openedSecret = looksSecret(r.Path, f)
-	v.result = p.DecidePathContent(c.access, r.Path, c.openedSecret)
+	if looksSecret(r.Path, f) {
+		return contentSecret
+	}
+	return contentPlain
+}
+
+// judgeContent is one policy's answer knowing the content. Pure.
+func (c *openCall) judgeContent(p *engine.Policy, v verdict, f contentFact) verdict {
+	if f == contentUnknown {
+		return v
+	}
+	v.result = p.DecidePathContent(c.access, c.path.Path, f == contentSecret)
 	return v
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/forwarding"
 )
 
 // verdict is the policy's answer for one request, with what it was about,
@@ -95,4 +96,29 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
+}
+
+// verdictOf is steps 1 of decide: the request judged by this permwrap's
+// policy alone for its own processes (exactly as without nesting), else by
+// every policy of its node's chain, most restrictive wins (nodes.go). Per
+// policy: the call's judge (pure); when that answer depends on what the
+// file holds (a content rule), the call looks at the file it would hand
+// over, once for all layers (content.go), and the policy answers again;
+// then the policy's own audit mode (--audit lets an ask or deny through,
+// logged as would_*): an inner --audit lets through what its own layer
+// would refuse, never what a layer above it refuses.
+func (s *supervisor) verdictOf(r *request) verdict {
+	c := r.call
+	byPolicy := func(p *engine.Policy) verdict {
+		v := c.judge(p)
+		if v.result.DependsOnContent {
+			v = c.judgeContent(p, v, c.lookAtContent())
+		}
+		v.result = p.Audit(v.result)
+		return v
+	}
+	if !r.nested {
+		return byPolicy(s.cfg.Policy)
+	}
+	return forwarding.Strictest(r.m.Layers(), byPolicy, verdictResult)
 }

@@ -31,7 +31,12 @@ const (
 	maxOpenHow   = 4096  // a page, as the kernel's copy_struct_from_user allows
 )
 
-type decodeFunc func(d *decoder) (call, error)
+// decodeFunc reads a notification into a call to decide, or into a
+// direct answer (a continued call, a settled one, a knock).
+type decodeFunc func(d *decoder) (decoded, error)
+
+// decoded is a call or a direct answer.
+type decoded any
 
 // decoder reads one notification's arguments.
 type decoder struct {
@@ -261,7 +266,7 @@ const resolveValid = unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS | unix.RE
 // decodeOpen is open/openat. An O_PATH open in the flags register is
 // continued without reading anything (answer.go explains why).
 func decodeOpen(dirArg, pathArg, flagsArg, modeArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		flags := int(uint32(d.arg(flagsArg)))
 		if flags&unix.O_PATH != 0 {
 			return continued{}, nil // grants no access; every use of the fd is judged
@@ -270,7 +275,7 @@ func decodeOpen(dirArg, pathArg, flagsArg, modeArg int) decodeFunc {
 	}
 }
 
-func decodeCreat(d *decoder) (call, error) {
+func decodeCreat(d *decoder) (decoded, error) {
 	return d.open(argNone, 0, unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(d.arg(1)), 0)
 }
 
@@ -278,7 +283,7 @@ func decodeCreat(d *decoder) (call, error) {
 // once. An O_PATH there cannot be continued (the flags are in memory the
 // kernel reads again) and ADDFD cannot install an O_PATH file: ENOSYS,
 // and callers fall back to openat.
-func decodeOpenat2(d *decoder) (call, error) {
+func decodeOpenat2(d *decoder) (decoded, error) {
 	size := d.arg(3)
 	if size < 24 {
 		return nil, kernelErr(unix.EINVAL, "open_how too small")
@@ -311,7 +316,7 @@ func decodeOpenat2(d *decoder) (call, error) {
 	return d.open(0, 1, int(flags), uint32(mode), resolve)
 }
 
-func (d *decoder) open(dirArg, pathArg, flags int, mode uint32, resolve uint64) (call, error) {
+func (d *decoder) open(dirArg, pathArg, flags int, mode uint32, resolve uint64) (decoded, error) {
 	if flags&oTmpfileBit != 0 && (flags&(unix.O_TMPFILE|unix.O_CREAT) != unix.O_TMPFILE || flags&unix.O_ACCMODE == unix.O_RDONLY) {
 		return nil, kernelErr(unix.EINVAL, "O_TMPFILE needs O_DIRECTORY, a write mode and no O_CREAT")
 	}
@@ -368,7 +373,7 @@ func openAccess(f int, exists bool) engine.Access {
 // member resolved and read through pinned fds) and the program the image
 // is by content.
 func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		flags := d.optFlags(flagsArg)
 		// Exec acts on the object reached (its identity, its head), never
 		// on a name in a directory: the fast path may resolve it.
@@ -474,7 +479,7 @@ func readAsTarget(tid int, p string, limit int) ([]byte, error) {
 
 // decodeExecStop: arch_prctl(ARCH_SET_FS) is only a stop for exec
 // verification, which runs before any notification is handled.
-func decodeExecStop(*decoder) (call, error) {
+func decodeExecStop(*decoder) (decoded, error) {
 	return continued{}, nil
 }
 
@@ -482,7 +487,7 @@ func decodeExecStop(*decoder) (call, error) {
 // allowed in BPF before they were watched); the resolution cache is told
 // first, while the thread waits in the call, so no cached cwd is used
 // across the change (notify/pin/cwd.go).
-func decodeChdir(d *decoder) (call, error) {
+func decodeChdir(d *decoder) (decoded, error) {
 	pin.CwdChanging(d.tid, d.n.ID)
 	return continued{}, nil
 }
@@ -491,7 +496,7 @@ func decodeChdir(d *decoder) (call, error) {
 // to a copy of the mount tree. The thread waits in the call now, so
 // telling the resolution cache before continuing leaves no window in which
 // a lookup for it could use the old root.
-func decodeUnshare(d *decoder) (call, error) {
+func decodeUnshare(d *decoder) (decoded, error) {
 	pin.RootChanged(d.tid)
 	// The new tree's copy of the cwd becomes the thread's cwd too.
 	pin.CwdChanging(d.tid, d.n.ID)
@@ -501,7 +506,7 @@ func decodeUnshare(d *decoder) (call, error) {
 // Names.
 
 func decodeUnlink(dirArg, pathArg, flagsArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		flags := d.optFlags(flagsArg)
 		if flags&^unix.AT_REMOVEDIR != 0 {
 			return nil, kernelErr(unix.EINVAL, fmt.Sprintf("flags %#x", flags))
@@ -519,7 +524,7 @@ func decodeUnlink(dirArg, pathArg, flagsArg int) decodeFunc {
 	}
 }
 
-func decodeRmdir(d *decoder) (call, error) {
+func decodeRmdir(d *decoder) (decoded, error) {
 	r, _, err := d.path(argNone, 0, pin.ParentOnly|pin.MustBeDir)
 	if err != nil {
 		return nil, err
@@ -528,7 +533,7 @@ func decodeRmdir(d *decoder) (call, error) {
 }
 
 func decodeRename(dir1, path1, dir2, path2, flagsArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		from, _, err := d.path(dir1, path1, pin.ParentOnly)
 		if err != nil {
 			return nil, err
@@ -543,7 +548,7 @@ func decodeRename(dir1, path1, dir2, path2, flagsArg int) decodeFunc {
 }
 
 func decodeMkdir(dirArg, pathArg, modeArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		r, _, err := d.path(dirArg, pathArg, pin.ParentOnly|pin.MustBeDir)
 		if err != nil {
 			return nil, err
@@ -557,7 +562,7 @@ func decodeMkdir(dirArg, pathArg, modeArg int) decodeFunc {
 }
 
 func decodeMknod(dirArg, pathArg, modeArg, devArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		r, _, err := d.path(dirArg, pathArg, pin.ParentOnly)
 		if err != nil {
 			return nil, err
@@ -571,7 +576,7 @@ func decodeMknod(dirArg, pathArg, modeArg, devArg int) decodeFunc {
 }
 
 func decodeLink(dir1, path1, dir2, path2, flagsArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		flags := d.optFlags(flagsArg)
 		// linkat follows the old name only with AT_SYMLINK_FOLLOW; link(2)
 		// never does.
@@ -594,7 +599,7 @@ func decodeLink(dir1, path1, dir2, path2, flagsArg int) decodeFunc {
 // decodeSymlink: the link's content (targetArg) is a string, not a path
 // permwrap resolves; the new name is.
 func decodeSymlink(targetArg, dirArg, pathArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		target, err := d.str(targetArg, maxPath, "symlink target")
 		if err != nil {
 			return nil, err
@@ -613,7 +618,7 @@ func decodeSymlink(targetArg, dirArg, pathArg int) decodeFunc {
 
 // decodeBind reads bind's sockaddr once. Only an AF_UNIX pathname names a
 // path; it is resolved like the new name of mknod (parent only).
-func decodeBind(d *decoder) (call, error) {
+func decodeBind(d *decoder) (decoded, error) {
 	n := d.arg(2)
 	if n > unix.SizeofSockaddrAny || n < 2 {
 		return nil, kernelErr(unix.EINVAL, "bind: bad address length")
@@ -648,7 +653,7 @@ func decodeBind(d *decoder) (call, error) {
 
 // Metadata.
 
-func decodeTruncate(d *decoder) (call, error) {
+func decodeTruncate(d *decoder) (decoded, error) {
 	length := int64(d.arg(1))
 	if length < 0 {
 		return nil, kernelErr(unix.EINVAL, "negative length")
@@ -664,7 +669,7 @@ func decodeTruncate(d *decoder) (call, error) {
 const atMeta = unix.AT_SYMLINK_NOFOLLOW | unix.AT_EMPTY_PATH
 
 func decodeChmod(dirArg, pathArg, modeArg, flagsArg int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		rf, err := atFlags(d.optFlags(flagsArg), atMeta, true)
 		if err != nil {
 			return nil, err
@@ -677,7 +682,7 @@ func decodeChmod(dirArg, pathArg, modeArg, flagsArg int) decodeFunc {
 	}
 }
 
-func decodeFchmod(d *decoder) (call, error) {
+func decodeFchmod(d *decoder) (decoded, error) {
 	obj, err := d.fdObject(d.fdArg(0))
 	if err != nil {
 		return nil, err
@@ -687,7 +692,7 @@ func decodeFchmod(d *decoder) (call, error) {
 
 // decodeChown: uid and gid follow the path (dirfd, path, uid, gid[, flags]).
 func decodeChown(dirArg, pathArg, uidArg, flagsArg int, follow bool) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		rf, err := atFlags(d.optFlags(flagsArg), atMeta, follow)
 		if err != nil {
 			return nil, err
@@ -700,7 +705,7 @@ func decodeChown(dirArg, pathArg, uidArg, flagsArg int, follow bool) decodeFunc 
 	}
 }
 
-func decodeFchown(d *decoder) (call, error) {
+func decodeFchown(d *decoder) (decoded, error) {
 	obj, err := d.fdObject(d.fdArg(0))
 	if err != nil {
 		return nil, err
@@ -713,7 +718,7 @@ func decodeFchown(d *decoder) (call, error) {
 // UTIME_OMIT changes nothing and is answered 0 at once. utimensat with a NULL path changes its dirfd's
 // open file.
 func decodeUtimes(dirArg, pathArg, timesArg, flagsArg int, form timesForm) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		flags := d.optFlags(flagsArg)
 		ts, err := d.times(timesArg, form)
 		if err != nil {
@@ -754,7 +759,7 @@ func decodeUtimes(dirArg, pathArg, timesArg, flagsArg int, form timesForm) decod
 // (pathArg argNone): (path or fd, name, value, size, flags). The name and
 // the value are read before the path, as the kernel does.
 func decodeSetxattr(pathArg int, follow bool) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		name, err := d.str(1, maxXattrName, "xattr name")
 		if err != nil {
 			return nil, err
@@ -778,7 +783,7 @@ func decodeSetxattr(pathArg int, follow bool) decodeFunc {
 }
 
 func decodeRemovexattr(pathArg int, follow bool) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		name, err := d.str(1, maxXattrName, "xattr name")
 		if err != nil {
 			return nil, err

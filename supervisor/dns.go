@@ -206,7 +206,7 @@ func parseHosts(b []byte) map[netip.Addr][]string {
 // server (port 53); the call is continued either way: its outcome is the
 // kernel's, and no argument was read from the target's memory. A socket
 // that is not a UDP one, or that could not be taken, is left alone.
-func decodeRecvfrom(d *decoder) (call, error) {
+func decodeRecvfrom(d *decoder) (decoded, error) {
 	if d.net == nil || d.net.tree == nil || d.net.tree.serving.Load() {
 		return continued{}, nil
 	}

@@ -41,6 +41,7 @@ import (
 // what the engine needs to judge it (the program it is by content, a
 // reader for the files a script sources).
 type execCall struct {
+	callDefaults
 	tid      int
 	tgid     int // the thread's group, from the decoder's lookup (0: none)
 	path     *pin.Resolved
@@ -68,8 +69,11 @@ func (c *execCall) judge(p *engine.Policy) verdict {
 	return verdict{result: d.Result, access: "exec", value: engine.RenderArgv(argv), exec: &d, argv: argv}
 }
 
-func (c *execCall) perform(s *supervisor, id uint64) { s.continueExec(id, c, nil) }
-func (c *execCall) close()                           { c.path.Close() }
+func (c *execCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+	s.continueExec(id, c, nil)
+	return false
+}
+func (c *execCall) close() { c.path.Close() }
 
 type pendingExec struct {
 	proc    *pin.Process // the exec'ing process, held so its pid cannot be mistaken

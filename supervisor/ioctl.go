@@ -163,7 +163,7 @@ func ioctlWatched() []notify.Match {
 
 // decodeIoctl sorts a filesystem ioctl (see above): continued, emulated
 // (argument read once, the fd's file resolved for judging) or refused.
-func decodeIoctl(d *decoder) (call, error) {
+func decodeIoctl(d *decoder) (decoded, error) {
 	cmd := uint32(d.arg(1))
 	c, ok := ioctlClasses[cmd]
 	switch {

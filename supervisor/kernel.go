@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -40,35 +41,19 @@ type kernelAnswer struct {
 	why   string
 }
 
-// kernelCall is a call that can tell when the kernel would refuse it, or
-// when it could change nothing. kernelAnswer may read facts (with the
-// target's credentials) but changes nothing.
-type kernelCall interface {
-	kernelAnswer() kernelAnswer
-}
-
-// retrier is a call whose perform found that what it was decided on
-// changed under it (a file that existed vanished before it was opened),
-// so it must be decided again, once.
-type retrier interface {
-	again() bool
-}
-
 // settled is a call the kernel answers without looking at its arguments
 // any further (utimensat with both times UTIME_OMIT returns 0 before it
 // even resolves the path). It is answered straight from the decoder, like
 // a continued call: nothing was resolved, so nothing is judged or logged.
 type settled struct{ errno unix.Errno }
 
-func (c settled) judge(*engine.Policy) verdict { return verdict{result: allowUnchecked("")} }
-func (c settled) perform(s *supervisor, id uint64) {
+func (c settled) answerDirect(s *supervisor, n *notify.Notif) {
 	if c.errno != 0 {
-		s.respondErr(id, c.errno)
+		s.respondErr(n.ID, c.errno)
 		return
 	}
-	s.respondVal(id, 0)
+	s.respondVal(n.ID, 0)
 }
-func (c settled) close() {}
 
 func isDir(r *pin.Resolved) bool {
 	return r.Exists && r.Stat.Mode&unix.S_IFMT == unix.S_IFDIR

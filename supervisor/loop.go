@@ -470,28 +470,15 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 		s.fail(n, row, err)
 		return
 	}
-	switch c := c.(type) {
-	case continued:
-		// Decided without reading any argument from memory (answer.go).
+	if a, ok := c.(direct); ok {
+		// Answered without a decision: a continued call (answer.go), one
+		// the kernel settles (kernel.go), an inner permwrap's knock
+		// (nodes.go).
 		d.release()
-		c.perform(s, n.ID)
-		return
-	case settled:
-		// The kernel's answer without looking any further (kernel.go).
-		d.release()
-		c.perform(s, n.ID)
+		a.answerDirect(s, n)
 		return
 	}
-	if k, ok := c.(*knockCall); ok {
-		// An inner permwrap asking for its parent (nodes.go): answered,
-		// not judged, once the knocker is known to be the caller.
-		d.release()
-		if s.l.IDValid(n.ID) == nil {
-			k.perform(s, n.ID)
-		}
-		return
-	}
-	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c, quiet: q}
+	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c.(call), quiet: q}
 	// Which permwrap node the caller is in (one atomic load while no
 	// inner permwrap has registered).
 	if !s.placeRequest(r) {
@@ -507,64 +494,69 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 	s.decide(r)
 }
 
-// decide judges a request and answers it, or hands an ask off. It owns r
-// (closes it once answered).
+// decide is the decision of one request, top to bottom
+// (docs/architecture.md, "The life of a decision"). It owns r (closes it
+// once answered).
 //
-// The order: the call's judge (pure); when the answer depends on what the
-// file holds (a content rule), the call looks at the very file it will
-// hand over and the policy answers again (content.go); when the policy
-// would not simply allow, the call may show that the kernel would refuse
-// it anyway, or that it can change nothing (kernel.go): then it is
-// answered as the kernel answers, without asking; then audit mode.
+//  1. verdictOf: every policy the request answers to judges the call
+//     (pure); a content rule has the call look at the file it would hand
+//     over (the one step with I/O) and judge again; audit mode per layer.
+//  2. Not simply allowed, and the kernel would refuse the call anyway (or
+//     it could change nothing): answered as the kernel, without asking.
+//  3. Allowed: performed; when what it was decided on changed under it,
+//     decided once more (back to 1). Asked: handed off to ask, off the
+//     receiving goroutine. Denied: refused.
 func (s *supervisor) decide(r *request) {
-	c := r.call
-	// Judged by this permwrap's policy, or for a nested caller by every
-	// layer of its node's chain (nodes.go); content rules and audit mode
-	// per policy.
-	v := s.judge(r)
-	if v.result.Action != engine.Allow {
-		if kc, ok := c.(kernelCall); ok {
-			if ans := kc.kernelAnswer(); ans.errno != 0 {
+	for {
+		v := s.verdictOf(r)
+		if v.result.Action != engine.Allow {
+			if ans := r.call.kernelAnswer(); ans.errno != 0 {
 				s.answered(r, v, ans)
 				r.close()
 				return
 			}
 		}
-	}
-	switch v.result.Action {
-	case engine.Allow:
-		if v.through != "" {
-			// A save the policy allows: its rename follows (saves.go).
-			s.saves.approve(s.tgidOf(r.tid), v.through, v.value, authority.FromRule(v.result.Rule).DecidedBy())
+		switch v.result.Action {
+		case engine.Allow:
+			if v.through != "" {
+				// A save the policy allows: its rename follows (saves.go).
+				s.saves.approve(s.tgidOf(r.tid), v.through, v.value, authority.FromRule(v.result.Rule).DecidedBy())
+			}
+			// Answered first, recorded after: the target runs on while its
+			// record is gathered (the log is written asynchronously either
+			// way, so this loses nothing a crash would not).
+			record := !v.quiet && !s.net.sends.repeat(v)
+			if s.perform(r, record) {
+				continue // changed under it: decided (and recorded) again
+			}
+			if record {
+				s.record(r, v, false, authority.FromRule(v.result.Rule))
+			}
+			r.close()
+		case engine.Ask:
+			r.quiet = nil // the ask's goroutine is not the receiving one
+			if !s.startAsk(func() { s.ask(r, v) }) {
+				// The supervisor is finishing (its context is cancelled, so
+				// the decider answers at once): resolved here.
+				s.ask(r, v)
+			}
+		default:
+			d := authority.FromRule(v.result.Rule)
+			if v.result.Action != engine.Deny || v.result.Rule.Action != engine.Deny {
+				d = authority.Denied(authority.ByError{Reason: "undecidable request"}, "permwrap could not decide this request")
+			}
+			s.deny(r, v, false, d)
+			r.close()
 		}
-		// Answered first, recorded after: the target runs on while its
-		// record is gathered (the log is written asynchronously either
-		// way, so this loses nothing a crash would not).
-		s.perform(r, v, !v.quiet && !s.net.sends.repeat(v))
-	case engine.Ask:
-		r.quiet = nil // the ask's goroutine is not the receiving one
-		if !s.startAsk(func() { s.ask(r, v) }) {
-			// The supervisor is finishing (its context is cancelled, so
-			// the decider answers at once): resolved here.
-			s.ask(r, v)
-		}
-	default:
-		d := authority.FromRule(v.result.Rule)
-		if v.result.Action != engine.Deny || v.result.Rule.Action != engine.Deny {
-			d = authority.Denied(authority.ByError{Reason: "undecidable request"}, "permwrap could not decide this request")
-		}
-		s.deny(r, v, false, d)
-		r.close()
+		return
 	}
 }
 
-// perform carries an allowed request out and closes it, unless the call
-// found that what it was decided on changed under it and must be decided
-// again (retrier): then it goes round decide once more.
-func (s *supervisor) perform(r *request, v verdict, record bool) {
-	if qc, ok := r.call.(quietCall); ok {
-		qc.setQuiet(r.quiet)
-	}
+// perform carries an allowed request out; record: a record of it will be
+// written. It reports true when the call found that what it was decided
+// on changed under it (and answered nothing), and the target is still in
+// the call: the request must be decided again.
+func (s *supervisor) perform(r *request, record bool) (again bool) {
 	if _, ok := r.call.(*execCall); ok && record && r.th != nil {
 		// Who asked for the exec, for its record: read now, while the
 		// caller still runs the image that asked. Once the exec is
@@ -573,17 +565,7 @@ func (s *supervisor) perform(r *request, v verdict, record bool) {
 		// in 300 here).
 		r.exe = r.th.Exe()
 	}
-	r.call.perform(s, r.id)
-	if rc, ok := r.call.(retrier); ok && rc.again() {
-		if err := s.l.IDValid(r.id); err == nil {
-			s.decide(r) // decided and recorded again
-			return
-		}
-	}
-	if record {
-		s.record(r, v, false, authority.FromRule(v.result.Rule))
-	}
-	r.close()
+	return r.call.perform(s, r.id, r.quiet) && s.l.IDValid(r.id) == nil
 }
 
 // answered fails a request that could change nothing with the kernel's
@@ -633,7 +615,12 @@ func (s *supervisor) ask(r *request, v verdict) {
 		r.close()
 		return
 	}
-	s.perform(r, v, false)
+	if s.perform(r, false) {
+		// Changed under it while asked about: a new decision.
+		s.decide(r)
+		return
+	}
+	r.close()
 }
 
 // deny refuses a request with EACCES, logs it and tells the person (and

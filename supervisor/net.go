@@ -323,6 +323,7 @@ func (h *handedOff) take() bool { return h.done.CompareAndSwap(false, true) }
 // connect.
 
 type connectCall struct {
+	callDefaults
 	tid, tgid int
 	h         *pin.Handle
 	si        pin.SockInfo
@@ -335,7 +336,7 @@ type connectCall struct {
 	handedOff
 }
 
-func decodeConnect(d *decoder) (call, error) {
+func decodeConnect(d *decoder) (decoded, error) {
 	h, si, tgid, err := d.socketOf(d.fdArg(0))
 	if err != nil {
 		return nil, err
@@ -394,13 +395,14 @@ func (c *connectCall) judge(p *engine.Policy) verdict {
 // (the TCP handshake's retries, SO_SNDTIMEO, a Unix listener's full
 // backlog). That stalls only the tree's own calls, and no decision
 // depends on it.
-func (c *connectCall) perform(s *supervisor, id uint64) {
+func (c *connectCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	c.done.Store(true)
 	if c.nonblock {
 		c.connect(s, id)
 		return
 	}
 	go c.connect(s, id)
+	return false
 }
 
 func (c *connectCall) connect(s *supervisor, id uint64) {
@@ -473,6 +475,7 @@ func (m *sendMsg) release() {
 
 // sendCall is sendto, sendmsg or sendmmsg.
 type sendCall struct {
+	callDefaults
 	tid   int
 	h     *pin.Handle
 	si    pin.SockInfo
@@ -491,7 +494,7 @@ type sendCall struct {
 	handedOff
 }
 
-func decodeSendto(d *decoder) (call, error) {
+func decodeSendto(d *decoder) (decoded, error) {
 	flags := int(int32(d.arg(3)))
 	h, si, tgid, err := d.socketOf(d.fdArg(0))
 	if err != nil {
@@ -534,7 +537,7 @@ func (c *sendCall) decodeSendto(d *decoder, tgid int) error {
 	return nil
 }
 
-func decodeSendmsg(d *decoder) (call, error) {
+func decodeSendmsg(d *decoder) (decoded, error) {
 	flags := int(int32(d.arg(2)))
 	h, si, tgid, err := d.socketOf(d.fdArg(0))
 	if err != nil {
@@ -561,7 +564,7 @@ const (
 	sizeofMmsghdr = 64
 )
 
-func decodeSendmmsg(d *decoder) (call, error) {
+func decodeSendmmsg(d *decoder) (decoded, error) {
 	flags := int(int32(d.arg(3)))
 	h, si, tgid, err := d.socketOf(d.fdArg(0))
 	if err != nil {
@@ -836,7 +839,7 @@ func (c *sendCall) judge(p *engine.Policy) verdict {
 // waiting (MSG_DONTWAIT, which changes nothing when there is room); only
 // one that would wait is finished off the receiving pool, blocking as the
 // target's own call would have.
-func (c *sendCall) perform(s *supervisor, id uint64) {
+func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
 	c.done.Store(true)
 	st := &sendState{valid: func() bool { return s.l.IDValid(id) == nil }}
 	if n, err, wait := c.sendFrom(st, false); !wait {
@@ -847,6 +850,7 @@ func (c *sendCall) perform(s *supervisor, id uint64) {
 		n, err, _ := c.sendFrom(st, true)
 		c.finish(s, id, n, err)
 	}()
+	return false
 }
 
 func (c *sendCall) finish(s *supervisor, id uint64, n int, err error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/forwarding"
+	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -270,36 +271,6 @@ func (s *supervisor) placeRequest(r *request) bool {
 	return false
 }
 
-// judge decides a request: with this permwrap's policy alone for its own
-// processes (exactly as without nesting), else with every policy of the
-// node's chain, most restrictive wins. Audit mode is each layer's own:
-// an inner --audit lets through what its own layer would refuse, never
-// what a layer above it refuses.
-func (s *supervisor) judge(r *request) verdict {
-	if !r.nested {
-		return judgeBy(s.cfg.Policy, r.call)
-	}
-	return forwarding.Strictest(r.m.Layers(), func(p *engine.Policy) verdict {
-		return judgeBy(p, r.call)
-	}, verdictResult)
-}
-
-// judgeBy is one policy's answer to a call: its judge (pure); when the
-// answer depends on what the file holds (a content rule), the call looks
-// at the very file it will hand over and the policy answers again
-// (content.go); then the policy's audit mode (--audit), which lets an ask
-// or deny through, logged as would_*.
-func judgeBy(p *engine.Policy, c call) verdict {
-	v := c.judge(p)
-	if v.result.DependsOnContent {
-		if cc, ok := c.(contentCall); ok {
-			v = cc.judgeContent(p, v)
-		}
-	}
-	v.result = p.Audit(v.result)
-	return v
-}
-
 func verdictResult(v verdict) engine.Result { return v.result }
 
 // describeNode adds to a request what it says about the node it came
@@ -477,8 +448,13 @@ type knockCall struct {
 	peer forwarding.Peer
 }
 
-func (c *knockCall) judge(*engine.Policy) verdict { return verdict{result: allowUnchecked("")} }
-func (c *knockCall) perform(s *supervisor, id uint64) {
+// answerDirect answers the knock, once the knocker is known to be the
+// caller (ID_VALID after what decoding read).
+func (c *knockCall) answerDirect(s *supervisor, n *notify.Notif) {
+	if s.l.IDValid(n.ID) != nil {
+		return
+	}
+	id := n.ID
 	if s.nest == nil {
 		s.respondErr(id, unix.ENOTDIR) // nobody listens: what the open does bare
 		return
@@ -495,14 +471,13 @@ func (c *knockCall) perform(s *supervisor, id uint64) {
 	}
 	s.installFD(id, f, true, false, nil) // a socket: installed and answered in one step
 }
-func (c *knockCall) close() {}
 
 // knock recognises a knock from the path as read from the target and
 // the open's flags, before anything is resolved, and says who knocked:
 // the calling thread's process and its start time. The notification is
 // checked to be still valid after this (handle), so the process read
 // here is the one that knocked.
-func (d *decoder) knock(path string, flags int) (call, error) {
+func (d *decoder) knock(path string, flags int) (decoded, error) {
 	if !forwarding.IsKnock(path, uint64(uint32(flags))) {
 		return nil, nil
 	}

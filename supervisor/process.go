@@ -85,6 +85,7 @@ func ownPidNS(tid int) (bool, error) {
 
 // processCall is a call on other processes, decided when decoded.
 type processCall struct {
+	callDefaults
 	name   string
 	target string // for messages: "pid 123", "process group 7"
 	why    string // "" when allowed: every process it acts on is in the tree
@@ -105,11 +106,14 @@ func (c *processCall) judge(*engine.Policy) verdict {
 
 // perform continues the call: what it acts on was checked from registers
 // alone (see above).
-func (c *processCall) perform(s *supervisor, id uint64) { _ = s.l.Continue(id) }
-func (c *processCall) close()                           {}
+func (c *processCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+	_ = s.l.Continue(id)
+	return false
+}
+func (c *processCall) close() {}
 
 // onPid checks a call that names one process (pid, as a register).
-func (d *decoder) onPid(name string, pid int) (call, error) {
+func (d *decoder) onPid(name string, pid int) (decoded, error) {
 	c := &processCall{name: name, target: "pid " + strconv.Itoa(pid)}
 	if pid == 0 {
 		return c, nil // the caller itself
@@ -129,7 +133,7 @@ func (d *decoder) onPid(name string, pid int) (call, error) {
 
 // onPgrp checks a call that names a process group: every member must be
 // in the tree. pgrp 0 is the caller's own.
-func (d *decoder) onPgrp(name string, pgrp int) (call, error) {
+func (d *decoder) onPgrp(name string, pgrp int) (decoded, error) {
 	if pgrp < 0 {
 		return nil, kernelErr(unix.EINVAL, "negative process group")
 	}
@@ -166,14 +170,14 @@ func (d *decoder) onPgrp(name string, pgrp int) (call, error) {
 
 // decodeOtherPid: sched_setaffinity, sched_setscheduler, sched_setparam,
 // sched_setattr (pid in argument 0; the filter sends only pid != 0).
-func decodeOtherPid(d *decoder) (call, error) {
+func decodeOtherPid(d *decoder) (decoded, error) {
 	return d.onPid(notify.SyscallName(d.n.Nr), int(int32(d.arg(0))))
 }
 
 // decodeWhich: setpriority and ioprio_set (which, who, value). A user's
 // processes are never all the sandbox's.
 func decodeWhich(procWhich, pgrpWhich int) decodeFunc {
-	return func(d *decoder) (call, error) {
+	return func(d *decoder) (decoded, error) {
 		name := notify.SyscallName(d.n.Nr)
 		which, who := int(int32(d.arg(0))), int(int32(d.arg(1)))
 		switch which {
@@ -190,7 +194,7 @@ func decodeWhich(procWhich, pgrpWhich int) decodeFunc {
 }
 
 // decodePrlimit: prlimit64(pid, resource, new, old).
-func decodePrlimit(d *decoder) (call, error) {
+func decodePrlimit(d *decoder) (decoded, error) {
 	pid := int(int32(d.arg(0)))
 	if uint32(d.arg(1)) == unix.RLIMIT_CORE && d.arg(2) != 0 {
 		if c, err := d.coreLimit("prlimit64"); c != nil || err != nil {
@@ -201,7 +205,7 @@ func decodePrlimit(d *decoder) (call, error) {
 }
 
 // decodeSetrlimit: setrlimit(RLIMIT_CORE, ...) (the filter sends no other).
-func decodeSetrlimit(d *decoder) (call, error) {
+func decodeSetrlimit(d *decoder) (decoded, error) {
 	if c, err := d.coreLimit("setrlimit"); c != nil || err != nil {
 		return c, err
 	}
@@ -211,7 +215,7 @@ func decodeSetrlimit(d *decoder) (call, error) {
 // coreLimit refuses setting RLIMIT_CORE by a caller with CAP_SYS_RESOURCE,
 // which could raise it past the hard limit of 0; for any other caller the
 // kernel holds that limit (nil: go on).
-func (d *decoder) coreLimit(name string) (call, error) {
+func (d *decoder) coreLimit(name string) (decoded, error) {
 	capEff, err := pin.CapEff(d.tid)
 	if err != nil {
 		return nil, &refusal{errno: unix.EPERM, why: "reading the caller's capabilities", err: err}
