@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // batteryUID is the ordinary user the battery runs as when the test runs
@@ -73,17 +74,6 @@ func TestDailyBattery(t *testing.T) {
 	b.trueDenials()
 }
 
-// underTemp reports a path beneath a directory the default policy allows
-// writes in wholesale.
-func underTemp(p string) bool {
-	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm", os.TempDir()} {
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // batteryBase finds a place for a realistic home: $PERMWRAP_BATTERY_DIR,
 // /home, or beside the repository, whichever is writable and not beneath
 // a temporary directory.
@@ -94,7 +84,7 @@ func batteryBase(t *testing.T) string {
 		if cand == "" {
 			continue
 		}
-		if real, err := filepath.EvalSymlinks(cand); err != nil || underTemp(real) {
+		if real, err := filepath.EvalSymlinks(cand); err != nil || testutil.UnderTemp(real) {
 			continue
 		} else {
 			cand = real
