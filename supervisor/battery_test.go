@@ -80,27 +80,7 @@ func TestDailyBattery(t *testing.T) {
 func batteryBase(t *testing.T) string {
 	_, self, _, _ := runtime.Caller(0)
 	repo := filepath.Dir(filepath.Dir(self))
-	for _, cand := range []string{os.Getenv("PERMWRAP_BATTERY_DIR"), "/home", filepath.Dir(repo)} {
-		if cand == "" {
-			continue
-		}
-		if real, err := filepath.EvalSymlinks(cand); err != nil || testutil.UnderTemp(real) {
-			continue
-		} else {
-			cand = real
-		}
-		d, err := os.MkdirTemp(cand, "permwrap-battery-")
-		if err != nil {
-			continue
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	t.Fatalf("no writable directory outside /tmp and /var/tmp for the battery's home (set PERMWRAP_BATTERY_DIR)")
-	return ""
+	return testutil.HomeBase(t, "PERMWRAP_BATTERY_DIR", "permwrap-battery-", filepath.Dir(repo))
 }
 
 func newBattery(t *testing.T) *battery {

@@ -85,26 +85,7 @@ func requireSupervision(t *testing.T) {
 // repository.
 func baseDir(t *testing.T) string {
 	t.Helper()
-	for _, cand := range []string{os.Getenv("PERMWRAP_E2E_DIR"), "/home", filepath.Dir(repoRoot())} {
-		if cand == "" {
-			continue
-		}
-		real, err := filepath.EvalSymlinks(cand)
-		if err != nil || testutil.UnderTemp(real) {
-			continue
-		}
-		d, err := os.MkdirTemp(real, "permwrap-agents-")
-		if err != nil {
-			continue
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	t.Fatal("no writable directory outside /tmp and /var/tmp for the home (set PERMWRAP_E2E_DIR)")
-	return ""
+	return testutil.HomeBase(t, "PERMWRAP_E2E_DIR", "permwrap-agents-", filepath.Dir(repoRoot()))
 }
 
 // env is one fresh machine-user: a home with a private key and a

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -156,4 +157,32 @@ func UnderTemp(p string) bool {
 		}
 	}
 	return false
+}
+
+// HomeBase makes a directory for a realistic home, removed when the test
+// ends: under $env, /home, or beside (the directory beside the
+// repository), the first that is writable and not beneath a temporary
+// directory (UnderTemp), named prefix plus a random part, mode 0755.
+func HomeBase(t testing.TB, env, prefix, beside string) string {
+	t.Helper()
+	for _, cand := range []string{os.Getenv(env), "/home", beside} {
+		if cand == "" {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(cand)
+		if err != nil || UnderTemp(real) {
+			continue
+		}
+		d, err := os.MkdirTemp(real, prefix)
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	t.Fatalf("no writable directory outside /tmp and /var/tmp for the home (set %s)", env)
+	return ""
 }
