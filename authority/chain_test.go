@@ -1,10 +1,7 @@
 package authority
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -12,6 +9,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // fixed is a link that always answers the same, and counts its calls.
@@ -63,36 +61,15 @@ func allowBash() ChainConfig {
 // logLines opens a log over a buffer and returns it with a reader of its records.
 func testLog(t *testing.T) (*Log, func() []map[string]any) {
 	t.Helper()
-	var buf safeBuf
+	var buf testutil.SyncBuffer
 	l := NewLogWriter(&buf, LogOptions{})
 	return l, func() []map[string]any {
 		t.Helper()
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		var out []map[string]any
-		sc := bufio.NewScanner(bytes.NewReader(buf.Bytes()))
-		for sc.Scan() {
-			var m map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				t.Fatalf("broken log line %q: %v", sc.Text(), err)
-			}
-			out = append(out, m)
-		}
-		return out
+		return testutil.ParseRecords(t, "log", buf.Bytes())
 	}
-}
-
-type safeBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *safeBuf) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
 }
 
 func TestChainStopsAtFirstDecidingLink(t *testing.T) {

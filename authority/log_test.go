@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 func writeRequest(i int) Request {
@@ -135,7 +136,7 @@ func TestLogCapsAndMasks(t *testing.T) {
 }
 
 func TestLogReadAllowsNone(t *testing.T) {
-	var buf safeBuf
+	var buf testutil.SyncBuffer
 	l := NewLogWriter(&buf, LogOptions{ReadAllows: "none"})
 	read := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/usr/lib/x.so"})
 	allowRead := FromRule(engine.Rule{Surface: engine.SurfaceRead, Pattern: "/usr/**", Action: engine.Allow, Origin: engine.OriginDefault})
@@ -156,10 +157,10 @@ func TestLogReadAllowsNone(t *testing.T) {
 // slowWriter blocks until released, so the log's queue fills.
 type slowWriter struct {
 	release chan struct{}
-	safeBuf
+	testutil.SyncBuffer
 }
 
-func (s *slowWriter) Write(p []byte) (int, error) { <-s.release; return s.safeBuf.Write(p) }
+func (s *slowWriter) Write(p []byte) (int, error) { <-s.release; return s.SyncBuffer.Write(p) }
 
 func TestLogDropsOnlyReadAllows(t *testing.T) {
 	w := &slowWriter{release: make(chan struct{})}
@@ -252,7 +253,7 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func TestLogAuditRecordsReadBack(t *testing.T) {
-	var buf safeBuf
+	var buf testutil.SyncBuffer
 	l := NewLogWriter(&buf, LogOptions{ReadAllows: "none"})
 	rule := engine.Rule{Surface: engine.SurfaceRead, Pattern: "~/.ssh/**", Action: engine.Deny, Origin: engine.OriginAudit, Pos: engine.Position{File: "strict.jsonc", Line: 20, Column: 7}}
 	r := NewRequest(engine.Check{Surface: engine.SurfaceRead, Value: "/home/u/.ssh/id_rsa"})

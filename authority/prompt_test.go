@@ -1,7 +1,6 @@
 package authority
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,41 +18,23 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/permwrap/permwrap/engine"
-	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // ptyScreen lends a real pseudo-terminal to the prompt, like the
 // supervisor's relay does; the test types on the master side.
 type ptyScreen struct {
 	tty, ptmx *os.File
+	screen    *testutil.PTY
 	mu        sync.Mutex
-	out       bytes.Buffer
 	acquired  int
 	released  int
 }
 
 func newPtyScreen(t *testing.T) *ptyScreen {
 	t.Helper()
-	ptmx, tty, err := pty.Open()
-	kerneltest.Need(t, "a pseudo-terminal", err)
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
-		t.Fatal(err)
-	}
-	s := &ptyScreen{tty: tty, ptmx: ptmx}
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := ptmx.Read(buf)
-			s.mu.Lock()
-			s.out.Write(buf[:n])
-			s.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { ptmx.Close(); tty.Close() })
-	return s
+	p := testutil.OpenPTY(t, 30, 100)
+	return &ptyScreen{tty: p.Slave, ptmx: p.Master, screen: p}
 }
 
 func (s *ptyScreen) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, func(), error) {
@@ -67,9 +48,7 @@ var ansiSeq = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|
 
 // screenText is everything the prompt drew, escape sequences removed.
 func (s *ptyScreen) screenText() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return ansiSeq.ReplaceAllString(s.out.String(), "")
+	return ansiSeq.ReplaceAllString(s.screen.Text(), "")
 }
 
 func (s *ptyScreen) waitFor(t *testing.T, want string) {
@@ -95,7 +74,7 @@ func (s *ptyScreen) typeKeys(t *testing.T, keys ...string) {
 	}
 }
 
-func (s *ptyScreen) clear() { s.mu.Lock(); s.out.Reset(); s.mu.Unlock() }
+func (s *ptyScreen) clear() { s.screen.Reset() }
 
 const (
 	keyDown  = "\x1b[B"

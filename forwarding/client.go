@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/permwrap/permwrap/authority"
+	"github.com/permwrap/permwrap/internal/procfs"
 )
 
 // The knock: how an inner permwrap finds the permwrap supervising it,
@@ -252,17 +252,12 @@ func SelfSeccomp() (mode, filters int, err error) {
 		return 0, 0, err
 	}
 	mode, filters = -1, -1
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch k {
+	for k, v := range procfs.StatusFields(b) {
+		switch string(k) {
 		case "Seccomp":
-			fmt.Sscanf(v, "%d", &mode)
+			fmt.Sscanf(string(v), "%d", &mode)
 		case "Seccomp_filters":
-			fmt.Sscanf(v, "%d", &filters)
+			fmt.Sscanf(string(v), "%d", &filters)
 		}
 	}
 	if mode < 0 {

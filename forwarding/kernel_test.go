@@ -230,20 +230,8 @@ func mustNodeOf(t *testing.T, tree *Tree, pid int) Membership {
 	return m
 }
 
-func TestParseStat(t *testing.T) {
-	line := "4242 (we (ird) name) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 3 0 987654 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
-	s, err := parseStat([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.PID != 4242 || s.PPID != 17 || s.Start != 987654 || s.state != 'S' || s.threads != 3 {
-		t.Fatalf("parsed %+v", s)
-	}
-	for _, bad := range []string{"", "1 (x", "x (y) S 1", "1 (y) S x 1", "1 (y) SS 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"} {
-		if _, err := parseStat([]byte(bad)); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
+// The stat line's parser is internal/procfs's (TestParseStat there).
+func TestProcFSStat(t *testing.T) {
 	// This process, through /proc.
 	st, err := ProcFS{}.Stat(os.Getpid())
 	if err != nil || st.PPID != os.Getppid() || st.Start == 0 {
@@ -256,15 +244,4 @@ func TestParseStat(t *testing.T) {
 	if _, err := (ProcFS{}).Pin(ProcStat{PID: os.Getpid(), Start: st.Start + 1}); !errors.Is(err, ErrGone) {
 		t.Fatalf("a pin on another instance: %v", err)
 	}
-}
-
-func FuzzParseStat(f *testing.F) {
-	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 1 1 0 0 1 1 1 1 20 0 1 0 5 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1"))
-	f.Add([]byte("7 ()) ) Z 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 2"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := parseStat(b)
-		if err == nil && (s.PID <= 0 || s.PPID < 0) {
-			t.Fatalf("accepted %+v", s)
-		}
-	})
 }

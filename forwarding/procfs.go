@@ -1,15 +1,15 @@
 package forwarding
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/permwrap/permwrap/internal/procfs"
 )
 
 // ProcFS reads processes from /proc. Its pins re-read the process's start
@@ -34,66 +34,25 @@ type statInfo struct {
 	threads int
 }
 
-// parseStat reads a /proc/PID/stat line. The command name (field 2) is in
-// parentheses and may hold anything, parentheses and spaces included, so
-// the fields are counted from the last ')'.
-func parseStat(b []byte) (statInfo, error) {
-	var s statInfo
-	open := bytes.IndexByte(b, '(')
-	close := bytes.LastIndexByte(b, ')')
-	if open <= 0 || close < open {
-		return s, errors.New("malformed stat")
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
-	if err != nil || pid <= 0 {
-		return s, errors.New("malformed stat pid")
-	}
-	f := strings.Fields(string(b[close+1:]))
-	// f[0] is field 3 (state), so field k is f[k-3].
-	const (
-		fState   = 3
-		fPPid    = 4
-		fThreads = 20
-		fStart   = 22
-	)
-	if len(f) < fStart-2 {
-		return s, errors.New("short stat")
-	}
-	if len(f[0]) != 1 {
-		return s, errors.New("malformed stat state")
-	}
-	ppid, err := strconv.Atoi(f[fPPid-3])
-	if err != nil || ppid < 0 {
-		return s, errors.New("malformed stat ppid")
-	}
-	threads, err := strconv.Atoi(f[fThreads-3])
-	if err != nil || threads < 0 {
-		return s, errors.New("malformed stat threads")
-	}
-	start, err := strconv.ParseUint(f[fStart-3], 10, 64)
-	if err != nil {
-		return s, errors.New("malformed stat starttime")
-	}
-	s.PID, s.PPID, s.Start, s.state, s.threads = pid, ppid, start, f[0][0], threads
-	return s, nil
+func statInfoOf(s procfs.Stat) statInfo {
+	return statInfo{ProcStat: ProcStat{PID: s.PID, PPID: s.PPID, Start: s.StartTime}, state: s.State, threads: s.NumThreads}
 }
 
 func (p ProcFS) stat(pid int) (statInfo, error) {
 	if pid <= 0 {
 		return statInfo{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
-	b, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(pid), "stat"))
+	s, err := procfs.ReadStatAt(p.root(), pid)
+	if errors.Is(err, procfs.ErrMalformed) {
+		return statInfo{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 			return statInfo{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
 		}
 		return statInfo{}, err
 	}
-	s, err := parseStat(b)
-	if err != nil {
-		return statInfo{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return s, nil
+	return statInfoOf(s), nil
 }
 
 // exited reports whether a process in this state has ended: a dead
@@ -142,13 +101,11 @@ func (p ProcFS) Children(pid int) ([]int, error) {
 			}
 			return nil, err
 		}
-		for _, f := range strings.Fields(string(b)) {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				return nil, fmt.Errorf("%s: malformed", t)
-			}
-			out = append(out, n)
+		c, err := procfs.ParseChildren(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: malformed", t)
 		}
+		out = append(out, c...)
 	}
 	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // socketPair is what the supervisor makes at a knock: two connected unix
@@ -162,10 +163,10 @@ func TestServerRegistersAndStreamsLogs(t *testing.T) {
 	}
 	lg.Close()
 
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- c.ServeLogs(&out) }()
-	out.waitLines(3)
+	waitLines(&out, 3)
 	// Done, then the keeper exits: the server hears both.
 	if err := c.Done(); err != nil {
 		t.Fatal(err)
@@ -338,24 +339,8 @@ func TestServerChecksSender(t *testing.T) {
 	b.Close()
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) waitLines(n int) {
+// waitLines waits up to 10 s for n lines in s.
+func waitLines(s *testutil.SyncBuffer, n int) {
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(s.String(), "\n") < n && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -383,10 +368,10 @@ func TestSinkDropsAndReports(t *testing.T) {
 	a, b := socketPair(t)
 	go k.run(a)
 	c := NewConn(b)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- c.ServeLogs(&out) }()
-	out.waitLines(2)
+	waitLines(&out, 2)
 	k.close()
 	<-k.done
 	a.Close()

@@ -1,13 +1,13 @@
 package notify
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/permwrap/permwrap/internal/procfs"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -207,21 +207,11 @@ func fdIdentity(tid, fd int) (fileID, error) {
 	return fileID{st.Dev, st.Ino}, nil
 }
 
-// parentOf reads the parent pid from /proc/TID/stat ("pid (comm) state
-// ppid ..."; comm may hold any byte, so the fields start after the last
-// ')').
+// parentOf reads the parent pid from /proc/TID/stat.
 func parentOf(tid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	s, err := procfs.ReadStat(tid)
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("notify: unreadable stat")
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
-		return 0, errors.New("notify: unreadable stat")
-	}
-	return strconv.Atoi(string(f[1]))
+	return s.PPID, nil
 }

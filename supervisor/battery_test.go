@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // batteryUID is the ordinary user the battery runs as when the test runs
@@ -73,44 +74,13 @@ func TestDailyBattery(t *testing.T) {
 	b.trueDenials()
 }
 
-// underTemp reports a path beneath a directory the default policy allows
-// writes in wholesale.
-func underTemp(p string) bool {
-	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm", os.TempDir()} {
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // batteryBase finds a place for a realistic home: $PERMWRAP_BATTERY_DIR,
 // /home, or beside the repository, whichever is writable and not beneath
 // a temporary directory.
 func batteryBase(t *testing.T) string {
 	_, self, _, _ := runtime.Caller(0)
 	repo := filepath.Dir(filepath.Dir(self))
-	for _, cand := range []string{os.Getenv("PERMWRAP_BATTERY_DIR"), "/home", filepath.Dir(repo)} {
-		if cand == "" {
-			continue
-		}
-		if real, err := filepath.EvalSymlinks(cand); err != nil || underTemp(real) {
-			continue
-		} else {
-			cand = real
-		}
-		d, err := os.MkdirTemp(cand, "permwrap-battery-")
-		if err != nil {
-			continue
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	t.Fatalf("no writable directory outside /tmp and /var/tmp for the battery's home (set PERMWRAP_BATTERY_DIR)")
-	return ""
+	return testutil.HomeBase(t, "PERMWRAP_BATTERY_DIR", "permwrap-battery-", filepath.Dir(repo))
 }
 
 func newBattery(t *testing.T) *battery {

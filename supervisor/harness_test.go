@@ -1,9 +1,7 @@
 package supervisor_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 	"github.com/permwrap/permwrap/notify"
 )
 
@@ -179,25 +178,7 @@ func (s *sandbox) logRecords() []map[string]any {
 // ended).
 func readLogFile(t *testing.T, path string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("review log %s: %v", path, err)
-	}
-	defer f.Close()
-	var recs []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("review log %s: a line does not parse: %v\n%s", path, err, sc.Bytes())
-		}
-		recs = append(recs, m)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("review log %s: %v", path, err)
-	}
-	return recs
+	return testutil.ReadRecords(t, path)
 }
 
 func (s *sandbox) path(rel string) string { return filepath.Join(s.workspace, rel) }

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/procfs"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -229,26 +229,18 @@ func (d *decoder) coreLimit(name string) (decoded, error) {
 
 // procPgrp is a process's group (field 5 of /proc/PID/stat).
 func procPgrp(pid int) (int, bool) {
-	f, ok := procStat(pid)
-	if !ok || len(f) < 3 {
-		return 0, false
-	}
-	g, err := strconv.Atoi(f[2])
-	return g, err == nil
+	s, err := procfs.ReadStat(pid)
+	return s.Pgrp, err == nil
 }
 
 // pgrpMembers lists the processes in process group pgrp.
 func pgrpMembers(pgrp int) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
+	pids, err := procfs.Pids()
 	if err != nil {
 		return nil, err
 	}
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || strings.HasPrefix(e.Name(), "0") {
-			continue
-		}
+	for _, pid := range pids {
 		if g, ok := procPgrp(pid); ok && g == pgrp {
 			out = append(out, pid)
 		}
@@ -258,10 +250,6 @@ func pgrpMembers(pgrp int) ([]int, error) {
 
 // procParent is the parent pid (field 4 of /proc/PID/stat).
 func procParent(pid int) (int, bool) {
-	f, ok := procStat(pid)
-	if !ok || len(f) < 2 {
-		return 0, false
-	}
-	p, err := strconv.Atoi(f[1])
-	return p, err == nil
+	s, err := procfs.ReadStat(pid)
+	return s.PPID, err == nil
 }

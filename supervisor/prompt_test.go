@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // tmuxSession drives a real terminal: permwrap runs inside tmux, keys are
@@ -41,13 +42,9 @@ func newTmuxEnv(t *testing.T, s *sandbox, wrapped bool, extra []string, argv ...
 		cmd = append(cmd, permwrapBin, "--log", s.logPath, "--workspace", s.workspace, "--")
 	}
 	cmd = append(cmd, argv...)
-	quoted := make([]string, len(cmd))
-	for i, a := range cmd {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
 	// The shell keeps the pane open after permwrap exits so the last
 	// screen can still be read.
-	script := strings.Join(quoted, " ") + "; echo PERMWRAP-EXIT=$?; sleep 60"
+	script := testutil.ShellQuote(cmd) + "; echo PERMWRAP-EXIT=$?; sleep 60"
 	ts.tmux("new-session", "-d", "-s", ts.name, "-x", "100", "-y", "30", "-c", s.workspace, script)
 	t.Cleanup(func() { exec.Command("tmux", "-S", ts.socket, "kill-server").Run() })
 	return ts
@@ -55,11 +52,7 @@ func newTmuxEnv(t *testing.T, s *sandbox, wrapped bool, extra []string, argv ...
 
 func (ts *tmuxSession) tmux(args ...string) string {
 	ts.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", ts.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		ts.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return testutil.Tmux(ts.t, ts.socket, args...)
 }
 
 func (ts *tmuxSession) keys(keys ...string) {

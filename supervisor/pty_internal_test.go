@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -11,49 +10,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // fakeTerminal is the person's terminal for a relay under test: the test
 // reads what the relay shows on the master side.
 type fakeTerminal struct {
 	master, slave *os.File
-	mu            sync.Mutex
-	shown         bytes.Buffer
+	screen        *testutil.PTY
 }
 
 func newFakeTerminal(t *testing.T) *fakeTerminal {
 	t.Helper()
-	m, s, err := pty.Open()
-	if err != nil {
-		kerneltest.Skip(t, "pseudo-terminal: "+err.Error())
-	}
-	pty.Setsize(m, &pty.Winsize{Rows: 30, Cols: 100})
-	ft := &fakeTerminal{master: m, slave: s}
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := m.Read(buf)
-			ft.mu.Lock()
-			ft.shown.Write(buf[:n])
-			ft.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { m.Close(); s.Close() })
-	return ft
+	p := testutil.OpenPTY(t, 30, 100)
+	return &fakeTerminal{master: p.Master, slave: p.Slave, screen: p}
 }
 
-func (ft *fakeTerminal) text() string {
-	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	return ft.shown.String()
-}
+func (ft *fakeTerminal) text() string { return ft.screen.Text() }
 
 func (ft *fakeTerminal) waitFor(t *testing.T, want string) {
 	t.Helper()

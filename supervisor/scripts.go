@@ -1,14 +1,12 @@
 package supervisor
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/procfs"
 )
 
 // scriptApprovals remembers, when a person (or a reviewer, or a parent
@@ -265,28 +263,12 @@ func coveringApproval(approvals []*scriptApproval, t touch) *scriptApproval {
 	return nil
 }
 
-// procStat returns the fields of /proc/PID/stat after the command name.
-func procStat(pid int) ([]string, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil, false
-	}
-	return strings.Fields(s[i+1:]), true
-}
-
 // readProcInfo is the parent pid (field 4 of /proc/PID/stat) and the
 // start time (field 22), from one read.
 func readProcInfo(pid int) (procInfo, bool) {
-	f, ok := procStat(pid)
-	if !ok || len(f) < 20 {
+	s, err := procfs.ReadStat(pid)
+	if err != nil {
 		return procInfo{}, false
 	}
-	ppid, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	return procInfo{ppid: ppid, start: start}, err1 == nil && err2 == nil
+	return procInfo{ppid: s.PPID, start: s.StartTime}, true
 }

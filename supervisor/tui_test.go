@@ -1,8 +1,6 @@
 package supervisor_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // The prompt over real full-screen programs: after every answer, the
@@ -108,16 +107,7 @@ func (side *tuiSide) records(t *testing.T) []map[string]any {
 	if err != nil {
 		t.Fatalf("side log: %v", err)
 	}
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("side log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return testutil.ParseRecords(t, "side log", b)
 }
 
 // prompt is one answer at the prompt: the option chosen by its label

@@ -1,17 +1,15 @@
 package supervisor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/permwrap/permwrap/internal/procfs"
 	"github.com/permwrap/permwrap/notify/host"
 	"golang.org/x/sys/unix"
 )
@@ -198,7 +196,7 @@ func killRound() int {
 	for len(queue) > 0 {
 		parent := queue[0]
 		queue = queue[1:]
-		for _, c := range childrenOf(parent.pid) {
+		for _, c := range procfs.Children(parent.pid) {
 			fd, err := host.PidfdOpen(c)
 			if errors.Is(err, unix.ENOSYS) {
 				// No pidfds (before Linux 5.3; permwrap needs 5.14 for
@@ -227,44 +225,9 @@ func killRound() int {
 
 // ppidOf reads the parent pid of pid from /proc/PID/stat; -1 if it cannot.
 func ppidOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s, err := procfs.ReadStat(pid)
 	if err != nil {
 		return -1
 	}
-	// pid (comm) state ppid ...; comm may hold anything, ")" included.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return -1
-	}
-	n, err := strconv.Atoi(f[1])
-	if err != nil {
-		return -1
-	}
-	return n
-}
-
-// childrenOf lists the children of pid from /proc/PID/task/*/children.
-func childrenOf(pid int) []int {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
+	return s.PPID
 }

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 const logFixture = `{"time":"2026-12-01T06:00:00Z","event":"permission_request.denied","requestId":"0190a0b0-0000-7000-8000-000000000001","pid":10,"exe":"/usr/bin/bash","surface":"write","value":"/etc/hosts","action":"deny","decidedBy":{"kind":"rule","surface":"write","pattern":"/etc/**","origin":"global","position":"policy.jsonc:12:5"},"reason":"system files"}
@@ -130,15 +130,6 @@ func TestCmdLogErrors(t *testing.T) {
 	}
 }
 
-// syncBuf is a bytes.Buffer safe to read while the follower writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestCmdLogFollowWithRealLog(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "state", "review.jsonl")
 	l, err := authority.OpenLog(p, authority.LogOptions{})
@@ -150,7 +141,7 @@ func TestCmdLogFollowWithRealLog(t *testing.T) {
 	l.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuf
+	var out, errb testutil.SyncBuffer
 	done := make(chan int)
 	go func() { done <- showLog(ctx, p, true, logFilter{denied: true}, false, &out, &errb) }()
 

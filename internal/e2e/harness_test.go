@@ -11,21 +11,19 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
 	"github.com/permwrap/permwrap/internal/modelserver"
+	"github.com/permwrap/permwrap/internal/testutil"
 	"github.com/permwrap/permwrap/notify"
 )
 
@@ -82,43 +80,12 @@ func requireSupervision(t *testing.T) {
 	}
 }
 
-// underTemp reports a path beneath a directory the default policy allows
-// writes in wholesale: a home there would hide every false denial about
-// the home.
-func underTemp(p string) bool {
-	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm", os.TempDir()} {
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // baseDir makes a directory for one test's home and workspace outside
 // the temporary directories: $PERMWRAP_E2E_DIR, /home, or beside the
 // repository.
 func baseDir(t *testing.T) string {
 	t.Helper()
-	for _, cand := range []string{os.Getenv("PERMWRAP_E2E_DIR"), "/home", filepath.Dir(repoRoot())} {
-		if cand == "" {
-			continue
-		}
-		real, err := filepath.EvalSymlinks(cand)
-		if err != nil || underTemp(real) {
-			continue
-		}
-		d, err := os.MkdirTemp(real, "permwrap-agents-")
-		if err != nil {
-			continue
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	t.Fatal("no writable directory outside /tmp and /var/tmp for the home (set PERMWRAP_E2E_DIR)")
-	return ""
+	return testutil.HomeBase(t, "PERMWRAP_E2E_DIR", "permwrap-agents-", filepath.Dir(repoRoot()))
 }
 
 // env is one fresh machine-user: a home with a private key and a
@@ -276,25 +243,14 @@ func (e *env) runWrapped(extraEnv []string, timeout time.Duration, argv ...strin
 // logRecords parses the review log; every line must be JSON.
 func (e *env) logRecords() []map[string]any {
 	e.t.Helper()
-	f, err := os.Open(e.logPath)
+	b, err := os.ReadFile(e.logPath)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil
 		}
 		e.t.Fatalf("review log: %v", err)
 	}
-	defer f.Close()
-	var recs []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			e.t.Fatalf("review log: a line does not parse: %v\n%s", err, sc.Bytes())
-		}
-		recs = append(recs, m)
-	}
-	return recs
+	return testutil.ParseRecords(e.t, "review log", b)
 }
 
 // isDenial reports a record of a request that was refused.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // The agents' own terminal interfaces under permwrap, in tmux, with a
@@ -52,23 +53,15 @@ func startTerm(t *testing.T, sockDir, dir string, env, argv []string) *term {
 	kerneltest.Tool(t, "tmux")
 	tm := &term{t: t, sock: filepath.Join(sockDir, "tmux.sock")}
 	cmd := append(append([]string{"env", "-i"}, env...), argv...)
-	q := make([]string, len(cmd))
-	for i, a := range cmd {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
 	tm.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "-c", dir,
-		strings.Join(q, " ")+"; echo E2E-EXIT=$?; sleep 600")
+		testutil.ShellQuote(cmd)+"; echo E2E-EXIT=$?; sleep 600")
 	t.Cleanup(func() { exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
 	return tm
 }
 
 func (tm *term) tmux(args ...string) string {
 	tm.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", tm.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		tm.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return testutil.Tmux(tm.t, tm.sock, args...)
 }
 
 func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", "e2e") }

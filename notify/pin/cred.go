@@ -1,7 +1,6 @@
 package pin
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/procfs"
 )
 
 // Credentials. A target may have dropped to another uid (no-new-privs stops
@@ -199,14 +200,13 @@ var CanClaimUcred = sync.OnceValue(func() bool {
 	if err != nil {
 		return false
 	}
-	for line := range bytes.SplitSeq(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("CapPrm:")); ok {
-			prm, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64)
-			const need = capSysAdmin | capSetuid | capSetgid
-			return err == nil && prm&need == need
-		}
+	v, ok := procfs.StatusField(b, "CapPrm")
+	if !ok {
+		return false
 	}
-	return false
+	prm, err := strconv.ParseUint(string(v), 16, 64)
+	const need = capSysAdmin | capSetuid | capSetgid
+	return err == nil && prm&need == need
 })
 
 // sameNamespaces reports whether thread tid is in the supervisor's user

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/procfs"
 )
 
 // Everything here is keyed by TID, not PID: threads can have their own cwd,
@@ -78,17 +80,7 @@ func readStatusFd(fd, tid int) (*procStatus, error) {
 func parseStatus(tid int, b []byte) (*procStatus, error) {
 	st := &procStatus{tgid: -1, umask: ^uint32(0)}
 	var haveUID, haveGID, haveGroups, haveCap bool
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		key, val, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
+	for key, val := range procfs.StatusFields(b) {
 		fields := bytes.Fields(val)
 		switch string(key) {
 		case "Tgid":

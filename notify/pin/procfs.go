@@ -2,14 +2,18 @@ package pin
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/procfs"
 )
 
 // Objects whose meaning depends on who opens them. The supervisor opening
@@ -192,23 +196,17 @@ func isDevTty(st *unix.Stat_t) bool {
 // target's open of /dev/tty would give it (the supervisor's own open would
 // give the supervisor's terminal, or ENXIO).
 func openCtty(tid int, flags int) (*File, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	st, err := procfs.ReadStat(tid)
+	if errors.Is(err, procfs.ErrMalformed) {
+		return nil, fmt.Errorf("pin: /proc/%d/stat: %v: %w", tid, err, unix.EIO)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pin: read stat of %d: %w", tid, errnoOf(err))
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("pin: malformed /proc/%d/stat: %w", tid, unix.EIO)
-	}
-	// After "pid (comm)": state ppid pgrp session tty_nr.
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 5 {
-		return nil, fmt.Errorf("pin: malformed /proc/%d/stat: %w", tid, unix.EIO)
-	}
-	nr, err := strconv.ParseUint(string(f[4]), 10, 32)
-	if err != nil {
+	if st.TTYNr < 0 || st.TTYNr > math.MaxUint32 {
 		return nil, fmt.Errorf("pin: malformed tty_nr in /proc/%d/stat: %w", tid, unix.EIO)
 	}
+	nr := uint64(st.TTYNr)
 	if nr == 0 {
 		return nil, unix.ENXIO // no controlling terminal
 	}

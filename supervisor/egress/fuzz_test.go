@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // FuzzParseTarget: a CONNECT authority or a request URL either is refused
@@ -84,7 +85,7 @@ func FuzzProxyRequest(f *testing.F) {
 	}
 	judge := &denyAll{}
 	res := newResolver(nil)
-	var errLog syncBuffer
+	var errLog testutil.SyncBuffer
 	p, err := Start(Config{Judge: judge, Peers: anyPeer{}, Resolver: res, ErrorLog: &errLog,
 		Limits: Limits{HeaderTimeout: 200 * time.Millisecond, MaxHeaderSize: 8 << 10}})
 	if err != nil {

@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // Every test here talks to loopback only. Names end in .test (RFC 6761:
@@ -97,32 +97,14 @@ func denyByUser(_ context.Context, r authority.Request) authority.Decision {
 	return authority.Denied(authority.ByUser{Via: "dialog"}, "not this one")
 }
 
-// syncBuffer is a log sink safe for the log's writer goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type rig struct {
 	proxy    *Proxy
 	policy   *engine.Policy
 	resolver *mapResolver
 	decider  *decider
 	log      *authority.Log
-	logBuf   *syncBuffer
-	errLog   *syncBuffer
+	logBuf   *testutil.SyncBuffer
+	errLog   *testutil.SyncBuffer
 	denied   []string
 	deniedMu sync.Mutex
 }
@@ -144,7 +126,7 @@ func withLimits(l Limits) rigOpt { return func(_ *rig, c *Config, _ *PolicyJudge
 // names (name → comma-separated addresses).
 func newRig(t testing.TB, src string, names map[string]string, opts ...rigOpt) *rig {
 	t.Helper()
-	r := &rig{policy: compilePolicy(t, src), resolver: newResolver(names), logBuf: &syncBuffer{}, errLog: &syncBuffer{}}
+	r := &rig{policy: compilePolicy(t, src), resolver: newResolver(names), logBuf: &testutil.SyncBuffer{}, errLog: &testutil.SyncBuffer{}}
 	r.log = authority.NewLogWriter(r.logBuf, authority.LogOptions{})
 	j := &PolicyJudge{Policy: r.policy, Log: r.log, Agent: []string{"agent"},
 		Process: func(pid int) authority.Process { return authority.Process{PID: pid, Comm: "testclient"} },

@@ -10,8 +10,9 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
+
+	"github.com/permwrap/permwrap/internal/procfs"
 )
 
 // Peers names the process at the other end of a loopback connection to
@@ -57,7 +58,7 @@ func (pp *ProcPeers) Peer(client, proxy netip.AddrPort) (int, error) {
 	if pp.Root > 0 {
 		pids = treePids(pp.Root)
 	} else {
-		pids = allPids()
+		pids, _ = procfs.Pids()
 	}
 	if last := int(pp.last.Load()); last > 0 {
 		if i := slices.Index(pids, last); i > 0 {
@@ -188,36 +189,11 @@ func treePids(root int) []int {
 	out := []int{root}
 	seen := map[int]bool{root: true}
 	for i := 0; i < len(out); i++ {
-		base := "/proc/" + strconv.Itoa(out[i]) + "/task/"
-		tasks, err := os.ReadDir(base)
-		if err != nil {
-			continue
-		}
-		for _, t := range tasks {
-			b, err := os.ReadFile(base + t.Name() + "/children")
-			if err != nil {
-				continue
+		for _, pid := range procfs.Children(out[i]) {
+			if !seen[pid] {
+				seen[pid] = true
+				out = append(out, pid)
 			}
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
-					seen[pid] = true
-					out = append(out, pid)
-				}
-			}
-		}
-	}
-	return out
-}
-
-func allPids() []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
-			out = append(out, pid)
 		}
 	}
 	return out
@@ -225,23 +201,10 @@ func allPids() []int {
 
 func treeByStat(root int) []int {
 	children := map[int][]int{}
-	for _, pid := range allPids() {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		s := string(b)
-		j := strings.LastIndexByte(s, ')')
-		if j < 0 {
-			continue
-		}
-		f := strings.Fields(s[j+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, err := strconv.Atoi(f[1]); err == nil {
-			children[ppid] = append(children[ppid], pid)
+	pids, _ := procfs.Pids()
+	for _, pid := range pids {
+		if s, err := procfs.ReadStat(pid); err == nil {
+			children[s.PPID] = append(children[s.PPID], pid)
 		}
 	}
 	out := []int{root}
