@@ -1,30 +1,20 @@
-package engine
+package shell
 
 import (
 	"path"
 	"strings"
 )
 
-// PathUse is a file a command of a script reads or writes, as far as the
-// analysis could resolve it: a redirect target, or an argument of a file
-// command this table knows (`touch f`, `cp a b`, `rm -r d`). When a person
-// approves the script, its path uses are approved with it, so the opens
-// they name do not ask again (one ask per intent).
+// PathUse is a file an argument of a file command names (`touch f`,
+// `cp a b`, `rm -r d`), resolved by the caller's resolve: what
+// ArgPathUses finds. engine.PathUse is the same with engine's Access.
 type PathUse struct {
 	Access Access
-	Path   string // absolute and clean
+	Path   string // as resolve returned it: absolute and clean
 	// Tree is set when everything beneath Path is used too (`rm -r d`,
 	// `cp -r src dst`).
 	Tree bool
-	From string // what named it, for people: "redirect", "argument of cp"
-}
-
-// Covers reports whether the use includes an access a to p.
-func (u PathUse) Covers(a Access, p string) bool {
-	if a == 0 || a&^u.Access != 0 {
-		return false
-	}
-	return p == u.Path || u.Tree && isBeneath(p, u.Path)
+	From string // what named it, for people: "argument of cp"
 }
 
 // parentUses are the directories `mkdir -p` creates above operand when
@@ -43,13 +33,6 @@ func parentUses(operand, dir string, a Access, from string, resolve func(p, dir 
 		}
 	}
 	return out
-}
-
-func isBeneath(p, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/") && p != "/"
-	}
-	return strings.HasPrefix(p, dir+"/")
 }
 
 // operandMode says what a file command does with its operands.
@@ -133,14 +116,14 @@ var chownSpec = wrapperSpec{short: "cfvhRHLP", long: map[string]argKind{"changes
 	"no-dereference": noArg, "from": reqArg, "no-preserve-root": noArg, "preserve-root": noArg, "quiet": noArg,
 	"silent": noArg, "reference": reqArg, "recursive": noArg, "verbose": noArg}}
 
-// argPathUses returns the paths a unit's arguments name, resolved with
+// ArgPathUses returns the paths a unit's arguments name, resolved with
 // resolve (nil results are skipped). Units of other commands, and command
 // lines the table cannot read, name none.
-func argPathUses(u Unit, resolve func(p, dir string) (string, bool)) []PathUse {
+func ArgPathUses(u Unit, resolve func(p, dir string) (string, bool)) []PathUse {
 	if u.Sentinel != "" || len(u.Argv) == 0 || u.StdinArgs {
 		return nil
 	}
-	name := baseName(u.Argv[0])
+	name := BaseName(u.Argv[0])
 	fc := fileCommands[name]
 	if fc == nil {
 		return nil
@@ -196,7 +179,7 @@ func argPathUses(u Unit, resolve func(p, dir string) (string, bool)) []PathUse {
 				target = v
 			}
 		default:
-			if fc.numeric && isDigits(w[1:]) {
+			if fc.numeric && IsDigits(w[1:]) {
 				continue
 			}
 			for j := 1; j < len(w); j++ {

@@ -1,4 +1,4 @@
-package engine
+package shell
 
 import (
 	"fmt"
@@ -636,13 +636,13 @@ func (w *walker) command(fs []field, s *syntax.Stmt, sc *scope) {
 			return // only redirections: they were recorded already
 		}
 	}
-	if isShell(baseName(name)) && s != nil {
+	if IsShell(BaseName(name)) && s != nil {
 		if _, _, mode, err := shellArgs(fs); err == "" && mode == shellModeStdin {
-			w.shellStdin(baseName(name), s, sc)
+			w.shellStdin(BaseName(name), s, sc)
 			return
 		}
 	}
-	w.a.wrapped(baseName(name), fs, sc)
+	w.a.wrapped(BaseName(name), fs, sc)
 }
 
 // sameShellBuiltins act on the shell that runs them: its directory,
@@ -786,13 +786,13 @@ func (a *analyzer) source(fs []field, sc *scope) {
 		fail(fmt.Sprintf("more than %d files sourced", maxSourced))
 		return
 	}
-	data, err := a.ctx.ReadFile(p, maxSourceBytes)
+	data, err := a.ctx.ReadFile(p, MaxSourceBytes)
 	switch {
 	case err != nil:
 		fail("cannot read: " + err.Error())
 		return
-	case len(data) > maxSourceBytes:
-		fail(fmt.Sprintf("%s is larger than %d bytes", p, maxSourceBytes))
+	case len(data) > MaxSourceBytes:
+		fail(fmt.Sprintf("%s is larger than %d bytes", p, MaxSourceBytes))
 		return
 	case a.srcBytes+len(data) > maxScriptBytes:
 		fail(fmt.Sprintf("sourced files larger than %d bytes in all", maxScriptBytes))
@@ -988,7 +988,7 @@ func (w *walker) redirect(r *syntax.Redirect, sc *scope) {
 		// `>&2` duplicates a descriptor; only bash's `>& file` (no
 		// descriptor number, no "-") opens a file.
 		v, ok := w.literal(r.Word, sc, true)
-		if ok && (v == "-" || isDigits(strings.TrimSuffix(v, "-"))) {
+		if ok && (v == "-" || IsDigits(strings.TrimSuffix(v, "-"))) {
 			return
 		}
 		if r.Op == syntax.DplIn {
@@ -1018,7 +1018,7 @@ func (w *walker) redirect(r *syntax.Redirect, sc *scope) {
 	w.a.redirects = append(w.a.redirects, Redirect{Access: acc, Path: v, Dir: sc.dir, Via: sc.via, Computed: computed})
 }
 
-func isDigits(s string) bool {
+func IsDigits(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -1331,7 +1331,7 @@ func (s *scope) lookup(name string) (string, bool) {
 			return "", false
 		}
 		return strconv.Itoa(len(s.args)), true
-	case name != "0" && isDigits(name):
+	case name != "0" && IsDigits(name):
 		if !s.argsKnown {
 			return "", false
 		}
