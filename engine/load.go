@@ -390,55 +390,95 @@ func CheckFile(name string, data []byte, kind FileKind, env Env) (int, []Warning
 // that is missing or invalid without ScopesRequired becomes a Warning
 // and turns on fail-closed.
 func Compile(cfg Config) (*Policy, []Warning, error) {
-	env := cfg.Env
-	var (
-		errs  []error
-		warns []Warning
-	)
-	parse := func(f *File, k fileKind) *fileConfig {
-		fc, err := parseConfig(f.Name, f.Data, k, env)
-		if err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		warns = append(warns, fc.warns...)
-		return fc
+	files := parseFiles(cfg)
+	if len(files.errs) > 0 {
+		return nil, files.warns, errors.Join(files.errs...)
 	}
-	var gfc, hfc *fileConfig
+	base, bfc, baseOrigin, err := baseProfile(cfg, files.global)
+	if err != nil {
+		return nil, files.warns, err
+	}
+	p := &Policy{env: cfg.Env, settings: defaultSettings(), audit: cfg.Audit, base: base, cfg: cfg}
+	p.applySettings(cfg, bfc, files.global)
+	p.layerRules(cfg, files, bfc, baseOrigin)
+	if files.hard != nil {
+		p.addHardGuards(files.hard, cfg.HardGuards.Name)
+	}
+	self, err := protectRules(cfg.Protect)
+	if err != nil {
+		return nil, files.warns, err
+	}
+	p.self = newRuleList(self)
+	return p, files.warns, nil
+}
+
+// parsedFiles are a Config's files, parsed: what Compile composes.
+type parsedFiles struct {
+	global, hard *fileConfig   // nil when absent
+	projects     []*fileConfig // as Config.Projects
+	scopes       []*fileConfig // as Config.Scopes; nil: not applied (fail-closed)
+	errs         []error
+	warns        []Warning
+}
+
+// parseFiles parses every file of cfg, gathering errors and warnings in
+// the order of the files.
+func parseFiles(cfg Config) *parsedFiles {
+	pf := &parsedFiles{}
 	if cfg.Global != nil {
-		gfc = parse(cfg.Global, kindGlobal)
+		pf.global = pf.parse(cfg.Global, kindGlobal, cfg.Env)
 	}
 	if cfg.HardGuards != nil {
-		hfc = parse(cfg.HardGuards, kindHardGuard)
+		pf.hard = pf.parse(cfg.HardGuards, kindHardGuard, cfg.Env)
 	}
-	projects := make([]*fileConfig, len(cfg.Projects))
+	pf.projects = make([]*fileConfig, len(cfg.Projects))
 	for i := range cfg.Projects {
-		projects[i] = parse(&cfg.Projects[i].File, kindProject)
+		pf.projects[i] = pf.parse(&cfg.Projects[i].File, kindProject, cfg.Env)
 	}
-	scopes := make([]*fileConfig, len(cfg.Scopes))
+	pf.parseScopes(cfg)
+	return pf
+}
+
+// parse parses one file that must be valid: an error is kept, and nil
+// returned.
+func (pf *parsedFiles) parse(f *File, k fileKind, env Env) *fileConfig {
+	fc, err := parseConfig(f.Name, f.Data, k, env)
+	if err != nil {
+		pf.errs = append(pf.errs, err)
+		return nil
+	}
+	pf.warns = append(pf.warns, fc.warns...)
+	return fc
+}
+
+// parseScopes parses the --policy scopes: one that is missing or invalid
+// is an error when cfg.ScopesRequired, otherwise a warning, and not
+// applied.
+func (pf *parsedFiles) parseScopes(cfg Config) {
+	pf.scopes = make([]*fileConfig, len(cfg.Scopes))
 	for i, s := range cfg.Scopes {
 		if s.Data == nil {
 			if cfg.ScopesRequired {
-				errs = append(errs, &ConfigError{Pos: Position{File: s.Name}, Msg: "could not be read"})
+				pf.errs = append(pf.errs, &ConfigError{Pos: Position{File: s.Name}, Msg: "could not be read"})
 			}
 			continue // ReadConfig already warned
 		}
-		fc, err := parseConfig(s.Name, s.Data, kindScope, env)
+		fc, err := parseConfig(s.Name, s.Data, kindScope, cfg.Env)
 		switch {
 		case err != nil && cfg.ScopesRequired:
-			errs = append(errs, err)
+			pf.errs = append(pf.errs, err)
 		case err != nil:
-			warns = append(warns, Warning{Pos: Position{File: s.Name}, Msg: "policy scope not applied, every allow now asks (fail-closed)", Err: err})
+			pf.warns = append(pf.warns, Warning{Pos: Position{File: s.Name}, Msg: "policy scope not applied, every allow now asks (fail-closed)", Err: err})
 		default:
-			warns = append(warns, fc.warns...)
-			scopes[i] = fc
+			pf.warns = append(pf.warns, fc.warns...)
+			pf.scopes[i] = fc
 		}
 	}
-	if len(errs) > 0 {
-		return nil, warns, errors.Join(errs...)
-	}
+}
 
-	// The base layer.
+// baseProfile is the base layer: the profile cfg names, or the one the
+// global policy extends, or the default; nil under ExtendsNone.
+func baseProfile(cfg Config, gfc *fileConfig) (string, *fileConfig, Origin, error) {
 	base := cfg.Profile
 	if base == "" {
 		switch {
@@ -450,23 +490,26 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 			base = cfg.DefaultExtends
 		}
 	}
-	var bfc *fileConfig
-	baseOrigin := OriginDefault
-	if base != "" && base != ExtendsNone {
-		f, ok := Profile(base)
-		if !ok {
-			return nil, warns, fmt.Errorf("no such profile %q (want %s or %q)", base, strings.Join(ProfileNames(), ", "), ExtendsNone)
-		}
-		var err error
-		if bfc, err = parseConfig(f.Name, f.Data, kindProfile, env); err != nil {
-			return nil, warns, fmt.Errorf("the embedded profile %q is broken: %w", base, err)
-		}
-		if base != DefaultProfile {
-			baseOrigin = OriginProfile
-		}
+	if base == "" || base == ExtendsNone {
+		return base, nil, OriginDefault, nil
 	}
+	f, ok := Profile(base)
+	if !ok {
+		return base, nil, OriginDefault, fmt.Errorf("no such profile %q (want %s or %q)", base, strings.Join(ProfileNames(), ", "), ExtendsNone)
+	}
+	bfc, err := parseConfig(f.Name, f.Data, kindProfile, cfg.Env)
+	if err != nil {
+		return base, nil, OriginDefault, fmt.Errorf("the embedded profile %q is broken: %w", base, err)
+	}
+	if base != DefaultProfile {
+		return base, bfc, OriginProfile, nil
+	}
+	return base, bfc, OriginDefault, nil
+}
 
-	p := &Policy{env: env, settings: defaultSettings(), audit: cfg.Audit, base: base, cfg: cfg}
+// applySettings applies the settings of the base profile and the global
+// policy, in that order, and yolo.
+func (p *Policy) applySettings(cfg Config, bfc, gfc *fileConfig) {
 	if bfc != nil {
 		p.settings = layerSettings(p.settings, bfc)
 		p.sources = append(p.sources, bfc.name)
@@ -477,79 +520,89 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	}
 	p.yolo = cfg.Yolo || p.settings.Yolo
 	p.settings.Yolo = p.yolo
+}
 
-	order := 0
-	var perSurface, baseRules, tight, content [numSurfaces][]*compiledRule
-	addRules := func(fc *fileConfig, o Origin, into *[numSurfaces][]*compiledRule, fallback **compiledRule) {
-		for _, rr := range fc.rules {
-			list := into
-			if rr.rule.Content != ContentAny {
-				// Content rules (only ask or deny) apart, so evaluating
-				// as "not secret" simply skips them.
-				list = &content
-			}
-			list[rr.rule.Surface] = append(list[rr.rule.Surface], newCompiled(rr, o, order))
-			order++
+// ruleLayers gathers the rules of the layers per surface, numbering them
+// in the order they are declared.
+type ruleLayers struct {
+	order                                 int
+	perSurface, baseRules, tight, content [numSurfaces][]*compiledRule
+}
+
+// add adds a file's rules to into (its content rules to content) and its
+// fallback to *fallback: later files win.
+func (l *ruleLayers) add(fc *fileConfig, o Origin, into *[numSurfaces][]*compiledRule, fallback **compiledRule) {
+	for _, rr := range fc.rules {
+		list := into
+		if rr.rule.Content != ContentAny {
+			// Content rules (only ask or deny) apart, so evaluating
+			// as "not secret" simply skips them.
+			list = &l.content
 		}
-		if fc.fallback != nil {
-			f := &compiledRule{Rule: *fc.fallback, order: order}
-			f.Origin = o
-			order++
-			*fallback = f // later files win
-		}
+		list[rr.rule.Surface] = append(list[rr.rule.Surface], newCompiled(rr, o, l.order))
+		l.order++
 	}
+	if fc.fallback != nil {
+		f := &compiledRule{Rule: *fc.fallback, order: l.order}
+		f.Origin = o
+		l.order++
+		*fallback = f // later files win
+	}
+}
+
+// layerRules composes the rules of the base profile, the global policy,
+// the project policies (trusted ones as layers, others tighten only) and
+// the scopes.
+func (p *Policy) layerRules(cfg Config, pf *parsedFiles, bfc *fileConfig, baseOrigin Origin) {
+	var l ruleLayers
 	if bfc != nil {
-		addRules(bfc, baseOrigin, &baseRules, &p.fallback)
+		l.add(bfc, baseOrigin, &l.baseRules, &p.fallback)
 	}
-	if gfc != nil {
-		addRules(gfc, OriginGlobal, &perSurface, &p.fallback)
+	if pf.global != nil {
+		l.add(pf.global, OriginGlobal, &l.perSurface, &p.fallback)
 	}
-	for i, pfc := range projects {
+	for i, pfc := range pf.projects {
 		if cfg.Projects[i].Trusted {
-			addRules(pfc, OriginProject, &perSurface, &p.fallback)
+			l.add(pfc, OriginProject, &l.perSurface, &p.fallback)
 			p.sources = append(p.sources, cfg.Projects[i].Name+" (trusted)")
 		} else {
-			addRules(pfc, OriginProject, &tight, &p.tightFallback)
+			l.add(pfc, OriginProject, &l.tight, &p.tightFallback)
 			p.sources = append(p.sources, cfg.Projects[i].Name+" (tighten-only)")
 			p.tightened = true
 		}
 	}
-	for i, sfc := range scopes {
+	for i, sfc := range pf.scopes {
 		if sfc == nil {
 			p.failClosed = true
 			continue
 		}
-		addRules(sfc, OriginScope, &perSurface, &p.fallback)
+		l.add(sfc, OriginScope, &l.perSurface, &p.fallback)
 		p.sources = append(p.sources, cfg.Scopes[i].Name)
 	}
-	for s := range perSurface {
-		p.rules[s] = newRuleList(perSurface[s])
-		p.baseRules[s] = newRuleList(baseRules[s])
-		p.tight[s] = newRuleList(tight[s])
-		p.content[s] = newRuleList(content[s])
+	for s := range l.perSurface {
+		p.rules[s] = newRuleList(l.perSurface[s])
+		p.baseRules[s] = newRuleList(l.baseRules[s])
+		p.tight[s] = newRuleList(l.tight[s])
+		p.content[s] = newRuleList(l.content[s])
 	}
+}
 
-	if hfc != nil {
-		var hard [numSurfaces][]*compiledRule
-		for i, rr := range hfc.rules {
-			hard[rr.rule.Surface] = append(hard[rr.rule.Surface], newCompiled(rr, OriginHardGuard, i))
-		}
-		for s := range hard {
-			p.hard[s] = newRuleList(hard[s])
-		}
-		var prot []*compiledRule
-		for i, rr := range hfc.protected {
-			prot = append(prot, newCompiled(rr, OriginHardGuard, i))
-		}
-		p.protected = newRuleList(prot)
-		p.sources = append(p.sources, cfg.HardGuards.Name)
+// addHardGuards adds the hard guards' rules and protected paths, which
+// stand above every layer.
+func (p *Policy) addHardGuards(hfc *fileConfig, name string) {
+	var hard [numSurfaces][]*compiledRule
+	for i, rr := range hfc.rules {
+		hard[rr.rule.Surface] = append(hard[rr.rule.Surface], newCompiled(rr, OriginHardGuard, i))
 	}
-	self, err := protectRules(cfg.Protect)
-	if err != nil {
-		return nil, warns, err
+	for s := range hard {
+		p.hard[s] = newRuleList(hard[s])
 	}
-	p.self = newRuleList(self)
-	return p, warns, nil
+	var prot []*compiledRule
+	for i, rr := range hfc.protected {
+		prot = append(prot, newCompiled(rr, OriginHardGuard, i))
+	}
+	p.protected = newRuleList(prot)
+	p.sources = append(p.sources, name)
 }
 
 // WithScope compiles the policy again with one more --policy scope (data,
