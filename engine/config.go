@@ -230,156 +230,16 @@ var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
 func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig, error) {
 	p := &parser{name: name, data: data, env: env}
 	fc := &fileConfig{name: name, settings: defaultSettings(), set: map[string]bool{}}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &ConfigError{Pos: Position{File: name}, Msg: "empty file: write {} for an empty policy"}
-	}
-	if len(data) > maxConfigSize {
-		return nil, &ConfigError{Pos: Position{File: name}, Msg: fmt.Sprintf("file is larger than %d bytes", maxConfigSize)}
-	}
-	if off, ok := nestingWithin(data, maxConfigDepth); !ok {
-		// The JSONC parser recurses per level; refuse before it can
-		// exhaust the stack on a hostile scope file.
-		return nil, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf("nested deeper than %d levels", maxConfigDepth)}
-	}
-	v, err := hujson.Parse(data)
+	v, err := p.document()
 	if err != nil {
-		msg := err.Error()
-		if m := hujsonPos.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			col, _ := strconv.Atoi(m[2])
-			return nil, &ConfigError{Pos: Position{File: name, Line: line, Column: col}, Msg: "syntax error: " + m[3]}
-		}
-		return nil, &ConfigError{Pos: Position{File: name}, Msg: "syntax error: " + msg}
+		return nil, err
 	}
 	top, ok := p.object(&v, "the top level")
 	if !ok {
 		return nil, errors.Join(p.errs...)
 	}
 	for _, m := range p.members(top) {
-		key := m.Name.Value.(hujson.Literal).String()
-		off := m.Name.StartOffset
-		val := &m.Value
-		if kind != kindGlobal && kind != kindProfile && key != "permission" && !(kind == kindHardGuard && key == "protectedWrites") {
-			switch kind {
-			case kindScope:
-				p.errorf(off, "key %q is not allowed in a --policy scope: settings come from the global policy.jsonc only", key)
-			case kindProject:
-				p.errorf(off, "key %q is not allowed in a project policy: it holds only \"permission\"; settings come from the global policy.jsonc", key)
-			default:
-				p.errorf(off, "key %q is not allowed in hard-guards.jsonc: it holds only \"permission\" and \"protectedWrites\"", key)
-			}
-			continue
-		}
-		fc.set[key] = true
-		switch key {
-		case "permission":
-			p.permission(val, kind, fc)
-		case "protectedWrites":
-			if kind != kindHardGuard {
-				p.errorf(off, "unknown key %q: protectedWrites belong in hard-guards.jsonc", key)
-				continue
-			}
-			for _, e := range p.array(val, key) {
-				s, ok := p.str(&e, "a protectedWrites entry")
-				if !ok {
-					continue
-				}
-				if r, ok := p.rule(SurfaceWrite, s, Ask, "", e.StartOffset); ok {
-					r.rule.Origin = OriginHardGuard
-					fc.protected = append(fc.protected, r)
-				}
-			}
-		case "yoloMode":
-			fc.yolo, _ = p.boolean(val, key)
-			fc.settings.Yolo = fc.yolo
-		case "authorizerChain":
-			for _, e := range p.array(val, key) {
-				if s, ok := p.str(&e, "an authorizerChain entry"); ok {
-					if s == "" {
-						p.errorf(e.StartOffset, "empty authorizer name")
-						continue
-					}
-					fc.settings.AuthorizerChain = append(fc.settings.AuthorizerChain, s)
-				}
-			}
-		case "authorizers":
-			obj, ok := p.object(val, key)
-			if !ok {
-				continue
-			}
-			for _, am := range p.members(obj) {
-				name := am.Name.Value.(hujson.Literal).String()
-				if spec, ok := p.authorizer(&am.Value, name); ok {
-					fc.settings.Authorizers[name] = spec
-				}
-			}
-		case "modelDelegation":
-			obj, ok := p.object(val, key)
-			if !ok {
-				continue
-			}
-			for _, dm := range p.members(obj) {
-				k := dm.Name.Value.(hujson.Literal).String()
-				switch k {
-				case "allowedSurfaces":
-					fc.settings.ModelDelegation.AllowedSurfaces = p.surfaces(&dm.Value, k)
-				case "excludedSurfaces":
-					fc.settings.ModelDelegation.ExcludedSurfaces = p.surfaces(&dm.Value, k)
-				default:
-					p.errorf(dm.Name.StartOffset, "unknown key %q in modelDelegation (want allowedSurfaces, excludedSurfaces)", k)
-				}
-			}
-		case "askTimeout":
-			if s, ok := p.str(val, key); ok {
-				d, err := time.ParseDuration(s)
-				switch {
-				case err != nil:
-					p.errorf(val.StartOffset, "askTimeout: %q is not a duration (write e.g. \"10m\", \"90s\")", s)
-				case d <= 0:
-					p.errorf(val.StartOffset, "askTimeout must be positive")
-				default:
-					fc.settings.AskTimeout = d
-				}
-			}
-		case "denialNotice":
-			if s, ok := p.str(val, key); ok {
-				if s != "stderr" && s != "off" {
-					p.errorf(val.StartOffset, "denialNotice: %q is not \"stderr\" or \"off\"", s)
-				} else {
-					fc.settings.DenialNotice = s
-				}
-			}
-		case "proxy":
-			if s, ok := p.str(val, key); ok {
-				if s != "env" && s != "off" {
-					p.errorf(val.StartOffset, "proxy: %q is not \"env\" or \"off\"", s)
-				} else {
-					fc.settings.Proxy = s
-				}
-			}
-		case "typoPaths":
-			for _, e := range p.array(val, key) {
-				if tp, ok := p.typoPath(&e); ok {
-					fc.settings.TypoPaths = append(fc.settings.TypoPaths, tp)
-				}
-			}
-		case "log":
-			p.logSettings(val, &fc.settings.Log)
-		case "extends":
-			if kind == kindProfile {
-				p.errorf(off, "a profile does not extend another")
-				continue
-			}
-			if s, ok := p.str(val, key); ok {
-				if s != ExtendsNone && !IsProfile(s) {
-					p.errorf(val.StartOffset, "extends: unknown profile %q (want %s or %q)", s, strings.Join(ProfileNames(), ", "), ExtendsNone)
-					continue
-				}
-				fc.extends, fc.extendsAt = s, p.pos(val.StartOffset)
-			}
-		default:
-			p.errorf(off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, typoPaths, log)", key)
-		}
+		p.topLevel(topKey{key: m.Name.Value.(hujson.Literal).String(), off: m.Name.StartOffset, val: &m.Value}, kind, fc)
 	}
 	if len(p.errs) > 0 {
 		// Report in reading order, whatever order the checks ran in.
@@ -391,6 +251,201 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 	}
 	fc.warns = p.warns
 	return fc, nil
+}
+
+// document parses the file as JSONC, refusing an empty file, one too
+// large, or one nested too deep, before the parser sees it.
+func (p *parser) document() (hujson.Value, error) {
+	name, data := p.name, p.data
+	if len(bytes.TrimSpace(data)) == 0 {
+		return hujson.Value{}, &ConfigError{Pos: Position{File: name}, Msg: "empty file: write {} for an empty policy"}
+	}
+	if len(data) > maxConfigSize {
+		return hujson.Value{}, &ConfigError{Pos: Position{File: name}, Msg: fmt.Sprintf("file is larger than %d bytes", maxConfigSize)}
+	}
+	if off, ok := nestingWithin(data, maxConfigDepth); !ok {
+		// The JSONC parser recurses per level; refuse before it can
+		// exhaust the stack on a hostile scope file.
+		return hujson.Value{}, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf("nested deeper than %d levels", maxConfigDepth)}
+	}
+	v, err := hujson.Parse(data)
+	if err != nil {
+		msg := err.Error()
+		if m := hujsonPos.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			col, _ := strconv.Atoi(m[2])
+			return hujson.Value{}, &ConfigError{Pos: Position{File: name, Line: line, Column: col}, Msg: "syntax error: " + m[3]}
+		}
+		return hujson.Value{}, &ConfigError{Pos: Position{File: name}, Msg: "syntax error: " + msg}
+	}
+	return v, nil
+}
+
+// topKey is one top-level key of a configuration file and its value.
+type topKey struct {
+	key string
+	off int // where the key is
+	val *hujson.Value
+}
+
+// topLevelKeys reads each top-level key a configuration file may hold.
+// Only the global policy and the profiles hold settings; the others hold
+// "permission", and hard-guards.jsonc "protectedWrites" too.
+var topLevelKeys = map[string]func(p *parser, m topKey, kind fileKind, fc *fileConfig){
+	"permission":      func(p *parser, m topKey, kind fileKind, fc *fileConfig) { p.permission(m.val, kind, fc) },
+	"protectedWrites": (*parser).protectedWrites,
+	"yoloMode": func(p *parser, m topKey, _ fileKind, fc *fileConfig) {
+		fc.yolo, _ = p.boolean(m.val, m.key)
+		fc.settings.Yolo = fc.yolo
+	},
+	"authorizerChain": (*parser).authorizerChain,
+	"authorizers":     (*parser).authorizers,
+	"modelDelegation": (*parser).modelDelegation,
+	"askTimeout":      (*parser).askTimeout,
+	"denialNotice": func(p *parser, m topKey, _ fileKind, fc *fileConfig) {
+		if s, ok := p.oneOf(m, "stderr", "off"); ok {
+			fc.settings.DenialNotice = s
+		}
+	},
+	"proxy": func(p *parser, m topKey, _ fileKind, fc *fileConfig) {
+		if s, ok := p.oneOf(m, "env", "off"); ok {
+			fc.settings.Proxy = s
+		}
+	},
+	"typoPaths": func(p *parser, m topKey, _ fileKind, fc *fileConfig) {
+		for _, e := range p.array(m.val, m.key) {
+			if tp, ok := p.typoPath(&e); ok {
+				fc.settings.TypoPaths = append(fc.settings.TypoPaths, tp)
+			}
+		}
+	},
+	"log":     func(p *parser, m topKey, _ fileKind, fc *fileConfig) { p.logSettings(m.val, &fc.settings.Log) },
+	"extends": (*parser).extends,
+}
+
+// topLevel reads one top-level key, if kind may hold it.
+func (p *parser) topLevel(m topKey, kind fileKind, fc *fileConfig) {
+	if kind != kindGlobal && kind != kindProfile && m.key != "permission" && !(kind == kindHardGuard && m.key == "protectedWrites") {
+		switch kind {
+		case kindScope:
+			p.errorf(m.off, "key %q is not allowed in a --policy scope: settings come from the global policy.jsonc only", m.key)
+		case kindProject:
+			p.errorf(m.off, "key %q is not allowed in a project policy: it holds only \"permission\"; settings come from the global policy.jsonc", m.key)
+		default:
+			p.errorf(m.off, "key %q is not allowed in hard-guards.jsonc: it holds only \"permission\" and \"protectedWrites\"", m.key)
+		}
+		return
+	}
+	fc.set[m.key] = true
+	read, ok := topLevelKeys[m.key]
+	if !ok {
+		p.errorf(m.off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, typoPaths, log)", m.key)
+		return
+	}
+	read(p, m, kind, fc)
+}
+
+func (p *parser) protectedWrites(m topKey, kind fileKind, fc *fileConfig) {
+	if kind != kindHardGuard {
+		p.errorf(m.off, "unknown key %q: protectedWrites belong in hard-guards.jsonc", m.key)
+		return
+	}
+	for _, e := range p.array(m.val, m.key) {
+		s, ok := p.str(&e, "a protectedWrites entry")
+		if !ok {
+			continue
+		}
+		if r, ok := p.rule(SurfaceWrite, s, Ask, "", e.StartOffset); ok {
+			r.rule.Origin = OriginHardGuard
+			fc.protected = append(fc.protected, r)
+		}
+	}
+}
+
+func (p *parser) authorizerChain(m topKey, _ fileKind, fc *fileConfig) {
+	for _, e := range p.array(m.val, m.key) {
+		if s, ok := p.str(&e, "an authorizerChain entry"); ok {
+			if s == "" {
+				p.errorf(e.StartOffset, "empty authorizer name")
+				continue
+			}
+			fc.settings.AuthorizerChain = append(fc.settings.AuthorizerChain, s)
+		}
+	}
+}
+
+func (p *parser) authorizers(m topKey, _ fileKind, fc *fileConfig) {
+	obj, ok := p.object(m.val, m.key)
+	if !ok {
+		return
+	}
+	for _, am := range p.members(obj) {
+		name := am.Name.Value.(hujson.Literal).String()
+		if spec, ok := p.authorizer(&am.Value, name); ok {
+			fc.settings.Authorizers[name] = spec
+		}
+	}
+}
+
+func (p *parser) modelDelegation(m topKey, _ fileKind, fc *fileConfig) {
+	obj, ok := p.object(m.val, m.key)
+	if !ok {
+		return
+	}
+	for _, dm := range p.members(obj) {
+		k := dm.Name.Value.(hujson.Literal).String()
+		switch k {
+		case "allowedSurfaces":
+			fc.settings.ModelDelegation.AllowedSurfaces = p.surfaces(&dm.Value, k)
+		case "excludedSurfaces":
+			fc.settings.ModelDelegation.ExcludedSurfaces = p.surfaces(&dm.Value, k)
+		default:
+			p.errorf(dm.Name.StartOffset, "unknown key %q in modelDelegation (want allowedSurfaces, excludedSurfaces)", k)
+		}
+	}
+}
+
+func (p *parser) askTimeout(m topKey, _ fileKind, fc *fileConfig) {
+	s, ok := p.str(m.val, m.key)
+	if !ok {
+		return
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.errorf(m.val.StartOffset, "askTimeout: %q is not a duration (write e.g. \"10m\", \"90s\")", s)
+	case d <= 0:
+		p.errorf(m.val.StartOffset, "askTimeout must be positive")
+	default:
+		fc.settings.AskTimeout = d
+	}
+}
+
+// oneOf is a string setting that must be a or b.
+func (p *parser) oneOf(m topKey, a, b string) (string, bool) {
+	s, ok := p.str(m.val, m.key)
+	if !ok {
+		return "", false
+	}
+	if s != a && s != b {
+		p.errorf(m.val.StartOffset, "%s: %q is not %q or %q", m.key, s, a, b)
+		return "", false
+	}
+	return s, true
+}
+
+func (p *parser) extends(m topKey, kind fileKind, fc *fileConfig) {
+	if kind == kindProfile {
+		p.errorf(m.off, "a profile does not extend another")
+		return
+	}
+	if s, ok := p.str(m.val, m.key); ok {
+		if s != ExtendsNone && !IsProfile(s) {
+			p.errorf(m.val.StartOffset, "extends: unknown profile %q (want %s or %q)", s, strings.Join(ProfileNames(), ", "), ExtendsNone)
+			return
+		}
+		fc.extends, fc.extendsAt = s, p.pos(m.val.StartOffset)
+	}
 }
 
 // members returns an object's members, reporting duplicate names (JSON
