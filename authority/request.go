@@ -35,7 +35,7 @@ type Request struct {
 	Runs   []string          // inner commands of wrappers (env, nice, sudo -u ...)
 	Units  []string          // the units of a script the command line runs
 	// Command is the command the model sent when an agent's shell tool
-	// wrapped it (engine.RecognizeAgentShell), CommandBy the agent. Runs
+	// wrapped it (shell.RecognizeAgentShell), CommandBy the agent. Runs
 	// then lists the command's own parts (and any part of the agent's
 	// set-up that asked or was denied), and SetUp the rest of the
 	// agent's set-up, which only the full request shows.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -230,156 +229,16 @@ var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
 func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig, error) {
 	p := &parser{name: name, data: data, env: env}
 	fc := &fileConfig{name: name, settings: defaultSettings(), set: map[string]bool{}}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &ConfigError{Pos: Position{File: name}, Msg: "empty file: write {} for an empty policy"}
-	}
-	if len(data) > maxConfigSize {
-		return nil, &ConfigError{Pos: Position{File: name}, Msg: fmt.Sprintf("file is larger than %d bytes", maxConfigSize)}
-	}
-	if off, ok := nestingWithin(data, maxConfigDepth); !ok {
-		// The JSONC parser recurses per level; refuse before it can
-		// exhaust the stack on a hostile scope file.
-		return nil, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf("nested deeper than %d levels", maxConfigDepth)}
-	}
-	v, err := hujson.Parse(data)
+	v, err := p.document()
 	if err != nil {
-		msg := err.Error()
-		if m := hujsonPos.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			col, _ := strconv.Atoi(m[2])
-			return nil, &ConfigError{Pos: Position{File: name, Line: line, Column: col}, Msg: "syntax error: " + m[3]}
-		}
-		return nil, &ConfigError{Pos: Position{File: name}, Msg: "syntax error: " + msg}
+		return nil, err
 	}
 	top, ok := p.object(&v, "the top level")
 	if !ok {
 		return nil, errors.Join(p.errs...)
 	}
 	for _, m := range p.members(top) {
-		key := m.Name.Value.(hujson.Literal).String()
-		off := m.Name.StartOffset
-		val := &m.Value
-		if kind != kindGlobal && kind != kindProfile && key != "permission" && !(kind == kindHardGuard && key == "protectedWrites") {
-			switch kind {
-			case kindScope:
-				p.errorf(off, "key %q is not allowed in a --policy scope: settings come from the global policy.jsonc only", key)
-			case kindProject:
-				p.errorf(off, "key %q is not allowed in a project policy: it holds only \"permission\"; settings come from the global policy.jsonc", key)
-			default:
-				p.errorf(off, "key %q is not allowed in hard-guards.jsonc: it holds only \"permission\" and \"protectedWrites\"", key)
-			}
-			continue
-		}
-		fc.set[key] = true
-		switch key {
-		case "permission":
-			p.permission(val, kind, fc)
-		case "protectedWrites":
-			if kind != kindHardGuard {
-				p.errorf(off, "unknown key %q: protectedWrites belong in hard-guards.jsonc", key)
-				continue
-			}
-			for _, e := range p.array(val, key) {
-				s, ok := p.str(&e, "a protectedWrites entry")
-				if !ok {
-					continue
-				}
-				if r, ok := p.rule(SurfaceWrite, s, Ask, "", e.StartOffset); ok {
-					r.rule.Origin = OriginHardGuard
-					fc.protected = append(fc.protected, r)
-				}
-			}
-		case "yoloMode":
-			fc.yolo, _ = p.boolean(val, key)
-			fc.settings.Yolo = fc.yolo
-		case "authorizerChain":
-			for _, e := range p.array(val, key) {
-				if s, ok := p.str(&e, "an authorizerChain entry"); ok {
-					if s == "" {
-						p.errorf(e.StartOffset, "empty authorizer name")
-						continue
-					}
-					fc.settings.AuthorizerChain = append(fc.settings.AuthorizerChain, s)
-				}
-			}
-		case "authorizers":
-			obj, ok := p.object(val, key)
-			if !ok {
-				continue
-			}
-			for _, am := range p.members(obj) {
-				name := am.Name.Value.(hujson.Literal).String()
-				if spec, ok := p.authorizer(&am.Value, name); ok {
-					fc.settings.Authorizers[name] = spec
-				}
-			}
-		case "modelDelegation":
-			obj, ok := p.object(val, key)
-			if !ok {
-				continue
-			}
-			for _, dm := range p.members(obj) {
-				k := dm.Name.Value.(hujson.Literal).String()
-				switch k {
-				case "allowedSurfaces":
-					fc.settings.ModelDelegation.AllowedSurfaces = p.surfaces(&dm.Value, k)
-				case "excludedSurfaces":
-					fc.settings.ModelDelegation.ExcludedSurfaces = p.surfaces(&dm.Value, k)
-				default:
-					p.errorf(dm.Name.StartOffset, "unknown key %q in modelDelegation (want allowedSurfaces, excludedSurfaces)", k)
-				}
-			}
-		case "askTimeout":
-			if s, ok := p.str(val, key); ok {
-				d, err := time.ParseDuration(s)
-				switch {
-				case err != nil:
-					p.errorf(val.StartOffset, "askTimeout: %q is not a duration (write e.g. \"10m\", \"90s\")", s)
-				case d <= 0:
-					p.errorf(val.StartOffset, "askTimeout must be positive")
-				default:
-					fc.settings.AskTimeout = d
-				}
-			}
-		case "denialNotice":
-			if s, ok := p.str(val, key); ok {
-				if s != "stderr" && s != "off" {
-					p.errorf(val.StartOffset, "denialNotice: %q is not \"stderr\" or \"off\"", s)
-				} else {
-					fc.settings.DenialNotice = s
-				}
-			}
-		case "proxy":
-			if s, ok := p.str(val, key); ok {
-				if s != "env" && s != "off" {
-					p.errorf(val.StartOffset, "proxy: %q is not \"env\" or \"off\"", s)
-				} else {
-					fc.settings.Proxy = s
-				}
-			}
-		case "typoPaths":
-			for _, e := range p.array(val, key) {
-				if tp, ok := p.typoPath(&e); ok {
-					fc.settings.TypoPaths = append(fc.settings.TypoPaths, tp)
-				}
-			}
-		case "log":
-			p.logSettings(val, &fc.settings.Log)
-		case "extends":
-			if kind == kindProfile {
-				p.errorf(off, "a profile does not extend another")
-				continue
-			}
-			if s, ok := p.str(val, key); ok {
-				if s != ExtendsNone && !IsProfile(s) {
-					p.errorf(val.StartOffset, "extends: unknown profile %q (want %s or %q)", s, strings.Join(ProfileNames(), ", "), ExtendsNone)
-					continue
-				}
-				fc.extends, fc.extendsAt = s, p.pos(val.StartOffset)
-			}
-		default:
-			p.errorf(off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, typoPaths, log)", key)
-		}
+		p.topLevel(topKey{key: m.Name.Value.(hujson.Literal).String(), off: m.Name.StartOffset, val: &m.Value}, kind, fc)
 	}
 	if len(p.errs) > 0 {
 		// Report in reading order, whatever order the checks ran in.
@@ -391,6 +250,34 @@ func parseConfig(name string, data []byte, kind fileKind, env Env) (*fileConfig,
 	}
 	fc.warns = p.warns
 	return fc, nil
+}
+
+// document parses the file as JSONC, refusing an empty file, one too
+// large, or one nested too deep, before the parser sees it.
+func (p *parser) document() (hujson.Value, error) {
+	name, data := p.name, p.data
+	if len(bytes.TrimSpace(data)) == 0 {
+		return hujson.Value{}, &ConfigError{Pos: Position{File: name}, Msg: "empty file: write {} for an empty policy"}
+	}
+	if len(data) > maxConfigSize {
+		return hujson.Value{}, &ConfigError{Pos: Position{File: name}, Msg: fmt.Sprintf("file is larger than %d bytes", maxConfigSize)}
+	}
+	if off, ok := nestingWithin(data, maxConfigDepth); !ok {
+		// The JSONC parser recurses per level; refuse before it can
+		// exhaust the stack on a hostile scope file.
+		return hujson.Value{}, &ConfigError{Pos: p.pos(off), Msg: fmt.Sprintf("nested deeper than %d levels", maxConfigDepth)}
+	}
+	v, err := hujson.Parse(data)
+	if err != nil {
+		msg := err.Error()
+		if m := hujsonPos.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			col, _ := strconv.Atoi(m[2])
+			return hujson.Value{}, &ConfigError{Pos: Position{File: name, Line: line, Column: col}, Msg: "syntax error: " + m[3]}
+		}
+		return hujson.Value{}, &ConfigError{Pos: Position{File: name}, Msg: "syntax error: " + msg}
+	}
+	return v, nil
 }
 
 // members returns an object's members, reporting duplicate names (JSON
@@ -592,115 +479,6 @@ func lintCommandPattern(pattern string) error {
 	return nil
 }
 
-// ExpandPathPattern turns a path pattern as written into the absolute
-// pattern it is matched as:
-//
-//   - a leading ~ or ~/ is the home directory; ~user is an error (write
-//     the absolute path);
-//   - ${HOME}, ${WORKSPACE}, ${TMPDIR} expand anywhere, their values
-//     escaped so a directory named "a[1]" is literal;
-//   - a trailing "/" means the directory and everything beneath it
-//     ("X/**"), and "NAME/" with no other "/" a directory of that name at
-//     any depth in the workspace ("${WORKSPACE}/**/NAME/**"), as in
-//     .gitignore;
-//   - a pattern with a "/" that starts with neither "/", "~", "${" nor
-//     "**" is relative to the workspace (leading "./" and "../" are
-//     resolved against it), as Claude Code and sandbox-runtime read it.
-//
-// A pattern with no "/" at all stays a basename pattern (`.env`,
-// `*.pem`), matched against the last component anywhere.
-func ExpandPathPattern(pat string, env Env) (string, error) {
-	if strings.HasPrefix(pat, "~") && pat != "~" && !strings.HasPrefix(pat, "~/") {
-		user, _, _ := strings.Cut(pat[1:], "/")
-		return "", fmt.Errorf("~%s: only ~ (your home directory) is expanded; write the absolute path (for example /home/%s or /root)", user, user)
-	}
-	if len(pat) > 1 && strings.HasSuffix(pat, "/") && !strings.HasSuffix(pat, `\/`) {
-		dir := strings.TrimRight(pat, "/")
-		switch {
-		case dir == "":
-			pat = "/"
-		case !strings.Contains(dir, "/") && dir != "." && dir != ".." && dir != "~":
-			// gitignore: a directory of that name at any depth beneath
-			// the root, here the workspace.
-			pat = "./**/" + dir + "/**"
-		default:
-			pat = dir + "/**"
-		}
-	}
-	if pat == "." || pat == "./" {
-		pat = "${WORKSPACE}"
-	} else if relativePattern(pat) {
-		if env.Workspace == "" {
-			return "", errors.New("a relative pattern needs the workspace, which is not known here")
-		}
-		base, rest := env.Workspace, pat
-		for {
-			switch {
-			case strings.HasPrefix(rest, "./"):
-				rest = rest[2:]
-				continue
-			case strings.HasPrefix(rest, "../"):
-				base = path.Dir(base)
-				rest = rest[3:]
-				continue
-			case rest == "..":
-				base, rest = path.Dir(base), ""
-			}
-			break
-		}
-		pat = QuoteGlob(strings.TrimSuffix(base, "/"))
-		if rest != "" {
-			if strings.Contains(rest, "${") {
-				var err error
-				if rest, err = expandVars(rest, env, QuoteGlob); err != nil {
-					return "", err
-				}
-			}
-			pat += "/" + rest
-		}
-		if pat == "" {
-			pat = "/"
-		}
-		return pat, nil
-	}
-	return expandVars(pat, env, QuoteGlob)
-}
-
-// relativePattern reports whether a path pattern names a place relative
-// to the workspace.
-func relativePattern(p string) bool {
-	if !strings.Contains(p, "/") {
-		return false // a basename pattern: anywhere
-	}
-	for _, abs := range []string{"/", "~", "${", "**"} {
-		if strings.HasPrefix(p, abs) {
-			return false
-		}
-	}
-	return true
-}
-
-// unmatchable says why no path permwrap checks can ever match the
-// expanded pattern, or "": checked paths are absolute and cleaned, so
-// they never hold an empty, "." or ".." component nor end in "/".
-func unmatchable(exp string) string {
-	if !strings.Contains(exp, "/") {
-		return "" // basename patterns match a component
-	}
-	comps := strings.Split(exp, "/")
-	for i, c := range comps {
-		switch {
-		case c == "" && i > 0 && i < len(comps)-1:
-			return "it holds \"//\", and checked paths are cleaned (write one \"/\")"
-		case c == ".":
-			return "it holds a \".\" component, and checked paths are cleaned"
-		case c == "..":
-			return "it holds a \"..\" component, and checked paths are cleaned (write the path it leads to)"
-		}
-	}
-	return ""
-}
-
 func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
 	obj, ok := p.object(v, "permission")
 	if !ok {
@@ -763,184 +541,4 @@ func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
 			p.errorf(m.Value.StartOffset, "surface %q: want an action string or an object of pattern: action, got %s", name, kindName(m.Value.Value))
 		}
 	}
-}
-
-func (p *parser) surfaces(v *hujson.Value, what string) []Surface {
-	var out []Surface
-	for _, e := range p.array(v, what) {
-		s, ok := p.str(&e, what+" entry")
-		if !ok {
-			continue
-		}
-		sf, ok := ParseSurface(s)
-		if !ok {
-			p.errorf(e.StartOffset, "unknown surface %q (want read, write, exec, bash, path or net)", s)
-			continue
-		}
-		out = append(out, sf)
-	}
-	return out
-}
-
-func (p *parser) authorizer(v *hujson.Value, name string) (AuthorizerSpec, bool) {
-	spec := AuthorizerSpec{Timeout: DefaultAuthorizerTimeout}
-	obj, ok := p.object(v, "authorizer "+strconv.Quote(name))
-	if !ok {
-		return spec, false
-	}
-	n := len(p.errs)
-	hasCmd := false
-	for _, m := range p.members(obj) {
-		k := m.Name.Value.(hujson.Literal).String()
-		switch k {
-		case "command":
-			hasCmd = true
-			for _, e := range p.array(&m.Value, "command") {
-				if s, ok := p.str(&e, "a command word"); ok {
-					spec.Command = append(spec.Command, s)
-				}
-			}
-			if len(spec.Command) == 0 && n == len(p.errs) {
-				p.errorf(m.Value.StartOffset, "authorizer %q: command must name a program", name)
-			}
-		case "timeoutMs":
-			if ms, ok := p.integer(&m.Value, "timeoutMs", 1); ok {
-				spec.Timeout = time.Duration(ms) * time.Millisecond
-			}
-		default:
-			p.errorf(m.Name.StartOffset, "unknown key %q in authorizer %q (want command, timeoutMs)", k, name)
-		}
-	}
-	if !hasCmd {
-		p.errorf(v.StartOffset, "authorizer %q has no \"command\"", name)
-	}
-	return spec, n == len(p.errs)
-}
-
-func (p *parser) typoPath(v *hujson.Value) (TypoPath, bool) {
-	var tp TypoPath
-	obj, ok := p.object(v, "a typoPaths entry")
-	if !ok {
-		return tp, false
-	}
-	n := len(p.errs)
-	var hasFrom, hasTo bool
-	for _, m := range p.members(obj) {
-		k := m.Name.Value.(hujson.Literal).String()
-		switch k {
-		case "from":
-			hasFrom = true
-			if s, ok := p.str(&m.Value, "from"); ok {
-				tp.From = s
-				if r, ok := p.rule(SurfacePath, s, Ask, "", m.Value.StartOffset); ok {
-					tp.pat = r.path
-				}
-			}
-		case "to":
-			hasTo = true
-			if s, ok := p.str(&m.Value, "to"); ok {
-				exp, err := expandPattern(s, p.env)
-				if err != nil {
-					p.errorf(m.Value.StartOffset, "to %q: %v", s, err)
-				}
-				tp.To = exp
-			}
-		default:
-			p.errorf(m.Name.StartOffset, "unknown key %q in a typoPaths entry (want from, to)", k)
-		}
-	}
-	if !hasFrom || !hasTo {
-		p.errorf(v.StartOffset, "a typoPaths entry needs both \"from\" and \"to\"")
-	}
-	return tp, n == len(p.errs)
-}
-
-func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
-	obj, ok := p.object(v, "log")
-	if !ok {
-		return
-	}
-	for _, m := range p.members(obj) {
-		k := m.Name.Value.(hujson.Literal).String()
-		switch k {
-		case "path":
-			if s, ok := p.str(&m.Value, "log.path"); ok {
-				exp, err := expandPattern(s, p.env)
-				switch {
-				case err != nil:
-					p.errorf(m.Value.StartOffset, "log.path %q: %v", s, err)
-				case !strings.HasPrefix(exp, "/"):
-					p.errorf(m.Value.StartOffset, "log.path %q must be absolute (~ and ${HOME} are allowed)", s)
-				default:
-					ls.Path = exp
-				}
-			}
-		case "readAllows":
-			if s, ok := p.str(&m.Value, "log.readAllows"); ok {
-				if s != "all" && s != "none" {
-					p.errorf(m.Value.StartOffset, "log.readAllows: %q is not \"all\" or \"none\"", s)
-				} else {
-					ls.ReadAllows = s
-				}
-			}
-		case "fieldWidth":
-			if n, ok := p.integer(&m.Value, "log.fieldWidth", 16); ok {
-				ls.FieldWidth = int(n)
-			}
-		default:
-			p.errorf(m.Name.StartOffset, "unknown key %q in log (want path, readAllows, fieldWidth)", k)
-		}
-	}
-}
-
-// expandPattern expands a leading ~ and ${HOME}, ${WORKSPACE}, ${TMPDIR}
-// anywhere into a path (typoPaths "to", log.path): values are inserted
-// as they are. Any other ${…} is an error: a typo must not silently
-// become a path that means nothing.
-func expandPattern(p string, env Env) (string, error) {
-	return expandVars(p, env, func(s string) string { return s })
-}
-
-// expandVars expands ~ and ${VAR}, passing each value through quote.
-func expandVars(p string, env Env, quote func(string) string) (string, error) {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if env.Home == "" {
-			return "", errors.New("~ used but the home directory is unknown")
-		}
-		p = quote(strings.TrimSuffix(env.Home, "/")) + p[1:]
-	}
-	if !strings.Contains(p, "${") {
-		return p, nil
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(p, "${")
-		if i < 0 {
-			b.WriteString(p)
-			break
-		}
-		b.WriteString(p[:i])
-		j := strings.IndexByte(p[i:], '}')
-		if j < 0 {
-			return "", errors.New("unterminated ${")
-		}
-		name := p[i+2 : i+j]
-		var val string
-		switch name {
-		case "HOME":
-			val = env.Home
-		case "WORKSPACE":
-			val = env.Workspace
-		case "TMPDIR":
-			val = env.TmpDir
-		default:
-			return "", fmt.Errorf("unknown variable ${%s} (want ${HOME}, ${WORKSPACE} or ${TMPDIR})", name)
-		}
-		if val == "" {
-			return "", fmt.Errorf("${%s} is not known in this environment", name)
-		}
-		b.WriteString(quote(strings.TrimSuffix(val, "/")))
-		p = p[i+j+1:]
-	}
-	return b.String(), nil
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // ExecIntent is one execve as the supervisor saw it.
@@ -34,7 +36,7 @@ type ExecIntent struct {
 	// ReadFile reads the files a script sources (`source .venv/bin/activate`)
 	// as the target would, so that they are analysed with the script. nil:
 	// sourced parts are judged as they run.
-	ReadFile FileReader
+	ReadFile shell.FileReader
 }
 
 // Interp is one interpreter of a #! line.
@@ -46,7 +48,7 @@ type Interp struct {
 
 // UnitDecision is how one unit of an exec was decided.
 type UnitDecision struct {
-	Unit   Unit
+	Unit   shell.Unit
 	Result Result
 	// Spellings are the bash values the unit was judged as: the line as
 	// written, with the program's path or name, with ~ for the home
@@ -64,7 +66,7 @@ type UnitDecision struct {
 // absolute path checked; "" with AtRunTime when the target is only known
 // when the script runs, so the open is judged then.
 type RedirectDecision struct {
-	Redirect  Redirect
+	Redirect  shell.Redirect
 	Path      string
 	Result    Result
 	AtRunTime bool
@@ -72,7 +74,7 @@ type RedirectDecision struct {
 
 // CompoundDecision is a pipeline or list a rule named.
 type CompoundDecision struct {
-	Compound Compound
+	Compound shell.Compound
 	Result   Result
 }
 
@@ -85,7 +87,7 @@ type ExecDecision struct {
 	Units     []UnitDecision
 	Redirects []RedirectDecision
 	Compounds []CompoundDecision
-	Analysis  ShellAnalysis
+	Analysis  shell.Analysis
 	// PathUses are the files the analysis found the script's commands
 	// using, with absolute paths: redirect targets (also judged above) and
 	// arguments of known file commands (not judged here: they are judged
@@ -200,18 +202,18 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 		}
 		return d
 	}
-	ctx := ScriptContext{Cwd: in.Cwd, Home: p.env.Home, ReadFile: p.guardReads(in.ReadFile)}
+	ctx := shell.ScriptContext{Cwd: in.Cwd, Home: p.env.Home, ReadFile: p.guardReads(in.ReadFile)}
 	identity := in.Identity
 	if identity == "" {
-		identity = baseName(in.Resolved)
+		identity = shell.BaseName(in.Resolved)
 	}
 	argv0 := ""
 	if len(in.Argv) > 0 {
 		argv0 = in.Argv[0]
 	}
-	if identity == "busybox" && argv0 != "" && baseName(argv0) != "busybox" {
+	if identity == "busybox" && argv0 != "" && shell.BaseName(argv0) != "busybox" {
 		// busybox runs the applet argv[0] names.
-		identity = baseName(argv0)
+		identity = shell.BaseName(argv0)
 	}
 	var rest []string
 	if len(in.Argv) > 1 {
@@ -247,7 +249,7 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 		if len(in.Interpreters) > 1 {
 			via = []string{fmt.Sprintf("#! (%d of %d)", i+1, len(in.Interpreters))}
 		}
-		a := p.decideCommand(&d, &set, execCommand{path: ip.Path, resolved: res, identity: baseName(res),
+		a := p.decideCommand(&d, &set, execCommand{path: ip.Path, resolved: res, identity: shell.BaseName(res),
 			argv0: ip.Path, args: line, via: via}, in, ctx)
 		d.Analysis.Units = append(d.Analysis.Units, a.Units...)
 		d.Analysis.Redirects = append(d.Analysis.Redirects, a.Redirects...)
@@ -263,7 +265,7 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 // does not let the agent read without asking (`source ~/.ssh/id_rsa`):
 // its contents would surface in the units shown and logged. Such a file
 // is judged when the shell opens it, like any other read.
-func (p *Policy) guardReads(r FileReader) FileReader {
+func (p *Policy) guardReads(r shell.FileReader) shell.FileReader {
 	if r == nil {
 		return nil
 	}
@@ -315,26 +317,26 @@ type execCommand struct {
 
 // decideCommand judges one command line the kernel runs and everything it
 // is found to run, adding to d; it returns its analysis.
-func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand, in ExecIntent, ctx ScriptContext) ShellAnalysis {
-	nameForm := baseName(c.path)
+func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand, in ExecIntent, ctx shell.ScriptContext) shell.Analysis {
+	nameForm := shell.BaseName(c.path)
 	if nameForm == "" {
-		nameForm = baseName(c.resolved)
+		nameForm = shell.BaseName(c.resolved)
 	}
-	a := analyzeExec(c.identity, append([]string{nameForm}, c.args...), ctx, c.via)
+	a := shell.AnalyzeExec(c.identity, append([]string{nameForm}, c.args...), ctx, c.via)
 	names := []string{nameForm}
 	if strings.Contains(c.path, "/") {
 		names = appendUnique(names, c.path)
 	}
 	names = appendUnique(names, c.resolved)
-	names = appendUnique(names, baseName(c.resolved))
-	if c.identity != baseName(c.resolved) && in.Identity == c.identity {
+	names = appendUnique(names, shell.BaseName(c.resolved))
+	if c.identity != shell.BaseName(c.resolved) && in.Identity == c.identity {
 		names = appendUnique(names, c.identity)
 	}
 	// One allocation for the parts, not one per doubling.
 	d.Units = slices.Grow(d.Units, len(a.Units))
 	d.Redirects = slices.Grow(d.Redirects, len(a.Redirects))
 	self := a.Units[0]
-	r, sp, poss, shown := p.judgeCommand(c.identity, c.argv0, names, fieldsOf(c.args), "", self.Line)
+	r, sp, poss, shown := p.judgeSpellings(shell.ExecSpellings(c.identity, c.argv0, names, c.args, self.Line, p.env.Home))
 	d.Units = append(d.Units, UnitDecision{Unit: self, Result: r, Spellings: sp, Possible: poss})
 	what := self.Line
 	if shown != "" {
@@ -346,138 +348,6 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	set.add(r, what)
 	p.decideParts(d, set, a, 1, in)
 	return a
-}
-
-// judgeCommand evaluates one command on the bash surface. prog is the
-// program it is, argv0 what it receives as argv[0], names the ways it may
-// be spelled (name, path as invoked, resolved path), args the words after
-// argv[0]; line0, when not "", is names[0] and args already rendered.
-// Spellings that would be read as another command only count when they
-// are stricter: for git, which dispatches on argv[0], `git ARGS` is not a
-// spelling of a process started with argv[0] `git-push`. It returns the
-// result, the spellings and possible readings judged, and a display form
-// when the command is not what its line seems (argv[0] dispatch).
-func (p *Policy) judgeCommand(prog, argv0 string, names []string, args []field, marker, line0 string) (Result, []string, []string, string) {
-	home := p.env.Home
-	certain := make([]string, 0, 4)
-	tilde := tildeCandidate(args, home)
-	rest := "" // the words after the name, rendered once for every name
-	if len(names) > 1 {
-		rest = renderFields(append([]field{{s: "x"}}, args...), marker)[1:]
-	}
-	addLine := func(words []field, rendered string) {
-		if rendered == "" {
-			rendered = renderFields(words, marker)
-		}
-		certain = appendUnique(certain, rendered)
-		if tilde {
-			for _, v := range tildeVariants(words, home) {
-				certain = appendUnique(certain, renderFields(v, marker))
-			}
-		}
-	}
-	// The words of name n's line are copied only when they are looked at
-	// (a line given rendered, without ~ variants, is not).
-	lineOf := func(n string) []field { return append([]field{{s: n}}, args...) }
-	addName := func(n, rendered string) {
-		if rendered != "" && !tilde {
-			certain = appendUnique(certain, rendered)
-			return
-		}
-		addLine(lineOf(n), rendered)
-	}
-	dispatch, dashed := "", false
-	if prog == "git" {
-		dispatch, dashed = gitDashed(baseName(argv0))
-	}
-	var misread [][]field
-	for i, n := range names {
-		if n == "" {
-			continue
-		}
-		if prog == "git" {
-			if sub, _ := gitDashed(baseName(n)); sub != dispatch {
-				// `/usr/bin/git ARGS` does not say what a git started as
-				// git-push does: a rule written for that spelling may
-				// only make the answer stricter.
-				misread = append(misread, lineOf(n))
-				continue
-			}
-		}
-		switch {
-		case i == 0 && line0 != "":
-			addName(n, line0)
-		case rest != "" || len(args) == 0 && len(names) > 1:
-			addName(n, quoteWord(n, true)+rest)
-		default:
-			addName(n, "")
-		}
-	}
-	shown := ""
-	if dashed && argv0 != "" {
-		addLine(append([]field{{s: baseName(argv0)}}, args...), "")
-	}
-	var possible []string
-	if hasGrammar(prog) {
-		rd := commandReadings(prog, argv0, args)
-		for i, w := range rd.certain {
-			addLine(w, "")
-			if i == 0 && dashed {
-				shown = renderFields(w, "") + " (argv[0] " + quoteWord(baseName(argv0), false) + ")"
-			}
-		}
-		misread = append(misread, rd.possible...)
-	}
-	for _, w := range misread {
-		if l := renderFields(w, marker); !contains(certain, l) {
-			possible = appendUnique(possible, l)
-		}
-	}
-	if len(certain) == 0 {
-		addLine(append([]field{{s: baseName(argv0)}}, args...), "")
-	}
-	return p.evaluateSpellings(certain, possible), certain, possible, shown
-}
-
-// hasGrammar reports whether commandReadings knows prog.
-func hasGrammar(prog string) bool {
-	return prog == "git" || prog == "docker" || prog == "kubectl" ||
-		strings.HasPrefix(prog, "git-") || strings.HasPrefix(prog, "docker-")
-}
-
-// tildeCandidate reports whether tildeVariants could find anything.
-func tildeCandidate(args []field, home string) bool {
-	if home == "" {
-		return false
-	}
-	for _, w := range args {
-		if w.dyn == static && strings.HasPrefix(w.s, home) || w.dyn != static && strings.HasPrefix(w.s, "~") {
-			return true
-		}
-	}
-	return false
-}
-
-// renderFields is renderWords over fields, with marker appended.
-func renderFields(words []field, marker string) string {
-	var b strings.Builder
-	n := len(marker)
-	for _, w := range words {
-		n += len(w.s) + 3
-	}
-	b.Grow(n)
-	for i, w := range words {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if w.dyn != static {
-			b.WriteString(w.s)
-		} else {
-			b.WriteString(quoteWord(w.s, i == 0))
-		}
-	}
-	b.WriteString(marker)
-	return b.String()
 }
 
 // evaluateSpellings decides a command from its certain spellings (the most
@@ -504,19 +374,11 @@ func namedByRule(e evaluation) bool {
 	return e.matched && e.Layer != LayerFallback && e.Layer != LayerBuiltin && !(e.cr != nil && e.cr.Pattern == "*")
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // decideParts evaluates units[from:], redirects, compounds and path uses
 // of a.
-func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis, from int, in ExecIntent) {
+func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis, from int, in ExecIntent) {
 	home := p.env.Home
+	resolve := func(p, dir string) (string, bool) { return resolveIn(p, dir, in.Cwd, home) }
 	for _, u := range a.Units[from:] {
 		if u.Sentinel != "" {
 			// What cannot be seen before it runs is judged when it runs:
@@ -541,11 +403,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 		} else {
 			set.add(r, "")
 		}
-		if _, ok := fileCommands[baseName(u.Argv[0])]; ok {
-			d.PathUses = append(d.PathUses, argPathUses(u, func(p, dir string) (string, bool) {
-				return resolveIn(p, dir, in.Cwd, home)
-			})...)
-		}
+		d.PathUses = append(d.PathUses, pathUsesOf(shell.ArgPathUses(u, resolve))...)
 	}
 	for _, rd := range a.Redirects {
 		abs, ok := redirectPath(rd, in.Cwd, home)
@@ -555,10 +413,10 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 			d.Redirects = append(d.Redirects, RedirectDecision{Redirect: rd, AtRunTime: true})
 			continue
 		}
-		r := p.DecidePath(rd.Access, abs)
+		r := p.DecidePath(Access(rd.Access), abs)
 		d.Redirects = append(d.Redirects, RedirectDecision{Redirect: rd, Path: abs, Result: r})
 		set.add(r, "redirect: "+rd.String())
-		d.PathUses = append(d.PathUses, PathUse{Access: rd.Access, Path: abs, From: "redirect"})
+		d.PathUses = append(d.PathUses, PathUse{Access: Access(rd.Access), Path: abs, From: "redirect"})
 	}
 	for _, c := range a.Compounds {
 		// A compound counts only when a rule names it; otherwise the
@@ -573,8 +431,8 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a ShellAnalysis,
 }
 
 // judgeUnit evaluates one unit of a script or wrapper on the bash surface.
-func (p *Policy) judgeUnit(u Unit, in ExecIntent) (Result, []string, []string, string) {
-	prog := baseName(u.Argv[0])
+func (p *Policy) judgeUnit(u shell.Unit, in ExecIntent) (Result, []string, []string, string) {
+	prog := shell.BaseName(u.Argv[0])
 	if u.InProcess && in.Identify != nil && strings.Contains(u.Argv[0], "/") {
 		if abs, ok := resolveIn(u.Argv[0], u.Dir, in.Cwd, p.env.Home); ok {
 			if id := in.Identify(abs); id != "" {
@@ -582,87 +440,13 @@ func (p *Policy) judgeUnit(u Unit, in ExecIntent) (Result, []string, []string, s
 			}
 		}
 	}
-	spelled := []string{u.Argv[0]}
-	if strings.Contains(u.Argv[0], "/") {
-		spelled = append(spelled, baseName(u.Argv[0]))
-	}
-	if prog != baseName(u.Argv[0]) {
-		spelled = append(spelled, prog)
-	}
-	if len(spelled) == 1 && !hasGrammar(prog) && !tildeCandidateWords(u, p.env.Home) {
-		// The common case: the line as written is the only spelling.
-		return p.EvaluateAny(SurfaceBash, u.Line), []string{u.Line}, nil, ""
-	}
-	argv0 := u.Argv[0]
-	if u.Argv0 != "" {
-		argv0 = u.Argv0
-	}
-	args := make([]field, len(u.Argv)-1)
-	for i, w := range u.Argv[1:] {
-		args[i] = field{s: w}
-	}
-	for _, i := range u.Dynamic {
-		if i > 0 {
-			args[i-1].dyn = dynOne
-		}
-	}
-	marker := ""
-	if u.StdinArgs {
-		marker = " " + StdinArgsMarker
-	}
-	return p.judgeCommand(prog, argv0, spelled, args, marker, u.Line)
+	return p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
 }
 
-// tildeCandidateWords is tildeCandidate on a unit's words.
-func tildeCandidateWords(u Unit, home string) bool {
-	if home == "" {
-		return false
-	}
-	d := 0
-	for i, w := range u.Argv {
-		dyn := d < len(u.Dynamic) && u.Dynamic[d] == i
-		if dyn {
-			d++
-		}
-		if i > 0 && (!dyn && strings.HasPrefix(w, home) || dyn && strings.HasPrefix(w, "~")) {
-			return true
-		}
-	}
-	return false
-}
-
-// tildeVariants are the other spellings of words with the home directory
-// in them: an argument under the home directory written with ~ (a rule
-// `rm -rf ~ *` meets the expanded argv the kernel sees), and a ~ written
-// in a script spelled out as the home directory.
-func tildeVariants(words []field, home string) [][]field {
-	home = strings.TrimSuffix(home, "/")
-	if home == "" {
-		return nil
-	}
-	var out [][]field
-	var toTilde, toHome []field
-	for i, w := range words {
-		switch {
-		case w.dyn == static && i > 0 && (w.s == home || strings.HasPrefix(w.s, home+"/")):
-			if toTilde == nil {
-				toTilde = append([]field(nil), words...)
-			}
-			toTilde[i] = field{s: "~" + w.s[len(home):], dyn: dynOne}
-		case w.dyn != static && (w.s == "~" || strings.HasPrefix(w.s, "~/")):
-			if toHome == nil {
-				toHome = append([]field(nil), words...)
-			}
-			toHome[i] = field{s: home + w.s[1:], dyn: dynOne}
-		}
-	}
-	if toTilde != nil {
-		out = append(out, toTilde)
-	}
-	if toHome != nil {
-		out = append(out, toHome)
-	}
-	return out
+// judgeSpellings evaluates a command in the spellings the analysis found
+// for it, returning them and its display form with the result.
+func (p *Policy) judgeSpellings(sp shell.Spellings) (Result, []string, []string, string) {
+	return p.evaluateSpellings(sp.Certain, sp.Possible), sp.Certain, sp.Possible, sp.Shown
 }
 
 // resolveIn makes a path a command names absolute: relative ones against
@@ -691,7 +475,7 @@ func resolveIn(p, dir, cwd, home string) (string, bool) {
 }
 
 // redirectPath is the absolute path a redirect target names, if known.
-func redirectPath(r Redirect, cwd, home string) (string, bool) {
+func redirectPath(r shell.Redirect, cwd, home string) (string, bool) {
 	if r.Computed {
 		return "", false
 	}
@@ -717,7 +501,7 @@ func (s SessionPattern) String() string { return s.Surface.String() + ":" + s.Pa
 
 // SuggestSession proposes the session rules for approving d: for each part
 // that asked, the narrowest useful pattern. A command: its
-// SuggestBashPattern (`git push origin main`, `npm install *`). A file: the
+// shell.SuggestBashPattern (`git push origin main`, `npm install *`). A file: the
 // file itself, or the directory it is in (`/srv/app/logs/**`) — never a
 // directory as wide as /, a top-level directory, the home directory, the
 // workspace or a temporary area, where the file is suggested instead.
@@ -740,11 +524,11 @@ func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
 			continue
 		}
 		if i == 0 && len(d.Units) > 1 && !d.Units[0].Unit.StdinArgs {
-			if isShell(baseName(u.Unit.Argv[0])) {
+			if shell.IsShell(shell.BaseName(u.Unit.Argv[0])) {
 				continue
 			}
 		}
-		pat := SuggestBashPattern(u.Unit.Argv)
+		pat := shell.SuggestBashPattern(u.Unit.Argv)
 		if u.Unit.StdinArgs && !strings.HasSuffix(pat, " *") {
 			pat += " *"
 		}
@@ -754,7 +538,7 @@ func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
 		if r.AtRunTime || !asked(r.Result) {
 			continue
 		}
-		add(p.suggestPathUse(PathUse{Access: r.Redirect.Access, Path: r.Path}))
+		add(p.suggestPathUse(PathUse{Access: Access(r.Redirect.Access), Path: r.Path}))
 	}
 	for _, u := range d.PathUses {
 		if u.From == "redirect" {
@@ -768,7 +552,7 @@ func (p *Policy) SuggestSession(d ExecDecision) []SessionPattern {
 		// Only the program itself asked (an exec or read rule on it).
 		v := d.Result.Check.Value
 		if d.Result.Check.Surface == SurfaceBash {
-			v = escapeBashPattern(v)
+			v = shell.EscapeBashPattern(v)
 		} else {
 			v = QuoteGlob(v)
 		}
@@ -871,9 +655,9 @@ func (p *Policy) ProgramNames() []string {
 		if strings.ContainsAny(first, `*\`) {
 			return
 		}
-		n := baseName(first)
+		n := shell.BaseName(first)
 		add(n)
-		if _, ok := gitDashed(n); ok {
+		if _, ok := shell.GitDashed(n); ok {
 			add("git")
 		}
 	}
@@ -883,19 +667,7 @@ func (p *Policy) ProgramNames() []string {
 	if ss := p.session.Load(); ss != nil {
 		ss.lists[SurfaceBash].each(fromRule)
 	}
-	for n := range wrappers {
-		add(n)
-	}
-	for n := range shells {
-		add(n)
-	}
-	for n := range commandOptions {
-		add(n)
-	}
-	for _, n := range grammarPrograms {
-		add(n)
-	}
-	for _, n := range []string{"find", "ld.so", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "ld-linux.so.2"} {
+	for _, n := range shell.Programs() {
 		add(n)
 	}
 	out := make([]string, 0, len(seen))
@@ -909,7 +681,7 @@ func (p *Policy) ProgramNames() []string {
 // explainScript shows how line is judged as a script: each unit with the
 // rule that decided it and the spellings it was judged as, each redirect,
 // the files its commands name, and the overall decision.
-func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) {
+func (p *Policy) explainScript(line string, ctx shell.ScriptContext) (string, Result) {
 	if ctx.Home == "" {
 		ctx.Home = p.env.Home
 	}
@@ -917,7 +689,7 @@ func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) 
 		ctx.Cwd = p.env.Workspace
 	}
 	ctx.ReadFile = p.guardReads(ctx.ReadFile)
-	a := AnalyzeScriptIn(line, ctx)
+	a := shell.AnalyzeScript(line, ctx)
 	var d ExecDecision
 	var set decisionSet
 	d.Analysis = a
@@ -956,7 +728,7 @@ func (p *Policy) explainScript(line string, ctx ScriptContext) (string, Result) 
 				fmt.Fprintf(&b, "  %-5s  %s\n         the file is known when it runs: the open is checked then\n", "later", r.Redirect.String())
 				continue
 			}
-			fmt.Fprintf(&b, "  %-5s  %s %s\n         %s\n", r.Result.Action, accessName(r.Redirect.Access), r.Path, r.Result.Rule.String())
+			fmt.Fprintf(&b, "  %-5s  %s %s\n         %s\n", r.Result.Action, accessName(Access(r.Redirect.Access)), r.Path, r.Result.Rule.String())
 		}
 	}
 	if len(d.Compounds) > 0 {

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 func compileTest(t testing.TB, policy string) *Policy {
@@ -159,7 +162,7 @@ func TestCommandIdentityByContent(t *testing.T) {
 	}
 	copyOfGit.Identity = "git"
 	d := p.DecideExec(copyOfGit)
-	if d.Result.Action != Deny || !contains(d.Units[0].Spellings, "git push") || !contains(d.Units[0].Spellings, "mygit push") {
+	if d.Result.Action != Deny || !slices.Contains(d.Units[0].Spellings, "git push") || !slices.Contains(d.Units[0].Spellings, "mygit push") {
 		t.Fatalf("a copy the supervisor recognised as git: got %s\n%s", d.Reason(), spellingsOf(d))
 	}
 	// A copy of a shell is looked into as a shell.
@@ -199,7 +202,7 @@ func TestProgramNames(t *testing.T) {
 	}
 	names := p.ProgramNames()
 	for _, want := range []string{"git", "rm", "deploy", "bash", "sh", "env", "sudo", "xargs", "ld.so", "docker"} {
-		if !contains(names, want) {
+		if !slices.Contains(names, want) {
 			t.Errorf("ProgramNames() lacks %q: %q", want, names)
 		}
 	}
@@ -210,7 +213,7 @@ func TestProgramNames(t *testing.T) {
 	}
 	q := compileTest(t, `{"permission": {"bash": {"* push *": "deny", "git-push *": "deny", "/usr/bin/npm publish": "ask"}}}`)
 	got := q.ProgramNames()
-	if !contains(got, "git") || !contains(got, "git-push") || !contains(got, "npm") {
+	if !slices.Contains(got, "git") || !slices.Contains(got, "git-push") || !slices.Contains(got, "npm") {
 		t.Errorf("rules naming git-push and /usr/bin/npm: %q", got)
 	}
 }
@@ -438,8 +441,8 @@ func TestArgPathUses(t *testing.T) {
 	} {
 		a := AnalyzeScript(line)
 		var got []string
-		for _, u := range argPathUses(a.Units[0], resolve) {
-			s := accessName(u.Access) + " " + u.Path
+		for _, u := range shell.ArgPathUses(a.Units[0], resolve) {
+			s := accessName(Access(u.Access)) + " " + u.Path
 			if u.Tree {
 				s += "/**"
 			}
@@ -453,7 +456,7 @@ func TestArgPathUses(t *testing.T) {
 	a := AnalyzeScript("cd sub && touch f; cd /abs && touch g; cd \"$X\" && touch h")
 	var got []string
 	for _, u := range a.Units {
-		for _, pu := range argPathUses(u, resolve) {
+		for _, pu := range shell.ArgPathUses(u, resolve) {
 			got = append(got, pu.Path)
 		}
 	}
@@ -467,22 +470,22 @@ func TestSourceAndEval(t *testing.T) {
 		"work/repo/env.sh":     {Data: []byte("export GOFLAGS=-mod=mod\ncd build\nDEPLOY=git\n")},
 		"work/repo/args.sh":    {Data: []byte(`echo "$1" > "$2"` + "\n")},
 		"work/repo/fifo":       {Mode: fs.ModeNamedPipe},
-		"work/repo/huge.sh":    {Data: []byte(strings.Repeat("#", maxSourceBytes+1))},
+		"work/repo/huge.sh":    {Data: []byte(strings.Repeat("#", shell.MaxSourceBytes+1))},
 		"work/repo/one.sh":     {Data: []byte("true\n")},
 		"work/repo/pushing.sh": {Data: []byte("git push origin\n")},
 	}
 	var limits []int
 	reader := func(p string, limit int) ([]byte, error) {
 		limits = append(limits, limit)
-		return FSReader(fsys)(p, limit)
+		return shell.FSReader(fsys)(p, limit)
 	}
-	ctx := ScriptContext{Cwd: "/work/repo", Home: "/home/u", ReadFile: reader}
-	last := func(a ShellAnalysis) Unit { return a.Units[len(a.Units)-1] }
+	ctx := shell.ScriptContext{Cwd: "/work/repo", Home: "/home/u", ReadFile: reader}
+	last := func(a shell.Analysis) shell.Unit { return a.Units[len(a.Units)-1] }
 
 	// The sourced file changes the shell: its cd counts; its variables
 	// are unknown afterwards, so that their values (an exported
 	// environment, tokens) never surface in what is shown and logged.
-	a := AnalyzeScriptIn(". ./env.sh && $DEPLOY status > st.txt; curl -u \"$DEPLOY\" x", ctx)
+	a := shell.AnalyzeScript(". ./env.sh && $DEPLOY status > st.txt; curl -u \"$DEPLOY\" x", ctx)
 	if u := last(a); u.Line != `curl -u "$DEPLOY" x` || a.Redirects[0].Dir != "build" {
 		t.Fatalf("after source: last unit %v, redirect %+v", u, a.Redirects)
 	}
@@ -491,11 +494,11 @@ func TestSourceAndEval(t *testing.T) {
 			t.Errorf("a value from the sourced file is shown: %s", u)
 		}
 	}
-	if limits[0] != maxSourceBytes {
-		t.Errorf("reader asked for %d bytes, want the bound %d", limits[0], maxSourceBytes)
+	if limits[0] != shell.MaxSourceBytes {
+		t.Errorf("reader asked for %d bytes, want the bound %d", limits[0], shell.MaxSourceBytes)
 	}
 	// Arguments are the file's positional parameters.
-	a = AnalyzeScriptIn("source ./args.sh hi out.txt", ctx)
+	a = shell.AnalyzeScript("source ./args.sh hi out.txt", ctx)
 	if u := last(a); u.Line != "echo hi" || a.Redirects[0].Path != "out.txt" {
 		t.Fatalf("source with arguments: %v %+v", a.Units, a.Redirects)
 	}
@@ -508,22 +511,22 @@ func TestSourceAndEval(t *testing.T) {
 		`cd "$D"; source ./env.sh`:         "directory only known when it runs",
 		strings.Repeat(". ./one.sh; ", 40): "more than 32 files",
 	} {
-		a := AnalyzeScriptIn(src, ctx)
+		a := shell.AnalyzeScript(src, ctx)
 		found := false
 		for _, u := range a.Units {
-			found = found || u.Sentinel == SentinelOpaque && strings.Contains(u.Detail, why)
+			found = found || u.Sentinel == shell.SentinelOpaque && strings.Contains(u.Detail, why)
 		}
 		if !found {
 			t.Errorf("%s: want a sentinel saying %q, got %v", src, why, a.Units)
 		}
 	}
 	// After a part that could not be seen, the shell's state is unknown.
-	a = AnalyzeScriptIn(`. ./missing.sh; echo > f; X=1; eval "$Y"; $X`, ctx)
+	a = shell.AnalyzeScript(`. ./missing.sh; echo > f; X=1; eval "$Y"; $X`, ctx)
 	if a.Redirects[0].Dir != "" || !a.Opaque() || last(a).Sentinel == "" {
 		t.Errorf("state after an unseen part: %+v %v", a.Redirects, a.Units)
 	}
 	// Without a reader nothing is read.
-	a = AnalyzeScriptIn(". ./pushing.sh", ScriptContext{Cwd: "/work/repo"})
+	a = shell.AnalyzeScript(". ./pushing.sh", shell.ScriptContext{Cwd: "/work/repo"})
 	if u := last(a); u.Sentinel == "" || !strings.Contains(u.Detail, "not available") {
 		t.Errorf("no reader: %v", a.Units)
 	}
@@ -559,7 +562,7 @@ func TestSourceAndEval(t *testing.T) {
 	if d.Result.Action != Allow || !strings.Contains(d.Units[2].Unit.Detail, "not read before it runs: reading /home/u/.ssh/id_ed25519 is asked about") {
 		t.Errorf("protected sourced file: %s, units %v", d.Reason(), d.Units[2].Unit)
 	}
-	if x := dp.ExplainCommandIn("source ~/.ssh/id_ed25519", ScriptContext{ReadFile: key}); strings.Contains(x.Extra, "BEGIN") {
+	if x := dp.ExplainCommandIn("source ~/.ssh/id_ed25519", shell.ScriptContext{ReadFile: key}); strings.Contains(x.Extra, "BEGIN") {
 		t.Errorf("explain read a protected file:\n%s", x.Extra)
 	}
 
@@ -571,7 +574,7 @@ func TestSourceAndEval(t *testing.T) {
 		"X=git; eval \"$X push\"; true":  "",
 		"eval 'f() { cd /x; }'; echo >f": "", // a later call may have run it
 	} {
-		a := AnalyzeScriptIn(src, ctx)
+		a := shell.AnalyzeScript(src, ctx)
 		if len(a.Redirects) > 0 && a.Redirects[0].Dir != want {
 			t.Errorf("%s: redirect dir %q, want %q", src, a.Redirects[0].Dir, want)
 		}
@@ -605,7 +608,7 @@ func TestPositionalParameters(t *testing.T) {
 
 func TestExplainShowsSpellings(t *testing.T) {
 	p := compileTest(t, identityPolicy)
-	got, _ := p.explainScript(`git -C /x push origin; eval "$X" > "$f"`, ScriptContext{})
+	got, _ := p.explainScript(`git -C /x push origin; eval "$X" > "$f"`, shell.ScriptContext{})
 	for _, want := range []string{
 		"judged as: git -C /x push origin | git push origin",
 		"later  <opaque-shell-wrapper>: eval of a string only known when it runs",
@@ -616,7 +619,7 @@ func TestExplainShowsSpellings(t *testing.T) {
 			t.Errorf("ExplainScript lacks %q:\n%s", want, got)
 		}
 	}
-	d := p.ExplainCommandIn("source ./s.sh", ScriptContext{ReadFile: FSReader(fstest.MapFS{"work/repo/s.sh": {Data: []byte("git push\n")}})})
+	d := p.ExplainCommandIn("source ./s.sh", shell.ScriptContext{ReadFile: shell.FSReader(fstest.MapFS{"work/repo/s.sh": {Data: []byte("git push\n")}})})
 	if d.Result.Action != Deny || !strings.Contains(d.Extra, "git push (via source ./s.sh)") {
 		t.Errorf("ExplainCommandIn reads sourced files:\n%s", d.Extra)
 	}
@@ -627,11 +630,11 @@ func TestExplainShowsSpellings(t *testing.T) {
 func TestSuggestedPatternsAreLiteral(t *testing.T) {
 	p := compileTest(t, `{"permission": {"bash": {"*": "ask"}}}`)
 	for _, argv := range [][]string{{"rm", "-rf", "*"}, {"rm", "-rf", `a\*`}, {"frobnicate", "x*"}, {"git", "push", "*"}} {
-		pat := SuggestBashPattern(argv)
+		pat := shell.SuggestBashPattern(argv)
 		if _, err := p.AddSessionRule(SurfaceBash, pat); err != nil {
 			t.Fatal(err)
 		}
-		if r := p.Evaluate(Check{SurfaceBash, RenderArgv(argv)}); r.Action != Allow {
+		if r := p.Evaluate(Check{SurfaceBash, shell.RenderArgv(argv)}); r.Action != Allow {
 			t.Errorf("%q: the suggestion %q does not match its own command", argv, pat)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 const execTestPolicy = `{
@@ -95,7 +97,7 @@ func TestDecideExecReason(t *testing.T) {
 
 func TestExplainScript(t *testing.T) {
 	p := execTestPolicyT(t)
-	got, _ := p.explainScript("make && git push origin main > /work/repo/push.log", ScriptContext{})
+	got, _ := p.explainScript("make && git push origin main > /work/repo/push.log", shell.ScriptContext{})
 	want := `units:
   allow  make
          rule bash:* (allow, policy.jsonc:7:7)
@@ -110,7 +112,7 @@ overall: deny: git push origin main — rule bash:git push * (deny, policy.jsonc
 		t.Errorf("ExplainScript:\n%s\nwant:\n%s", got, want)
 	}
 	// The explain command reaches it.
-	d := p.ExplainCommandIn("make && git push origin main", ScriptContext{})
+	d := p.ExplainCommandIn("make && git push origin main", shell.ScriptContext{})
 	if d.Result.Action != Deny || !strings.Contains(d.Extra, "git push origin main") {
 		t.Errorf("ExplainCommandIn: %v\n%s", d.Result, d.Extra)
 	}
@@ -170,6 +172,9 @@ func TestDecideExecAbstention(t *testing.T) {
 		}
 	}
 }
+
+// typicalCommand is the command shell's BenchmarkAnalyzeTypical analyses.
+const typicalCommand = `cd /home/dev/project && git add -A && git commit -m "fix: handle empty config files in the loader" && go test ./internal/... -run TestLoader -count=1 2>&1 | tail -n 40 > /tmp/test.log`
 
 func BenchmarkDecideExecTypical(b *testing.B) {
 	p := execTestPolicyT(b)

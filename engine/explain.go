@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/permwrap/permwrap/internal/display"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // Explanation is how the policy answered one check: the answer, the rule
@@ -229,8 +231,8 @@ func (d DecisionExplanation) String() string {
 // each is judged as, redirects, the files its commands name), whose
 // overall result is the decision. ctx says where the line would run: its
 // directory (default: the workspace) and a reader for the files it
-// sources (FSReader for the file system; nil: not read).
-func (p *Policy) ExplainCommandIn(line string, ctx ScriptContext) DecisionExplanation {
+// sources (shell.FSReader for the file system; nil: not read).
+func (p *Policy) ExplainCommandIn(line string, ctx shell.ScriptContext) DecisionExplanation {
 	c := Check{Surface: SurfaceBash, Value: line}
 	d := DecisionExplanation{Surfaces: []Explanation{p.Explain(c)}}
 	d.Extra, d.Result = p.explainScript(line, ctx)

@@ -1,11 +1,15 @@
 package engine
 
-import "path"
+import (
+	"path"
+
+	"github.com/permwrap/permwrap/engine/shell"
+)
 
 // Conveniences for the package's tests, fuzzers and benchmarks. They lived
 // beside the code with no caller outside the tests (deadcode); production
-// goes through PathMatcher/ExpandPathPattern, analyzeExec and
-// AnalyzeScriptIn.
+// goes through PathMatcher/ExpandPathPattern, shell.AnalyzeExec and
+// shell.AnalyzeScript.
 
 // Glob is one path pattern in the policy's syntax, compiled by the
 // matcher rules use: linear in the value, no recursion over it, no
@@ -39,22 +43,22 @@ func (g *Glob) Match(value string) bool { return g.pp.match(value) }
 // AnalyzeArgv analyses one exec. Units[0] is the exec itself; wrappers
 // (env, sudo, xargs, sh -c …) add their inner commands, recursively.
 // The command name used to recognise wrappers is the basename of argv[0];
-// callers that know the resolved binary should use analyzeExec instead,
+// callers that know the resolved binary should use shell.AnalyzeExec instead,
 // because argv[0] is chosen by the caller of execve.
-func AnalyzeArgv(argv []string) ShellAnalysis {
-	return analyzeArgvIn(argv, ScriptContext{})
+func AnalyzeArgv(argv []string) shell.Analysis {
+	return analyzeArgvIn(argv, shell.ScriptContext{})
 }
 
 // analyzeArgvIn is AnalyzeArgv with what is known about where it runs.
-func analyzeArgvIn(argv []string, ctx ScriptContext) ShellAnalysis {
+func analyzeArgvIn(argv []string, ctx shell.ScriptContext) shell.Analysis {
 	name := ""
 	if len(argv) > 0 {
 		name = path.Base(argv[0])
 	}
-	return analyzeExec(name, argv, ctx, nil)
+	return shell.AnalyzeExec(name, argv, ctx, nil)
 }
 
 // AnalyzeScript analyses a shell script as `bash -c SCRIPT` would run it.
-func AnalyzeScript(src string) ShellAnalysis {
-	return AnalyzeScriptIn(src, ScriptContext{})
+func AnalyzeScript(src string) shell.Analysis {
+	return shell.AnalyzeScript(src, shell.ScriptContext{})
 }

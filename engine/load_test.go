@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // loadDir writes files (relative name → content) under a fresh directory
@@ -509,7 +511,7 @@ func TestAudit(t *testing.T) {
 	if r := p.Audit(Result{Action: Deny}); r.Action != Deny {
 		t.Errorf("audit lifted a result with no layer: %v", r)
 	}
-	d := p.ExplainCommandIn("git push origin main", ScriptContext{})
+	d := p.ExplainCommandIn("git push origin main", shell.ScriptContext{})
 	if d.Result.Action != Allow || !strings.Contains(d.String(), "logged as would_ask") {
 		t.Errorf("explain in audit mode:\n%s", d)
 	}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"strings"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // SaveTarget recognises the name of a temporary file a program saves a
@@ -48,7 +50,7 @@ func tmpSuffix(s string) bool {
 		switch {
 		case strings.EqualFold(part, "tmp") || strings.EqualFold(part, "temp"):
 			word = true
-		case isDigits(part):
+		case shell.IsDigits(part):
 			hex += len(part)
 		case hexID(part):
 			hex += len(part)

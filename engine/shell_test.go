@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 var updateShell = flag.Bool("update-shell", false, "rewrite the expectations in testdata/shell/cases.txt from the current analysis (review the diff!)")
@@ -23,7 +25,7 @@ var updateShell = flag.Bool("update-shell", false, "rewrite the expectations in 
 //	unit LINE (via …)      every unit, in order
 //	redirect write PATH …  every redirect, in order
 //	compound LINE          compounds are compared only when a case lists one
-//	suggest PATTERN        SuggestBashPattern of the first unit's argv
+//	suggest PATTERN        shell.SuggestBashPattern of the first unit's argv
 //	file PATH "CONTENT"    a file the script may source (Go-quoted content)
 //	exec PATH RESOLVED     for argv cases: the execve path and the resolved binary
 //	interp PATH [ARG]      for argv cases: one #! interpreter, outermost first
@@ -131,12 +133,12 @@ func readShellCases(t *testing.T, path string) []*shellCase {
 // caseEnv is where the cases run.
 var caseEnv = Env{Home: "/home/u", Workspace: "/work/repo", TmpDir: "/tmp"}
 
-func (c *shellCase) reader() FileReader {
+func (c *shellCase) reader() shell.FileReader {
 	fsys := fstest.MapFS{}
 	for name, content := range c.files {
 		fsys[strings.TrimPrefix(name, "/")] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
 	}
-	return FSReader(fsys)
+	return shell.FSReader(fsys)
 }
 
 func (c *shellCase) intent() ExecIntent {
@@ -167,12 +169,12 @@ var defaultPolicyForCases = sync.OnceValues(func() (*Policy, error) {
 })
 
 func (c *shellCase) got() []string {
-	var a ShellAnalysis
-	ctx := ScriptContext{Cwd: caseEnv.Workspace, Home: caseEnv.Home, ReadFile: c.reader()}
+	var a shell.Analysis
+	ctx := shell.ScriptContext{Cwd: caseEnv.Workspace, Home: caseEnv.Home, ReadFile: c.reader()}
 	if c.isArgv {
 		a = analyzeArgvIn(c.argv, ctx)
 	} else {
-		a = AnalyzeScriptIn(strings.Join(c.script, "\n"), ctx)
+		a = shell.AnalyzeScript(strings.Join(c.script, "\n"), ctx)
 	}
 	var out []string
 	for _, u := range a.Units {
@@ -191,7 +193,7 @@ func (c *shellCase) got() []string {
 		}
 	}
 	if c.suggest && len(a.Units) > 0 {
-		out = append(out, "suggest "+SuggestBashPattern(a.Units[0].Argv))
+		out = append(out, "suggest "+shell.SuggestBashPattern(a.Units[0].Argv))
 	}
 	if c.decide {
 		p, err := defaultPolicyForCases()

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/engine/shell"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -446,7 +447,7 @@ func imageRefusal(path string, err error) error {
 // path resolved for it, regular files only, read with its credentials,
 // without blocking, at most limit+1 bytes. Each file is read once per
 // exec (the engine may ask again).
-func sourceReader(tid int) engine.FileReader {
+func sourceReader(tid int) shell.FileReader {
 	type read struct {
 		b   []byte
 		err error

@@ -12,6 +12,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/engine/shell"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -52,7 +53,7 @@ type execCall struct {
 	image    pin.Image
 	identity string              // the program the image is by content ("" unknown)
 	identify func(string) string // the same for a file run inside the process (ld.so FILE)
-	readFile engine.FileReader   // reads a sourced file as the target would
+	readFile shell.FileReader    // reads a sourced file as the target would
 }
 
 // judge: the engine judges the binary (exec and read), its command line
@@ -66,7 +67,7 @@ func (c *execCall) judge(p *engine.Policy) verdict {
 	}
 	d := p.DecideExec(in)
 	argv := displayArgv(c.raw, c.path.Path, c.argv)
-	return verdict{result: d.Result, access: "exec", value: engine.RenderArgv(argv), exec: &d, argv: argv}
+	return verdict{result: d.Result, access: "exec", value: shell.RenderArgv(argv), exec: &d, argv: argv}
 }
 
 func (c *execCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
@@ -102,7 +103,7 @@ type pendingExec struct {
 }
 
 // command is the command line shown in messages about p.
-func (p *pendingExec) command() string { return engine.RenderArgv(p.display) }
+func (p *pendingExec) command() string { return shell.RenderArgv(p.display) }
 
 type execVerifier struct {
 	s       *supervisor

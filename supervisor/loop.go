@@ -18,6 +18,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/engine/shell"
 	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
@@ -675,16 +676,16 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 
 // execParts lists what an exec runs for the prompt and the log: the
 // inner commands of its wrappers and the units of its script. When an
-// agent's shell tool wrapped the model's command (engine.RecognizeAgentShell),
+// agent's shell tool wrapped the model's command (shell.RecognizeAgentShell),
 // the command comes first and the agent's own set-up goes aside, but for
 // any part of it that asked or was denied, which stays in view.
 func execParts(req *authority.Request, v verdict) {
-	sh, wrapped := engine.RecognizeAgentShell(v.argv)
+	sh, wrapped := shell.RecognizeAgentShell(v.argv)
 	var mine map[string]bool
 	if wrapped {
 		req.Command, req.CommandBy = sh.Command, sh.Agent
 		mine = map[string]bool{}
-		for _, u := range engine.AnalyzeScriptIn(sh.Command, engine.ScriptContext{}).Units {
+		for _, u := range shell.AnalyzeScript(sh.Command, shell.ScriptContext{}).Units {
 			mine[u.Line] = true
 		}
 	}
@@ -741,7 +742,7 @@ func (s *supervisor) suggest(v verdict, check engine.Check) []authority.SessionP
 			add(authority.SessionPattern{Surface: check.Surface, Pattern: engine.SuggestPathPattern(access, check.Value, s.cfg.Policy.Env())})
 		}
 		if len(out) == 0 {
-			add(authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: engine.SuggestBashPattern(v.argv)})
+			add(authority.SessionPattern{Surface: engine.SurfaceBash, Pattern: shell.SuggestBashPattern(v.argv)})
 		}
 		return out
 	}

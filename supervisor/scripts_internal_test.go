@@ -6,6 +6,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // fakeProcs is a process table for the approvals: pid → parent and
@@ -115,7 +116,7 @@ func TestScriptAnswerUnits(t *testing.T) {
 	a.stat = fakeProcs{100: {ppid: 1, start: 7}, 101: {ppid: 100, start: 9}}.stat
 	a.approve(100, execOf(p, "git fetch && git status"), authority.ByUser{Via: "dialog"})
 	unit := verdict{result: p.EvaluateAny(engine.SurfaceBash, "git status"),
-		exec: &engine.ExecDecision{Analysis: engine.AnalyzeScriptIn("git status", engine.ScriptContext{})}}
+		exec: &engine.ExecDecision{Analysis: shell.AnalyzeScript("git status", shell.ScriptContext{})}}
 	if unit.result.Action != engine.Ask {
 		t.Fatalf("git status: %v", unit.result)
 	}
@@ -123,7 +124,7 @@ func TestScriptAnswerUnits(t *testing.T) {
 		t.Errorf("a unit, in a child of the approved shell: %v %v", ok, d)
 	}
 	other := unit
-	other.exec = &engine.ExecDecision{Analysis: engine.AnalyzeScriptIn("git push", engine.ScriptContext{})}
+	other.exec = &engine.ExecDecision{Analysis: shell.AnalyzeScript("git push", shell.ScriptContext{})}
 	if _, ok := scriptAnswer(other, a.held(101)); ok {
 		t.Error("a command the script did not name was answered")
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/engine/shell"
 	"github.com/permwrap/permwrap/forwarding"
 )
 
@@ -73,7 +74,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		// Files the line sources are read, so their commands are shown.
 		line := strings.Join(fs.Args()[1:], " ")
 		explainIn = func(p *engine.Policy) engine.DecisionExplanation {
-			return p.ExplainCommandIn(line, engine.ScriptContext{ReadFile: engine.FSReader(os.DirFS("/"))})
+			return p.ExplainCommandIn(line, shell.ScriptContext{ReadFile: shell.FSReader(os.DirFS("/"))})
 		}
 	case engine.SurfaceNet:
 		in, err := engine.ParseNetTarget(fs.Arg(1), fs.Args()[2:])

@@ -12,10 +12,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"mvdan.cc/sh/v3/shell"
+	shwords "mvdan.cc/sh/v3/shell"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 const suggestAbout = `Read a review log and print the narrowest rules that would have allowed
@@ -247,8 +248,8 @@ func suggest(p *engine.Policy, seen map[engine.Check]*observed) (*policyOut, err
 // directory, command lines with one suggested pattern.
 func groupKey(s engine.Surface, v string) string {
 	if s == engine.SurfaceBash {
-		if argv, err := shell.Fields(v, func(string) string { return "" }); err == nil && len(argv) > 0 && engine.RenderArgv(argv) == v {
-			return engine.SuggestBashPattern(argv)
+		if argv, err := shwords.Fields(v, func(string) string { return "" }); err == nil && len(argv) > 0 && shell.RenderArgv(argv) == v {
+			return shell.SuggestBashPattern(argv)
 		}
 		return "\x00" + v // unsplittable: on its own
 	}

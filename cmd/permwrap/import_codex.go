@@ -11,9 +11,10 @@ import (
 	"github.com/BurntSushi/toml"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
-	"mvdan.cc/sh/v3/shell"
+	shwords "mvdan.cc/sh/v3/shell"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // codex imports Codex's .rules files (Starlark: prefix_rule, network_rule,
@@ -220,7 +221,7 @@ func (im *importer) codexPrefixRule(where string, pattern *starlark.List, decisi
 			if err != nil {
 				return fmt.Errorf("prefix_rule at %s: %v", where, err)
 			}
-			line := engine.RenderArgv(argv)
+			line := shell.RenderArgv(argv)
 			if matchesAny(line) != want {
 				verb := "matches"
 				if !want {
@@ -251,7 +252,7 @@ func (im *importer) codexPrefixRule(where string, pattern *starlark.List, decisi
 // words: their rendering (quoted as permwrap renders a command line),
 // stars and backslashes escaped, and " *" for whatever follows.
 func codexPattern(words []string) string {
-	line := engine.RenderArgv(words)
+	line := shell.RenderArgv(words)
 	return strings.NewReplacer(`\`, `\\`, "*", `\*`).Replace(line) + " *"
 }
 
@@ -260,7 +261,7 @@ func codexPattern(words []string) string {
 func codexExample(v starlark.Value) ([]string, error) {
 	switch v := v.(type) {
 	case starlark.String:
-		argv, err := shell.Fields(string(v), func(string) string { return "" })
+		argv, err := shwords.Fields(string(v), func(string) string { return "" })
 		if err != nil || len(argv) == 0 {
 			return nil, fmt.Errorf("example %q is not a command", string(v))
 		}

@@ -1,9 +1,13 @@
-package engine
-
-// Shell analysis: an exec's argv or a shell script becomes units (simple
-// commands, each with a rendered command line for the bash surface) and
-// redirect path intents. docs/bash-rules.md is the user-facing account of
-// every choice made here; keep the two in step.
+// Package shell is permwrap's shell analysis: an exec's argv or a shell
+// script becomes units (simple commands, each with a rendered command
+// line for the bash surface), redirects and compounds, read through
+// wrappers (env, sudo, xargs, sh -c …), sourced files and command
+// grammars (git, docker, kubectl). It says what a command line would run
+// and which spellings a rule may name it by; it judges nothing: package
+// engine evaluates what it finds against the policy. docs/bash-rules.md
+// is the user-facing account of every choice made here; keep the two in
+// step.
+package shell
 
 import (
 	"fmt"
@@ -35,12 +39,22 @@ const (
 	maxNesting      = 256     // syntactic nesting accepted before parsing
 	maxScriptBytes  = 4 << 20 // larger scripts are not parsed at all
 
-	// Files read by `source`/`.`: each at most maxSourceBytes, at most
+	// Files read by `source`/`.`: each at most MaxSourceBytes, at most
 	// maxSourced of them per analysis, nested at most maxSourceDepth
 	// deep, and all of them together at most maxScriptBytes.
-	maxSourceBytes = 1 << 20
+	MaxSourceBytes = 1 << 20
 	maxSourced     = 32
 	maxSourceDepth = 8
+)
+
+// Access is how a redirect or a file command's argument uses a file:
+// AccessRead, AccessWrite, or both. The bits are engine.Access's, which
+// converts it (engine.Access(a)).
+type Access uint8
+
+const (
+	AccessRead Access = 1 << iota
+	AccessWrite
 )
 
 // Unit is one command that would run: a simple command of a script, the
@@ -153,15 +167,15 @@ type Compound struct {
 	Via  []string
 }
 
-// ShellAnalysis is everything the analysis of an exec or a script found.
-type ShellAnalysis struct {
+// Analysis is everything the analysis of an exec or a script found.
+type Analysis struct {
 	Units     []Unit
 	Redirects []Redirect
 	Compounds []Compound
 }
 
 // Opaque reports whether any unit is a sentinel.
-func (s ShellAnalysis) Opaque() bool {
+func (s Analysis) Opaque() bool {
 	for _, u := range s.Units {
 		if u.Sentinel != "" {
 			return true
@@ -283,7 +297,7 @@ func renderWords(argv []string, dyn []int) string {
 // the file system directly (FSReader). Any error leaves the sourced part
 // to be judged as it runs. DecideExec and ExplainCommandIn only call it
 // for files the policy lets the agent read without asking; callers of
-// AnalyzeScriptIn must make sure of that themselves. Values assigned in a
+// AnalyzeScript must make sure of that themselves. Values assigned in a
 // sourced file never appear in units (scope.set, walker.assignField).
 type FileReader func(p string, limit int) ([]byte, error)
 
@@ -323,13 +337,13 @@ type ScriptContext struct {
 	ReadFile FileReader // nil: sourced files are not read
 }
 
-// analyzeExec analyses one exec. Units[0] is the exec itself; wrappers
+// AnalyzeExec analyses one exec. Units[0] is the exec itself; wrappers
 // (env, sudo, xargs, sh -c …) add their inner commands, recursively. The
 // wrapper identity is taken from name (the basename of the resolved
 // binary, or the program the supervisor recognised by content) rather
 // than from argv[0], which the caller of execve chooses. via prefixes every
 // unit's wrappers (["#!"] for the line the kernel builds for a script).
-func analyzeExec(name string, argv []string, ctx ScriptContext, via []string) ShellAnalysis {
+func AnalyzeExec(name string, argv []string, ctx ScriptContext, via []string) Analysis {
 	a := &analyzer{ctx: ctx}
 	if len(argv) == 0 {
 		a.sentinel(SentinelOpaque, "exec with an empty argv", via)
@@ -344,10 +358,10 @@ func analyzeExec(name string, argv []string, ctx ScriptContext, via []string) Sh
 	return a.result()
 }
 
-// AnalyzeScriptIn analyses a shell script as `bash -c SCRIPT` would run
+// AnalyzeScript analyses a shell script as `bash -c SCRIPT` would run
 // it, with what is known about where the script runs: sourced files are
 // read through ctx.ReadFile.
-func AnalyzeScriptIn(src string, ctx ScriptContext) ShellAnalysis {
+func AnalyzeScript(src string, ctx ScriptContext) Analysis {
 	a := &analyzer{ctx: ctx}
 	a.script(src, &scope{dir: "."})
 	return a.result()
@@ -365,8 +379,8 @@ type analyzer struct {
 	forks     int // options read two ways (loader), for maxForks
 }
 
-func (a *analyzer) result() ShellAnalysis {
-	return ShellAnalysis{Units: a.units, Redirects: a.redirects, Compounds: a.compounds}
+func (a *analyzer) result() Analysis {
+	return Analysis{Units: a.units, Redirects: a.redirects, Compounds: a.compounds}
 }
 
 func (a *analyzer) add(u Unit) {

@@ -1,7 +1,9 @@
-package engine
+package shell
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -85,11 +87,7 @@ var expandDiffers = []struct {
 
 func TestQuoteRemovalAgainstExpand(t *testing.T) {
 	n := 0
-	for _, c := range readShellCases(t, "testdata/shell/cases.txt") {
-		srcs := []string{strings.Join(c.script, "\n")}
-		if c.isArgv {
-			srcs = c.argv // -c scripts among them
-		}
+	for _, srcs := range caseInputs(t, "../testdata/shell/cases.txt") {
 		for _, src := range srcs {
 			n++
 			compareWithExpand(src, func(s string) {
@@ -103,7 +101,7 @@ func TestQuoteRemovalAgainstExpand(t *testing.T) {
 		t.Errorf("compared %d inputs; cases.txt should give more", n)
 	}
 	for _, d := range expandDiffers {
-		a := AnalyzeScript(d.script)
+		a := analyzeScript(d.script)
 		got := ""
 		switch {
 		case len(a.Redirects) > 0:
@@ -120,6 +118,42 @@ func TestQuoteRemovalAgainstExpand(t *testing.T) {
 			t.Errorf("%q: expand now agrees with bash; consider using it for quote removal", d.script)
 		}
 	}
+}
+
+// caseInputs reads the inputs of engine's testdata/shell/cases.txt (see
+// engine's shellCase): a case's script lines joined, or its argv words
+// (-c scripts among them). The expectations are engine's to check.
+func caseInputs(t *testing.T, file string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	for _, block := range strings.Split(string(data), "\n\n") {
+		var script, argv []string
+		isArgv := false
+		for _, l := range strings.Split(block, "\n") {
+			switch {
+			case l == "$":
+				script = append(script, "")
+			case strings.HasPrefix(l, "$ "):
+				script = append(script, l[2:])
+			case strings.HasPrefix(l, "argv "):
+				isArgv = true
+				if err := json.Unmarshal([]byte(l[5:]), &argv); err != nil {
+					t.Fatalf("%s: %v", l, err)
+				}
+			}
+		}
+		switch {
+		case isArgv:
+			out = append(out, argv)
+		case strings.TrimSpace(block) != "":
+			out = append(out, []string{strings.Join(script, "\n")})
+		}
+	}
+	return out
 }
 
 // knownExpandDifference reports whether a difference found in src is of

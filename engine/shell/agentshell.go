@@ -1,4 +1,4 @@
-package engine
+package shell
 
 import (
 	"path"
@@ -30,7 +30,7 @@ type AgentShell struct {
 //
 // pi and most other agents run `bash -c CMD` with no wrapper.
 func RecognizeAgentShell(argv []string) (AgentShell, bool) {
-	if len(argv) < 2 || !isShell(baseName(argv[0])) {
+	if len(argv) < 2 || !IsShell(BaseName(argv[0])) {
 		return AgentShell{}, false
 	}
 	script, _, mode, err := shellArgs(fieldsOf(argv))
@@ -141,7 +141,7 @@ func codexCommand(script string) (string, bool) {
 		return "", false
 	}
 	args := literalWords(last)
-	if len(args) != 4 || args[0] != "exec" || !isShell(baseName(args[1])) || (args[2] != "-c" && args[2] != "-lc") {
+	if len(args) != 4 || args[0] != "exec" || !IsShell(BaseName(args[1])) || (args[2] != "-c" && args[2] != "-lc") {
 		return "", false
 	}
 	return args[3], true

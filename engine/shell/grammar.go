@@ -1,4 +1,4 @@
-package engine
+package shell
 
 import "strings"
 
@@ -37,7 +37,7 @@ const (
 func commandReadings(prog, argv0 string, args []field) readings {
 	switch {
 	case prog == "git":
-		if sub, ok := gitDashed(baseName(argv0)); ok {
+		if sub, ok := GitDashed(BaseName(argv0)); ok {
 			// git dispatches on argv[0]: `git-push x` is `git push x`
 			// whatever file was executed.
 			return readings{certain: [][]field{gitLine(sub, args)}}
@@ -47,10 +47,10 @@ func commandReadings(prog, argv0 string, args []field) readings {
 		// A dashed program: git's own builtin through a link, or an
 		// external subcommand (git-lfs), both run as `git X`.
 		r := readings{certain: [][]field{gitLine(prog[4:], args)}}
-		if b := baseName(argv0); b != prog {
+		if b := BaseName(argv0); b != prog {
 			// If the file is a hard link to git itself (not known
 			// without the supervisor's identity), argv[0] decides.
-			if sub, ok := gitDashed(b); ok {
+			if sub, ok := GitDashed(b); ok {
 				r.possible = append(r.possible, gitLine(sub, args))
 			} else {
 				o := subcommandReadings("git", args, gitGlobals, gitAliases)
@@ -79,8 +79,8 @@ func gitLine(sub string, args []field) []field {
 	return append(append(out, field{s: "git"}, field{s: sub}), args...)
 }
 
-// gitDashed reports the subcommand of a dashed name: git-push → push.
-func gitDashed(name string) (string, bool) {
+// GitDashed reports the subcommand of a dashed name: git-push → push.
+func GitDashed(name string) (string, bool) {
 	if sub, ok := strings.CutPrefix(name, "git-"); ok && sub != "" {
 		return sub, true
 	}

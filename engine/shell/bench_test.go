@@ -1,4 +1,4 @@
-package engine
+package shell
 
 import "testing"
 
@@ -11,7 +11,7 @@ func BenchmarkAnalyzeTypical(b *testing.B) {
 	b.SetBytes(int64(len(typicalCommand)))
 	b.ReportAllocs()
 	for b.Loop() {
-		a := AnalyzeArgv(argv)
+		a := analyzeArgv(argv)
 		if len(a.Units) != 6 {
 			b.Fatalf("got %d units", len(a.Units))
 		}

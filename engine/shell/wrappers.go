@@ -1,4 +1,4 @@
-package engine
+package shell
 
 import (
 	"strings"
@@ -269,7 +269,26 @@ var shellLong = map[string]argKind{
 	"emulate": reqArg, "no-rcs": noArg, "no-globalrcs": noArg,
 }
 
-func isShell(name string) bool { return shells[name] }
+func IsShell(name string) bool { return shells[name] }
+
+// Programs lists the programs the analysis reads through, whose identity
+// changes what it finds: every wrapper, shell, command with options that
+// run another, command grammar (git, docker, kubectl), find and the
+// dynamic loader's names. Unsorted; it may repeat a name.
+func Programs() []string {
+	out := make([]string, 0, len(wrappers)+len(shells)+len(commandOptions)+len(grammarPrograms)+5)
+	for n := range wrappers {
+		out = append(out, n)
+	}
+	for n := range shells {
+		out = append(out, n)
+	}
+	for n := range commandOptions {
+		out = append(out, n)
+	}
+	out = append(out, grammarPrograms...)
+	return append(out, "find", "ld.so", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "ld-linux.so.2")
+}
 
 // optScan is the outcome of reading a wrapper's options.
 type optScan struct {
@@ -352,7 +371,7 @@ options:
 				return r
 			}
 		case len(s) > 1 && s[0] == '-':
-			if sp.numeric && isDigits(s[1:]) {
+			if sp.numeric && IsDigits(s[1:]) {
 				continue
 			}
 			for j := 1; j < len(s); j++ {
@@ -569,10 +588,10 @@ func (a *analyzer) innerAs(label string, fs []field, sc *scope, o innerOpts) {
 			return
 		}
 	}
-	a.wrapped(baseName(argv[0]), fs, in)
+	a.wrapped(BaseName(argv[0]), fs, in)
 }
 
-func baseName(p string) string {
+func BaseName(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 && i < len(p)-1 {
 		return p[i+1:]
 	}

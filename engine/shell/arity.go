@@ -1,4 +1,4 @@
-package engine
+package shell
 
 import "strings"
 
@@ -72,11 +72,11 @@ func SuggestBashPattern(argv []string) string {
 	}
 	// The suggestion is a pattern: a star or backslash in the command is
 	// written escaped, or `rm -rf *.txt` would allow any rm -rf.
-	exact := escapeBashPattern(RenderArgv(argv))
+	exact := EscapeBashPattern(RenderArgv(argv))
 	name := argv[0]
 	if strings.HasPrefix(name, "/") {
 		// The table is keyed by command names; /usr/bin/git is git.
-		name = baseName(name)
+		name = BaseName(name)
 	}
 	keep, matched := 0, 0
 	for n := min(len(argv), 4); n >= 1; n-- {
@@ -104,16 +104,16 @@ func SuggestBashPattern(argv []string) string {
 			return exact
 		}
 	}
-	return escapeBashPattern(RenderArgv(argv[:keep])) + " *"
+	return EscapeBashPattern(RenderArgv(argv[:keep])) + " *"
 }
 
 func looksLikePath(s string) bool {
 	return strings.ContainsRune(s, '/') || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "~")
 }
 
-// escapeBashPattern makes a command line a bash pattern that matches only
+// EscapeBashPattern makes a command line a bash pattern that matches only
 // itself: `*` and `\` are the pattern syntax's special characters.
-func escapeBashPattern(line string) string {
+func EscapeBashPattern(line string) string {
 	if !strings.ContainsAny(line, `*\`) {
 		return line
 	}

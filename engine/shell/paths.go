@@ -1,30 +1,20 @@
-package engine
+package shell
 
 import (
 	"path"
 	"strings"
 )
 
-// PathUse is a file a command of a script reads or writes, as far as the
-// analysis could resolve it: a redirect target, or an argument of a file
-// command this table knows (`touch f`, `cp a b`, `rm -r d`). When a person
-// approves the script, its path uses are approved with it, so the opens
-// they name do not ask again (one ask per intent).
+// PathUse is a file an argument of a file command names (`touch f`,
+// `cp a b`, `rm -r d`), resolved by the caller's resolve: what
+// ArgPathUses finds. engine.PathUse is the same with engine's Access.
 type PathUse struct {
 	Access Access
-	Path   string // absolute and clean
+	Path   string // as resolve returned it: absolute and clean
 	// Tree is set when everything beneath Path is used too (`rm -r d`,
 	// `cp -r src dst`).
 	Tree bool
-	From string // what named it, for people: "redirect", "argument of cp"
-}
-
-// Covers reports whether the use includes an access a to p.
-func (u PathUse) Covers(a Access, p string) bool {
-	if a == 0 || a&^u.Access != 0 {
-		return false
-	}
-	return p == u.Path || u.Tree && isBeneath(p, u.Path)
+	From string // what named it, for people: "argument of cp"
 }
 
 // parentUses are the directories `mkdir -p` creates above operand when
@@ -43,13 +33,6 @@ func parentUses(operand, dir string, a Access, from string, resolve func(p, dir 
 		}
 	}
 	return out
-}
-
-func isBeneath(p, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/") && p != "/"
-	}
-	return strings.HasPrefix(p, dir+"/")
 }
 
 // operandMode says what a file command does with its operands.
@@ -133,162 +116,234 @@ var chownSpec = wrapperSpec{short: "cfvhRHLP", long: map[string]argKind{"changes
 	"no-dereference": noArg, "from": reqArg, "no-preserve-root": noArg, "preserve-root": noArg, "quiet": noArg,
 	"silent": noArg, "reference": reqArg, "recursive": noArg, "verbose": noArg}}
 
-// argPathUses returns the paths a unit's arguments name, resolved with
+// ArgPathUses returns the paths a unit's arguments name, resolved with
 // resolve (nil results are skipped). Units of other commands, and command
 // lines the table cannot read, name none.
-func argPathUses(u Unit, resolve func(p, dir string) (string, bool)) []PathUse {
+func ArgPathUses(u Unit, resolve func(p, dir string) (string, bool)) []PathUse {
 	if u.Sentinel != "" || len(u.Argv) == 0 || u.StdinArgs {
 		return nil
 	}
-	name := baseName(u.Argv[0])
+	name := BaseName(u.Argv[0])
 	fc := fileCommands[name]
 	if fc == nil {
 		return nil
 	}
-	dyn := make(map[int]bool, len(u.Dynamic))
-	for _, i := range u.Dynamic {
-		dyn[i] = true
+	cl, ok := readFileCommand(u, fc)
+	if !ok {
+		return nil
 	}
-	var ops []int // indexes of operands
-	var seen []string
-	var target string
-	opt := func(o string) { seen = append(seen, o) }
-	has := func(names string) bool {
-		for _, n := range strings.Fields(names) {
-			for _, o := range seen {
-				if o == n {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	sp := &fc.spec
-	for i := 1; i < len(u.Argv); i++ {
-		w := u.Argv[i]
-		switch {
-		case dyn[i]:
-			if strings.HasPrefix(w, "-") || strings.HasPrefix(w, `"-`) {
-				return nil // an option only known at run time
-			}
-			ops = append(ops, i)
-		case w == "--":
-			for j := i + 1; j < len(u.Argv); j++ {
-				ops = append(ops, j)
-			}
-			i = len(u.Argv)
-		case w == "-" || !strings.HasPrefix(w, "-"):
-			ops = append(ops, i)
-		case strings.HasPrefix(w, "--"):
-			n, v, hasEq := strings.Cut(w[2:], "=")
-			kind, ok := sp.long[n]
-			if !ok || kind == noArg && hasEq {
-				return nil
-			}
-			opt(n)
-			if kind == reqArg && !hasEq {
-				if i++; i >= len(u.Argv) || dyn[i] {
-					return nil
-				}
-				v = u.Argv[i]
-			}
-			if strings.Contains(" "+fc.target+" ", " "+n+" ") {
-				target = v
-			}
-		default:
-			if fc.numeric && isDigits(w[1:]) {
-				continue
-			}
-			for j := 1; j < len(w); j++ {
-				c := w[j]
-				switch {
-				case strings.IndexByte(sp.short, c) >= 0:
-					opt(string(c))
-					continue
-				case strings.IndexByte(sp.shortV, c) >= 0:
-					opt(string(c))
-					v := w[j+1:]
-					if v == "" {
-						if i++; i >= len(u.Argv) || dyn[i] {
-							return nil
-						}
-						v = u.Argv[i]
-					}
-					if strings.Contains(" "+fc.target+" ", " "+string(c)+" ") {
-						target = v
-					}
-				default:
-					return nil
-				}
-				break
-			}
-		}
-	}
-	tree := fc.tree != "" && has(fc.tree)
-	from := "argument of " + name
-	var out []PathUse
-	use := func(i int, a Access, t bool) string {
-		if a == 0 || dyn[i] && !plainTilde(u.Argv[i]) || u.Argv[i] == "-" {
-			return ""
-		}
-		p, ok := resolve(u.Argv[i], u.Dir)
-		if !ok {
-			return ""
-		}
-		out = append(out, PathUse{Access: a, Path: p, Tree: t, From: from})
-		return p
-	}
+	pu := &pathUses{cl: cl, fc: fc, u: u, resolve: resolve, from: "argument of " + name}
+	pu.tree = fc.tree != "" && cl.has(fc.tree)
 	switch fc.mode {
 	case operandsAll:
-		for _, i := range ops {
-			use(i, fc.access, tree)
-			if fc.parents != "" && has(fc.parents) && !dyn[i] {
-				out = append(out, parentUses(u.Argv[i], u.Dir, fc.access, from, resolve)...)
-			}
-		}
+		pu.all()
 	case operandsAfter1:
-		if len(ops) > 0 && (fc.ref == "" || !has(fc.ref)) {
-			ops = ops[1:]
-		}
-		for _, i := range ops {
-			use(i, fc.access, tree)
-		}
+		pu.after1()
 	case operandsDest:
-		srcs := ops
-		var dest string
-		destKnown := false
-		switch {
-		case target != "":
-			p, ok := resolve(target, u.Dir)
-			dest, destKnown = p, ok
-		case len(ops) == 1 && name == "ln":
-			// ln TARGET: a link named after it, here.
-			p, ok := resolve(path.Base(u.Argv[ops[0]]), u.Dir)
-			dest, destKnown = p, ok && !dyn[ops[0]]
-			if destKnown {
-				out = append(out, PathUse{Access: AccessWrite, Path: dest, From: from})
-			}
-			return out
-		case len(ops) >= 2:
-			last := ops[len(ops)-1]
-			srcs = ops[:len(ops)-1]
-			if !dyn[last] {
-				dest, destKnown = resolve(u.Argv[last], u.Dir)
-			}
-			if destKnown && (has(fc.noTgt) || len(srcs) == 1) {
-				// DEST itself when it is not a directory.
-				out = append(out, PathUse{Access: AccessWrite, Path: dest, Tree: tree, From: from})
-			}
-		default:
+		if !pu.dest(name == "ln") {
 			return nil
 		}
-		for _, i := range srcs {
-			use(i, fc.access, tree)
-			if destKnown && !has(fc.noTgt) && !dyn[i] {
-				// DEST/basename(SOURCE) when DEST is a directory.
-				out = append(out, PathUse{Access: AccessWrite, Path: path.Join(dest, path.Base(u.Argv[i])), Tree: tree, From: from})
+	}
+	return pu.out
+}
+
+// fileCommandLine is a file command's line as its table entry reads it.
+type fileCommandLine struct {
+	argv   []string
+	dyn    map[int]bool // indexes of dynamic words
+	ops    []int        // indexes of operands
+	seen   []string     // options given, by name
+	target string       // the value of a target option
+}
+
+// has reports whether one of the options names (space-separated) was
+// given.
+func (c *fileCommandLine) has(names string) bool {
+	for _, n := range strings.Fields(names) {
+		for _, o := range c.seen {
+			if o == n {
+				return true
 			}
 		}
 	}
-	return out
+	return false
+}
+
+// readFileCommand tells a file command's operands from its options; ok is
+// false when a word is not understood.
+func readFileCommand(u Unit, fc *fileCommand) (*fileCommandLine, bool) {
+	c := &fileCommandLine{argv: u.Argv, dyn: make(map[int]bool, len(u.Dynamic))}
+	for _, i := range u.Dynamic {
+		c.dyn[i] = true
+	}
+	for i := 1; i < len(c.argv); i++ {
+		w := c.argv[i]
+		ok := true
+		switch {
+		case c.dyn[i]:
+			if strings.HasPrefix(w, "-") || strings.HasPrefix(w, `"-`) {
+				return nil, false // an option only known at run time
+			}
+			c.ops = append(c.ops, i)
+		case w == "--":
+			for j := i + 1; j < len(c.argv); j++ {
+				c.ops = append(c.ops, j)
+			}
+			i = len(c.argv)
+		case w == "-" || !strings.HasPrefix(w, "-"):
+			c.ops = append(c.ops, i)
+		case strings.HasPrefix(w, "--"):
+			i, ok = c.long(i, fc)
+		default:
+			i, ok = c.short(i, fc)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return c, true
+}
+
+// long reads the long option at argv[i] and its value; it returns the
+// index of its last word.
+func (c *fileCommandLine) long(i int, fc *fileCommand) (int, bool) {
+	n, v, hasEq := strings.Cut(c.argv[i][2:], "=")
+	kind, ok := fc.spec.long[n]
+	if !ok || kind == noArg && hasEq {
+		return i, false
+	}
+	c.seen = append(c.seen, n)
+	if kind == reqArg && !hasEq {
+		if i++; i >= len(c.argv) || c.dyn[i] {
+			return i, false
+		}
+		v = c.argv[i]
+	}
+	if strings.Contains(" "+fc.target+" ", " "+n+" ") {
+		c.target = v
+	}
+	return i, true
+}
+
+// short reads the short options at argv[i] (-abc, -tDIR, -t DIR) and the
+// value of the last; it returns the index of its last word.
+func (c *fileCommandLine) short(i int, fc *fileCommand) (int, bool) {
+	w := c.argv[i]
+	if fc.numeric && IsDigits(w[1:]) {
+		return i, true
+	}
+	for j := 1; j < len(w); j++ {
+		o := w[j]
+		if strings.IndexByte(fc.spec.short, o) >= 0 {
+			c.seen = append(c.seen, string(o))
+			continue
+		}
+		if strings.IndexByte(fc.spec.shortV, o) < 0 {
+			return i, false
+		}
+		c.seen = append(c.seen, string(o))
+		v := w[j+1:]
+		if v == "" {
+			if i++; i >= len(c.argv) || c.dyn[i] {
+				return i, false
+			}
+			v = c.argv[i]
+		}
+		if strings.Contains(" "+fc.target+" ", " "+string(o)+" ") {
+			c.target = v
+		}
+		break
+	}
+	return i, true
+}
+
+// pathUses gathers the path uses of one file command's operands.
+type pathUses struct {
+	cl      *fileCommandLine
+	fc      *fileCommand
+	u       Unit
+	resolve func(p, dir string) (string, bool)
+	from    string
+	tree    bool // the command is recursive
+	out     []PathUse
+}
+
+// use adds operand i used with a, unless it is stdin or not known;
+// it returns the resolved path, or "".
+func (pu *pathUses) use(i int, a Access, t bool) string {
+	w := pu.u.Argv[i]
+	if a == 0 || pu.cl.dyn[i] && !plainTilde(w) || w == "-" {
+		return ""
+	}
+	p, ok := pu.resolve(w, pu.u.Dir)
+	if !ok {
+		return ""
+	}
+	pu.out = append(pu.out, PathUse{Access: a, Path: p, Tree: t, From: pu.from})
+	return p
+}
+
+// all: every operand is used (touch, rm, cat …), and with mkdir -p the
+// directories above it.
+func (pu *pathUses) all() {
+	for _, i := range pu.cl.ops {
+		pu.use(i, pu.fc.access, pu.tree)
+		if pu.fc.parents != "" && pu.cl.has(pu.fc.parents) && !pu.cl.dyn[i] {
+			pu.out = append(pu.out, parentUses(pu.u.Argv[i], pu.u.Dir, pu.fc.access, pu.from, pu.resolve)...)
+		}
+	}
+}
+
+// after1: the first operand is not a file (chmod MODE FILE…) unless a
+// reference option stands for it.
+func (pu *pathUses) after1() {
+	ops := pu.cl.ops
+	if len(ops) > 0 && (pu.fc.ref == "" || !pu.cl.has(pu.fc.ref)) {
+		ops = ops[1:]
+	}
+	for _, i := range ops {
+		pu.use(i, pu.fc.access, pu.tree)
+	}
+}
+
+// dest: SOURCE… DEST (cp, mv, ln): the sources are used, the destination
+// written, itself or as DEST/basename(SOURCE); isLn for ln's one-operand
+// form. It is false when the line names no destination.
+func (pu *pathUses) dest(isLn bool) bool {
+	cl, fc, u := pu.cl, pu.fc, pu.u
+	ops := cl.ops
+	srcs := ops
+	var dest string
+	destKnown := false
+	switch {
+	case cl.target != "":
+		dest, destKnown = pu.resolve(cl.target, u.Dir)
+	case len(ops) == 1 && isLn:
+		// ln TARGET: a link named after it, here.
+		p, ok := pu.resolve(path.Base(u.Argv[ops[0]]), u.Dir)
+		if ok && !cl.dyn[ops[0]] {
+			pu.out = append(pu.out, PathUse{Access: AccessWrite, Path: p, From: pu.from})
+		}
+		return true
+	case len(ops) >= 2:
+		last := ops[len(ops)-1]
+		srcs = ops[:len(ops)-1]
+		if !cl.dyn[last] {
+			dest, destKnown = pu.resolve(u.Argv[last], u.Dir)
+		}
+		if destKnown && (cl.has(fc.noTgt) || len(srcs) == 1) {
+			// DEST itself when it is not a directory.
+			pu.out = append(pu.out, PathUse{Access: AccessWrite, Path: dest, Tree: pu.tree, From: pu.from})
+		}
+	default:
+		return false
+	}
+	for _, i := range srcs {
+		pu.use(i, fc.access, pu.tree)
+		if destKnown && !cl.has(fc.noTgt) && !cl.dyn[i] {
+			// DEST/basename(SOURCE) when DEST is a directory.
+			pu.out = append(pu.out, PathUse{Access: AccessWrite, Path: path.Join(dest, path.Base(u.Argv[i])), Tree: pu.tree, From: pu.from})
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package engine
+package shell
 
 import (
 	"strconv"
@@ -17,7 +17,7 @@ func FuzzAnalyzeScript(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		a := AnalyzeScript(src)
+		a := analyzeScript(src)
 		if len(a.Units) > maxUnits+1 {
 			t.Fatalf("%d units exceed the cap", len(a.Units))
 		}
@@ -46,7 +46,7 @@ func FuzzAnalyzeArgv(f *testing.F) {
 	f.Add("watch\x00-n\x001\x00ls | wc -l")
 	f.Fuzz(func(t *testing.T, joined string) {
 		argv := strings.Split(joined, "\x00")
-		a := AnalyzeArgv(argv)
+		a := analyzeArgv(argv)
 		if len(a.Units) == 0 {
 			t.Fatal("no units")
 		}
@@ -69,7 +69,7 @@ func FuzzRenderArgvRoundTrip(f *testing.F) {
 		}
 		argv := []string{a, b}
 		line := RenderArgv(argv)
-		got := AnalyzeScript(line)
+		got := analyzeScript(line)
 		if len(got.Units) == 1 && strings.HasPrefix(got.Units[0].Detail, "too deeply nested") {
 			// The nesting check ignores quotes on purpose (a quote in a
 			// here-document or comment must not hide real nesting), so
@@ -99,7 +99,7 @@ func TestRenderArgvRoundTrip(t *testing.T) {
 				argv = []string{w, "arg"}
 			}
 			line := RenderArgv(argv)
-			a := AnalyzeScript(line)
+			a := analyzeScript(line)
 			if len(a.Units) != 1 || a.Units[0].Sentinel != "" || len(a.Units[0].Dynamic) != 0 {
 				t.Errorf("RenderArgv(%q) = %s, which reads back as %v", argv, line, a.Units)
 				continue
@@ -114,7 +114,7 @@ func TestRenderArgvRoundTrip(t *testing.T) {
 func TestAnalyzeScriptHugeInput(t *testing.T) {
 	line := "echo hello world > out.txt && git status | grep modified\n"
 	src := strings.Repeat(line, (1<<20)/len(line))
-	a := AnalyzeScript(src)
+	a := analyzeScript(src)
 	last := a.Units[len(a.Units)-1]
 	if last.Sentinel != SentinelUnparseable || !strings.Contains(last.Detail, "too large") {
 		t.Fatalf("a 1 MB script of %d commands should end in a too-large sentinel, got %v", 3*(1<<20)/len(line), last)
@@ -149,7 +149,7 @@ func hostileScripts() map[string]string {
 func TestAnalyzeScriptHostile(t *testing.T) {
 	for name, src := range hostileScripts() {
 		t.Run(name, func(t *testing.T) {
-			a := AnalyzeScript(src)
+			a := analyzeScript(src)
 			if len(a.Units) > maxUnits+1 || len(a.Redirects) > maxUnits {
 				t.Fatalf("%d units, %d redirects: over the caps", len(a.Units), len(a.Redirects))
 			}
@@ -162,14 +162,14 @@ func BenchmarkAnalyzeHostile(b *testing.B) {
 		b.Run(strings.ReplaceAll(name, " ", "-"), func(b *testing.B) {
 			b.SetBytes(int64(len(src)))
 			for b.Loop() {
-				AnalyzeScript(src)
+				analyzeScript(src)
 			}
 		})
 	}
 }
 
 func TestNestedLoadersStaySmall(t *testing.T) {
-	a := AnalyzeScript(hostileScripts()["nested loaders"])
+	a := analyzeScript(hostileScripts()["nested loaders"])
 	if len(a.Units) > 4*maxForks {
 		t.Fatalf("%d units from 17 nested loaders", len(a.Units))
 	}
@@ -187,12 +187,12 @@ func TestLoopsForgetWhatTheyChange(t *testing.T) {
 		"X=ls; for X in a; do :; done; $X":                   SentinelOpaque,
 		"X=ls; while $X; do X=rm; done":                      SentinelOpaque,
 	} {
-		a := AnalyzeScript(src)
+		a := analyzeScript(src)
 		if got := a.Units[len(a.Units)-1].Value(); got != want && !(want == SentinelOpaque && a.Opaque()) {
 			t.Errorf("%s: last unit %q, want %q", src, got, want)
 		}
 	}
-	a := AnalyzeScript("cd /a; while x; do cd b; done; echo > f")
+	a := analyzeScript("cd /a; while x; do cd b; done; echo > f")
 	if r := a.Redirects[0]; r.Dir != "" {
 		t.Errorf("a loop that cd's leaves the directory unknown, got %q", r.Dir)
 	}
@@ -210,7 +210,7 @@ func TestAnalyzeScriptDeepNesting(t *testing.T) {
 		"arith":         "echo $((" + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + "))",
 	} {
 		t.Run(name, func(t *testing.T) {
-			a := AnalyzeScript(src)
+			a := analyzeScript(src)
 			if !a.Opaque() {
 				t.Fatalf("nesting 1000 deep should yield a sentinel, got %d units", len(a.Units))
 			}
@@ -229,16 +229,16 @@ func nestedBashC(n int) string {
 
 func TestNestingWithinBoundsIsAnalysed(t *testing.T) {
 	src := strings.Repeat("(", 100) + "git push" + strings.Repeat(")", 100)
-	a := AnalyzeScript(src)
+	a := analyzeScript(src)
 	if len(a.Units) != 1 || a.Units[0].Line != "git push" {
 		t.Fatalf("100 nested subshells: got %v", a.Units)
 	}
-	a = AnalyzeScript(nestedBashC(15))
+	a = analyzeScript(nestedBashC(15))
 	last := a.Units[len(a.Units)-1]
 	if last.Line != "git push" || len(last.Via) != 15 {
 		t.Fatalf("15 nested bash -c: last unit %v", last)
 	}
-	a = AnalyzeScript(nestedBashC(18))
+	a = analyzeScript(nestedBashC(18))
 	if !a.Opaque() {
 		t.Fatalf("18 nested bash -c should exceed the depth bound")
 	}
@@ -267,7 +267,7 @@ func FuzzAnalyzeSourced(f *testing.F) {
 			}
 			return []byte(file), nil
 		}}
-		a := AnalyzeScriptIn(src, ctx)
+		a := AnalyzeScript(src, ctx)
 		if reads > maxSourced {
 			t.Fatalf("%d files read", reads)
 		}
@@ -281,39 +281,3 @@ func FuzzAnalyzeSourced(f *testing.F) {
 		}
 	})
 }
-
-// FuzzDecideExec: any exec, with any #! chain and identity, is decided
-// without panicking, and a decision other than allow names its part.
-func FuzzDecideExec(f *testing.F) {
-	f.Add("/usr/bin/git\x00git-push\x00-C\x00x\x00origin", "/usr/bin/env\x00python3", "")
-	f.Add(ldsoPath+"\x00ld.so\x00--argv0\x00git-push\x00/usr/bin/git\x00x", "", "git")
-	f.Add("/bin/bash\x00bash\x00-c\x00eval 'git -c alias.p=push p'; . ./x", "", "")
-	p, _, err := Compile(Config{Env: Env{Home: "/home/u", Workspace: "/w", TmpDir: "/tmp"}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, joined, interp, identity string) {
-		words := strings.Split(joined, "\x00")
-		in := ExecIntent{Path: words[0], Resolved: words[0], Argv: words[1:], Cwd: "/w", Identity: identity,
-			ReadFile: func(string, int) ([]byte, error) { return []byte(joined), nil },
-			Identify: func(string) string { return identity }}
-		if interp != "" {
-			ip := strings.SplitN(interp, "\x00", 2)
-			it := Interp{Path: ip[0], Resolved: ip[0]}
-			if len(ip) == 2 {
-				it.Arg = ip[1]
-			}
-			in.Interpreters = []Interp{it, it}
-		}
-		d := p.DecideExec(in)
-		if d.Result.Action < Allow || d.Result.Action > Deny {
-			t.Fatalf("no decision: %+v", d.Result)
-		}
-		if d.Result.Action != Allow && d.Decider == "" {
-			t.Fatalf("%s without a deciding part", d.Result.Action)
-		}
-		_ = p.SuggestSession(d)
-	})
-}
-
-const ldsoPath = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
