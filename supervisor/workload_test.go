@@ -55,7 +55,6 @@ func need(t *testing.T, tools ...string) {
 }
 
 func TestWorkloadGit(t *testing.T) {
-	kerneltest.Long(t)
 	need(t, "git")
 	workload(t, "git", `
 export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@x
@@ -73,7 +72,6 @@ git mv f2.txt g2.txt && git commit -q -m mv && git log --oneline | wc -l
 }
 
 func TestWorkloadCC(t *testing.T) {
-	kerneltest.Long(t)
 	need(t, "cc")
 	workload(t, "cc", `
 cat > hello.c <<'C'
@@ -113,7 +111,6 @@ make -s -j2
 }
 
 func TestWorkloadTar(t *testing.T) {
-	kerneltest.Long(t)
 	need(t, "tar")
 	workload(t, "tar", `
 mkdir -p src/a/b && echo one > src/a/1 && echo two > src/a/b/2 && ln -s 1 src/a/l
@@ -126,7 +123,6 @@ tar -tvf x.tar | awk '{print $1, $6}' | sort
 }
 
 func TestWorkloadPython(t *testing.T) {
-	kerneltest.Long(t)
 	need(t, "python3")
 	workload(t, "python3", `
 python3 - <<'PY'
@@ -167,7 +163,6 @@ go build -o hello .
 }
 
 func TestWorkloadNpm(t *testing.T) {
-	kerneltest.Long(t)
 	need(t, "npm")
 	workload(t, "npm --version", `npm --version`, nil)
 }
