@@ -239,6 +239,7 @@ var attacks = []attack{
 }
 
 func TestAttacks(t *testing.T) {
+	kerneltest.Long(t)
 	requireSupervision(t)
 	bin := buildAttacks(t)
 	for _, a := range attacks {

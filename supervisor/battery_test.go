@@ -67,6 +67,7 @@ type battery struct {
 }
 
 func TestDailyBattery(t *testing.T) {
+	kerneltest.Long(t)
 	requireSupervision(t)
 	need(t, "bash", "git", "tar", "make", "cc", "node", "npm", "go", "vim", "gdb", "strace", "unshare", "python3")
 	b := newBattery(t)

@@ -370,7 +370,7 @@ type renameCall struct {
 }
 
 // judge: both names are written, and the move must not widen access
-// (aliasing.go).
+// (moveVerdict, engine/move.go).
 func (c *renameCall) judge(p *engine.Policy) verdict {
 	if c.flags&unix.RENAME_EXCHANGE != 0 {
 		return moveVerdict(p, engine.MoveExchange, "rename", c.from, c.to)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // TestFloorEmulateRunsWorkloads: the benchmark floor that emulates opens
@@ -14,6 +16,7 @@ import (
 // through a directory fd, one created and truncated, ENOENT for a missing
 // one. A floor that broke them would time a different workload.
 func TestFloorEmulateRunsWorkloads(t *testing.T) {
+	kerneltest.Long(t)
 	requireSupervision(t)
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")

@@ -187,6 +187,7 @@ print(json.dumps({"found": found, "control": seen}))
 // single bind, nearly every run for 200). The bare half of the mechanism
 // is TestPdeathsigFollowsTheForkingThread.
 func TestUnixBindNeverKillsTheCommand(t *testing.T) {
+	kerneltest.Long(t)
 	python := realPython(t)
 	s := newSandbox(t, denyPolicy)
 	bind200 := `

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // inner is one nested permwrap of a test: its own configuration
@@ -397,6 +399,7 @@ func TestNestedEnvCleared(t *testing.T) {
 // writing after the inner exits still meets the inner's rules; the node
 // goes once its last process does.
 func TestNestedOutlivesInner(t *testing.T) {
+	kerneltest.Long(t)
 	s := newSandbox(t, openPolicy(""))
 	w := s.writer()
 	in := s.newInner("daemon", openPolicy(`"${WORKSPACE}/inner-denied*": "deny"`))

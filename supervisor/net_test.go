@@ -557,6 +557,7 @@ func buildNetProg(t *testing.T, name string) string {
 // permwrap the denied port never hears from it, while the allowed port
 // does (the technique still works for what is allowed).
 func TestNetRaceFlip(t *testing.T) {
+	kerneltest.Long(t)
 	prog := buildNetProg(t, "race_flip")
 	for _, mode := range []string{"connect", "sendto", "sendmsg"} {
 		t.Run(mode, func(t *testing.T) {

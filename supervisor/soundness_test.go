@@ -244,6 +244,7 @@ func supervisorState(pid int) string {
 // runs. Verification cannot read /proc; it must kill, never forget: the
 // forbidden program never gets past its first watched call.
 func TestVerificationFailsClosed(t *testing.T) {
+	kerneltest.Long(t)
 	requireSupervision(t)
 	bin := buildAttacks(t)
 	as := newAttackSetup(t, bin, attack{name: "exec_race_path_flip"})
@@ -274,6 +275,7 @@ func TestVerificationFailsClosed(t *testing.T) {
 // loop. Exec verification must not kill a single one: each push and each
 // make must succeed, and permwrap must report no kill.
 func TestNoFalseKillsUnderForkChurn(t *testing.T) {
+	kerneltest.Long(t)
 	kerneltest.Tool(t, "git")
 	kerneltest.Tool(t, "make")
 	s := newSandbox(t, allowAll)

@@ -265,16 +265,19 @@ func runTUICases(t *testing.T, only []string, argv ...string) {
 }
 
 func TestPromptOverNodeInline(t *testing.T) {
+	kerneltest.Long(t)
 	needTool(t, "tmux", "node")
 	runTUICases(t, nil, "node", tuiProg("app.js"), "inline")
 }
 
 func TestPromptOverNodeFullScreen(t *testing.T) {
+	kerneltest.Long(t)
 	needTool(t, "tmux", "node")
 	runTUICases(t, nil, "node", tuiProg("app.js"), "fullscreen")
 }
 
 func TestPromptOverPythonCurses(t *testing.T) {
+	kerneltest.Long(t)
 	needTool(t, "tmux", "python3")
 	runTUICases(t, nil, "python3", tuiProg("curses_app.py"))
 }
@@ -320,6 +323,7 @@ func TestReasonReachesNodeChild(t *testing.T) {
 
 // A Go program on bubbletea, whose renderer rewrites only changed lines.
 func TestPromptOverGoBubbletea(t *testing.T) {
+	kerneltest.Long(t)
 	needTool(t, "tmux")
 	bin := filepath.Join(t.TempDir(), "teaapp")
 	build := exec.Command("go", "build", "-o", bin, "./testdata/tui/teaapp")

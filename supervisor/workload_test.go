@@ -84,6 +84,7 @@ cc -O1 -o hello hello.c
 }
 
 func TestWorkloadMake(t *testing.T) {
+	kerneltest.Long(t)
 	need(t, "cc", "make")
 	workload(t, "make -j2", `
 make -s -j2
@@ -142,6 +143,7 @@ PY
 }
 
 func TestWorkloadGoBuild(t *testing.T) {
+	kerneltest.Long(t)
 	need(t, "go")
 	gocache := t.TempDir()
 	workload(t, "go build", `

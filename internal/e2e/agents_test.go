@@ -275,6 +275,7 @@ func resultOf(t *testing.T, srv *ms.Server, a *action) (ms.ToolResult, bool) {
 // tool's output for a command, the kernel's EACCES for the agent's own
 // file tools (the agent's own process gets only the errno).
 func TestAgentDenials(t *testing.T) {
+	kerneltest.Long(t)
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
 			requireSupervision(t)
@@ -374,6 +375,7 @@ func marker(name string) (cmd, want string) {
 // permwrap refuses nothing: no denial and no ask in the review log, each
 // command runs to its end, and the agent finishes the script.
 func TestAgentOrdinaryWork(t *testing.T) {
+	kerneltest.Long(t)
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
 			requireSupervision(t)

@@ -165,6 +165,7 @@ type prompted struct {
 }
 
 func TestAgentTUIPrompts(t *testing.T) {
+	kerneltest.Long(t)
 	for _, pol := range tuiPolicies {
 		t.Run(pol.name, func(t *testing.T) {
 			for _, a := range tuiAgents {

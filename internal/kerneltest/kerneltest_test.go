@@ -59,3 +59,17 @@ func TestI386Trial(t *testing.T) {
 	ok, why := I386(t)
 	t.Logf("i386 syscalls work: %v (%s)", ok, why)
 }
+
+// Long skips only without -tags long, and never fails, even with
+// PERMWRAP_REQUIRE_KERNEL=1.
+func TestLong(t *testing.T) {
+	t.Setenv(EnvRequire, "1")
+	var ran bool
+	t.Run("long", func(t *testing.T) {
+		Long(t)
+		ran = true
+	})
+	if ran != LongTests {
+		t.Errorf("Long let the test run: %v, built with -tags long: %v", ran, LongTests)
+	}
+}
