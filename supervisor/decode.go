@@ -319,7 +319,7 @@ func (d *decoder) open(dirArg, pathArg, flags int, mode uint32, resolve uint64) 
 	if err != nil {
 		return nil, err
 	}
-	// An inner permwrap's knock (nodes.go), recognised on the path as
+	// An inner permwrap's knock (forwarding.go), recognised on the path as
 	// read, before anything is resolved.
 	if resolve == 0 && couldKnock(flags) {
 		if k, err := d.knock(p, flags); k != nil || err != nil {

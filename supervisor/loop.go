@@ -60,7 +60,7 @@ type supervisor struct {
 	troubleSaid atomic.Bool
 	// net is what judging network destinations needs beyond the policy.
 	net netState
-	// nest is the nesting of inner permwraps (nodes.go); nil when it
+	// nest is the nesting of inner permwraps (forwarding.go); nil when it
 	// could not be set up.
 	nest *nesting
 
@@ -437,7 +437,7 @@ type request struct {
 	tid  int
 	th   *pin.Thread // the calling thread as decoding looked it up, or nil
 	call call
-	// m is the node the calling process belongs to (nodes.go); nested
+	// m is the node the calling process belongs to (forwarding.go); nested
 	// is false for this permwrap's own processes.
 	m      forwarding.Membership
 	nested bool
@@ -495,7 +495,7 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 		return
 	}
 	if k, ok := c.(*knockCall); ok {
-		// An inner permwrap asking for its parent (nodes.go): answered,
+		// An inner permwrap asking for its parent (forwarding.go): answered,
 		// not judged, once the knocker is known to be the caller.
 		d.release()
 		if s.l.IDValid(n.ID) == nil {
@@ -531,7 +531,7 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 func (s *supervisor) decide(r *request) {
 	c := r.call
 	// Judged by this permwrap's policy, or for a nested caller by every
-	// layer of its node's chain (nodes.go); content rules and audit mode
+	// layer of its node's chain (forwarding.go); content rules and audit mode
 	// per policy.
 	v := s.judge(r)
 	if v.result.Action != engine.Allow {
