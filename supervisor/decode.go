@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -321,7 +322,7 @@ func (d *decoder) open(dirArg, pathArg, flags int, mode uint32, resolve uint64) 
 	}
 	// An inner permwrap's knock (forwarding.go), recognised on the path as
 	// read, before anything is resolved.
-	if resolve == 0 && couldKnock(flags) {
+	if resolve == 0 && forwarding.CouldKnock(flags) {
 		if k, err := d.knock(p, flags); k != nil || err != nil {
 			return k, err
 		}

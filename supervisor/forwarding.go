@@ -517,12 +517,6 @@ func (d *decoder) knock(path string, flags int) (call, error) {
 	return &knockCall{peer: forwarding.Peer{PID: tgid, Start: st.Start}}, nil
 }
 
-// couldKnock is the register-only test done before reading the path: an
-// open with exactly the knock's flags.
-func couldKnock(flags int) bool {
-	return uint32(flags)&^0x8000 == uint32(forwarding.KnockFlags)
-}
-
 // ExecNested is the last stage of a nested permwrap (cmd/permwrap's
 // __nest-exec, a child of the node's keeper): it finds the command as
 // the root's sandbox stage does, enters a new Landlock domain — the inner
