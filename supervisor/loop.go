@@ -62,7 +62,7 @@ type supervisor struct {
 	net netState
 	// nest is the nesting of inner permwraps (forwarding.go); nil when it
 	// could not be set up.
-	nest *nesting
+	nest *forwarding.Root
 
 	// asks counts the asks being resolved; once asksClosed (finish), an
 	// ask is resolved by the worker that has it, not started beside it
@@ -392,7 +392,7 @@ func (s *supervisor) finish() {
 	s.cancel()
 	s.waitAsks()
 	if s.nest != nil {
-		s.nest.close()
+		s.nest.Close()
 	}
 	s.notices.flush()
 	if l, ok := s.cfg.Log.(*authority.Log); ok && l != nil {
