@@ -37,9 +37,17 @@ const (
 // supervisor calls it on the path exactly as read from the target, before
 // any resolution.
 func IsKnock(path string, flags uint64) bool {
-	const largefile = 0x8000 // O_LARGEFILE on x86_64; the kernel may add it
-	return path == KnockPath && flags&^largefile == KnockFlags
+	return path == KnockPath && flags&^oLargefile == KnockFlags
 }
+
+// CouldKnock is the register-only test the supervisor does before it
+// reads the path: an open with exactly the knock's flags.
+func CouldKnock(flags int) bool {
+	return uint32(flags)&^oLargefile == uint32(KnockFlags)
+}
+
+// oLargefile is O_LARGEFILE on x86_64; the kernel may add it.
+const oLargefile = 0x8000
 
 // Knock errors.
 var (

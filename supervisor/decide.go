@@ -100,7 +100,7 @@ func baseName(p string) string {
 
 // verdictOf is steps 1 of decide: the request judged by this permwrap's
 // policy alone for its own processes (exactly as without nesting), else by
-// every policy of its node's chain, most restrictive wins (nodes.go). Per
+// every policy of its node's chain, most restrictive wins (forwarding.go). Per
 // policy: the call's judge (pure); when that answer depends on what the
 // file holds (a content rule), the call looks at the file it would hand
 // over, once for all layers (content.go), and the policy answers again;

@@ -11,6 +11,7 @@ import (
 
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/engine/shell"
+	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -325,9 +326,9 @@ func (d *decoder) open(dirArg, pathArg, flags int, mode uint32, resolve uint64) 
 	if err != nil {
 		return nil, err
 	}
-	// An inner permwrap's knock (nodes.go), recognised on the path as
+	// An inner permwrap's knock (forwarding.go), recognised on the path as
 	// read, before anything is resolved.
-	if resolve == 0 && couldKnock(flags) {
+	if resolve == 0 && forwarding.CouldKnock(flags) {
 		if k, err := d.knock(p, flags); k != nil || err != nil {
 			return k, err
 		}

@@ -61,9 +61,9 @@ type supervisor struct {
 	troubleSaid atomic.Bool
 	// net is what judging network destinations needs beyond the policy.
 	net netState
-	// nest is the nesting of inner permwraps (nodes.go); nil when it
+	// nest is the nesting of inner permwraps (forwarding.go); nil when it
 	// could not be set up.
-	nest *nesting
+	nest *forwarding.Root
 
 	// asks counts the asks being resolved; once asksClosed (finish), an
 	// ask is resolved by the worker that has it, not started beside it
@@ -381,7 +381,7 @@ func (s *supervisor) finish() {
 	s.cancel()
 	s.waitAsks()
 	if s.nest != nil {
-		s.nest.close()
+		s.nest.Close()
 	}
 	s.notices.flush()
 	if l, ok := s.cfg.Log.(*authority.Log); ok && l != nil {
@@ -426,7 +426,7 @@ type request struct {
 	tid  int
 	th   *pin.Thread // the calling thread as decoding looked it up, or nil
 	call call
-	// m is the node the calling process belongs to (nodes.go); nested
+	// m is the node the calling process belongs to (forwarding.go); nested
 	// is false for this permwrap's own processes.
 	m      forwarding.Membership
 	nested bool
@@ -474,7 +474,7 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 	if a, ok := c.(direct); ok {
 		// Answered without a decision: a continued call (answer.go), one
 		// the kernel settles (kernel.go), an inner permwrap's knock
-		// (nodes.go).
+		// (forwarding.go).
 		d.release()
 		a.answerDirect(s, n)
 		return

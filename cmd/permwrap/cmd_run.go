@@ -11,6 +11,7 @@ import (
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/supervisor"
 )
@@ -56,11 +57,11 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	policy := ld.policy
-	// Inside another permwrap: hand this policy to it (nest.go).
-	switch st, err := probeParent(); st {
-	case parentAnswers:
+	// Inside another permwrap: hand this policy to it (forwarding.go).
+	switch st, err := forwarding.ProbeParent(); st {
+	case forwarding.ParentAnswers:
 		return runNested(&f, ld, argv, stdin, stderr)
-	case parentBusy:
+	case forwarding.ParentBusy:
 		fmt.Fprintln(stderr, "permwrap:", err)
 		return exitInternal
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/supervisor"
 )
 
@@ -29,12 +30,12 @@ func realMain() int {
 	if len(os.Args) > 1 && os.Args[1] == supervisor.InitArg {
 		return supervisor.RunInit(os.Args[2:])
 	}
-	// The helper stages of a nested permwrap (nest.go).
+	// The helper stages of a nested permwrap (forwarding/stage.go).
 	if len(os.Args) == 2 {
 		switch os.Args[1] {
-		case nestKeeperArg:
-			return runNestKeeper()
-		case nestExecArg:
+		case forwarding.KeeperArg:
+			return forwarding.RunKeeper()
+		case forwarding.ExecArg:
 			return runNestExec()
 		}
 	}
