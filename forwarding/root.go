@@ -81,7 +81,7 @@ func NewRoot(policy *engine.Policy, top int, opts RootOptions) (*Root, error) {
 	reg, err := NewRegistry(policy.Config(), policy, RegistryOptions{
 		Enforceable: func(p *engine.Policy) error {
 			// With a policy that allows every read, the root's filter does
-			// not see plain reads at all (the supervisor's filterRules): it
+			// not see plain reads at all (the supervisor's filterOptions): it
 			// could not enforce a node's read rules, so it says so instead.
 			if skipsReads && !p.ReadsAlwaysAllowed() {
 				return errors.New("this permwrap's policy allows every read, so its filter does not see plain reads and cannot enforce the node's read rules; give the outer permwrap a policy with a read rule (or run the inner one with a policy that allows every read)")

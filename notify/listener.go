@@ -241,7 +241,7 @@ const maxLockFailures = 1000
 // polling every 20 µs. A supervisor that waits between calls of a busy
 // target pays for that at every call: on the 2-vCPU test VM sysmon took
 // a fifth of the supervisor's CPU samples, and taking the P back and
-// handing it on woke threads (docs/kernel.md, "The fourth round").
+// handing it on woke threads (docs/history/kernel-performance.md, "The fourth round").
 //
 // The cost is the P: only one goroutine polls at a time (Receive's
 // lock), and the program should give the runtime one P more for it

@@ -87,7 +87,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 // BenchmarkRoundTripParallel: 4 target threads opening at once, served by
 // a pool of 4 receivers answering CONTINUE; the case where synchronous
-// wake-up is expected to lose (kernel-facts §7).
+// wake-up is expected to lose (docs/kernel.md, "Measured kernel facts the
+// design rests on").
 //
 //	go test -run '^$' -bench RoundTripParallel -benchtime 20000x ./notify
 func BenchmarkRoundTripParallel(b *testing.B) {

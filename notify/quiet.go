@@ -16,7 +16,7 @@ import (
 // would leave the target with an empty result (AddFD's comment), so the
 // ioctl must run with every blockable signal blocked. Blocking and
 // restoring them costs two syscalls per emulated open: 10% of the open
-// loop's time (docs/kernel.md, "The sixth round"). A goroutine that
+// loop's time (docs/history/kernel-performance.md, "The sixth round"). A goroutine that
 // receives again right after (the holder of the supervisor's receiving
 // role, serving one target calling serially) keeps them blocked instead,
 // and unblocks them only while it waits: Receive given a held Quiet polls

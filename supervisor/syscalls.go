@@ -12,7 +12,7 @@ import (
 //   - the BPF filter: a row is notified (always, or when its `when`
 //     conditions hold), refused in BPF (`refuse`: every call, or the calls
 //     its conditions name), or must never be notified (`never`);
-//     filterRules derives the filter's rules from the rows, and notify
+//     filterOptions derives the filter from the rows, and notify
 //     applies them without knowing why;
 //   - decoding: the row's decoder reads every argument once into a typed
 //     call (calls.go), whose judge is pure and whose perform uses only
