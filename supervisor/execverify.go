@@ -37,45 +37,6 @@ import (
 // another process is never verified or killed in its place. The residual
 // window is in docs/security.md.
 
-// execCall is an execve/execveat as decoded: the binary as invoked and as
-// resolved, argv, the caller's cwd, the image the kernel will run, and
-// what the engine needs to judge it (the program it is by content, a
-// reader for the files a script sources).
-type execCall struct {
-	callDefaults
-	tid      int
-	tgid     int // the thread's group, from the decoder's lookup (0: none)
-	path     *pin.Resolved
-	raw      string // the path as the target passed it
-	filename string // the kernel's name for the file (what a #! interpreter receives)
-	argv     []string
-	cwd      string
-	image    pin.Image
-	identity string              // the program the image is by content ("" unknown)
-	identify func(string) string // the same for a file run inside the process (ld.so FILE)
-	readFile shell.FileReader    // reads a sourced file as the target would
-}
-
-// judge: the engine judges the binary (exec and read), its command line
-// in every spelling, what its wrappers and scripts run, and for a #!
-// script each interpreter and the command line the kernel builds for it.
-func (c *execCall) judge(p *engine.Policy) verdict {
-	in := engine.ExecIntent{Path: c.raw, Resolved: c.path.Path, Argv: c.argv, Cwd: c.cwd,
-		Identity: c.identity, Identify: c.identify, ReadFile: c.readFile}
-	for _, ip := range c.image.Interps {
-		in.Interpreters = append(in.Interpreters, engine.Interp{Path: ip.Path, Arg: ip.Arg, Resolved: ip.Resolved})
-	}
-	d := p.DecideExec(in)
-	argv := displayArgv(c.raw, c.path.Path, c.argv)
-	return verdict{result: d.Result, access: "exec", value: shell.RenderArgv(argv), exec: &d, argv: argv}
-}
-
-func (c *execCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
-	s.continueExec(id, c, nil)
-	return false
-}
-func (c *execCall) close() { c.path.Close() }
-
 type pendingExec struct {
 	proc    *pin.Process // the exec'ing process, held so its pid cannot be mistaken
 	tgid    int

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
 )
 
@@ -184,3 +185,27 @@ func decodeIoctl(d *decoder) (decoded, error) {
 	}
 	return &ioctlCall{obj: obj, cmd: uint64(cmd), arg: arg}, nil
 }
+
+// ioctlCall is an attribute-changing ioctl (chattr's flags, the fsxattr):
+// a write of the fd's file, performed on the target's open file with the
+// argument read once.
+type ioctlCall struct {
+	callDefaults
+	obj object
+	cmd uint64
+	arg []byte
+}
+
+func (c *ioctlCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "setattr", c.obj.res) }
+
+func (c *ioctlCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+	h, err := c.obj.handle()
+	if err == nil {
+		err = h.Ioctl(c.cmd, c.arg)
+		h.Close()
+	}
+	s.answer(id, err)
+	return false
+}
+
+func (c *ioctlCall) close() { c.obj.res.Close() }

@@ -1,0 +1,148 @@
+package supervisor
+
+import (
+	"errors"
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/notify/pin"
+)
+
+// connect: where a connection goes, judged; performed on the target's own
+// socket with the address read once (net.go has the addresses).
+
+type connectCall struct {
+	callDefaults
+	tid, tgid int
+	h         *pin.Handle
+	si        pin.SockInfo
+	nonblock  bool
+	addr      []byte
+	t         netTarget
+	net       *netState
+	// unheard: the Unix socket file is bound by no socket (judge).
+	unheard bool
+	handedOff
+}
+
+func decodeConnect(d *decoder) (decoded, error) {
+	h, si, tgid, err := d.socketOf(d.fdArg(0))
+	if err != nil {
+		return nil, err
+	}
+	addr, err := d.sockaddrArg(1, 2)
+	if err == nil {
+		var ds dest
+		if ds, err = parseDest(addr, si, true); err == nil {
+			var t netTarget
+			if t, err = d.target(ds, si, tgid); err == nil {
+				var nb bool
+				if nb, err = h.Nonblocking(); err == nil {
+					return &connectCall{tid: d.tid, tgid: tgid, h: h, si: si, nonblock: nb, addr: addr, t: t, net: d.net}, nil
+				}
+				closeAll(t.unix)
+				err = &refusal{errno: pin.Errno(err), why: "reading the socket's flags", err: err}
+			}
+		}
+	}
+	h.Close()
+	return nil, err
+}
+
+// judge is the destination's answer, except that an ask about a Unix
+// socket file no socket is bound to is not put to anyone: nothing listens
+// there, and nothing ever can (bind creates a new file, it never takes
+// over an existing one), so the kernel would refuse the connection
+// (ECONNREFUSED), and permwrap answers that without connecting. This is
+// the stale socket a tmux or screen server leaves behind when it exits:
+// a tmux client inside the tree tries the default socket first, and
+// starts its own server (which is the tree's, see netTarget.own) only on
+// ECONNREFUSED — an ask, or a denial headless, would stop it there.
+// A file whose socket is in another network namespace looks unbound
+// (sock_diag sees one namespace): it is refused rather than asked about,
+// never connected.
+func (c *connectCall) judge(p *engine.Policy) verdict {
+	v := c.t.judge(p, "connect")
+	if v.result.Action == engine.Ask && c.t.unix != nil && !c.t.own && c.t.unix.Stat.Ino <= 0xffffffff {
+		if bound, err := pin.FileBound(c.t.unix.ID()); err == nil && !bound {
+			c.unheard = true
+			v.result = allowBuiltin(c.t.intent, "no socket is bound to this file: the kernel refuses the connection")
+		}
+	}
+	return v
+}
+
+// perform connects the target's socket. A blocking connect waits for the
+// peer (or SO_SNDTIMEO), so it runs off the receiving pool; a
+// non-blocking one returns at once (EINPROGRESS: the target collects the
+// outcome with poll and SO_ERROR, on the same socket) and runs inline.
+// The answer is the kernel's.
+//
+// O_NONBLOCK is the open file's, read when the call was decoded: a
+// second thread of the target that clears it meanwhile makes this
+// connect wait on a receiver — for as long as its own would have waited
+// (the TCP handshake's retries, SO_SNDTIMEO, a Unix listener's full
+// backlog). That stalls only the tree's own calls, and no decision
+// depends on it.
+func (c *connectCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+	c.done.Store(true)
+	if c.nonblock {
+		c.connect(s, id)
+		return
+	}
+	go c.connect(s, id)
+	return false
+}
+
+func (c *connectCall) connect(s *supervisor, id uint64) {
+	defer c.release()
+	var err error
+	if c.unheard {
+		err = unix.ECONNREFUSED
+	} else if c.t.unix != nil {
+		err = c.h.ConnectUnix(c.t.unix)
+	} else {
+		err = c.h.Connect(c.addr)
+	}
+	if c.t.proxy && (err == nil || errors.Is(err, unix.EINPROGRESS)) {
+		c.registerWithProxy()
+	}
+	s.answer(id, err)
+}
+
+// registerWithProxy tells the proxy which process holds the connection
+// about to reach it (before the target learns it is connected, so before
+// it can send a request).
+func (c *connectCall) registerWithProxy() {
+	if c.net == nil || c.net.peers == nil {
+		return
+	}
+	sa, err := c.h.Local()
+	if err != nil {
+		return
+	}
+	var ap netip.AddrPort
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		ap = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		ap = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+	default:
+		return
+	}
+	c.net.peers.Register(ap, c.tgid)
+}
+
+func (c *connectCall) release() {
+	c.h.Close()
+	closeAll(c.t.unix)
+}
+
+func (c *connectCall) close() {
+	if c.take() {
+		c.release()
+	}
+}
