@@ -20,6 +20,7 @@ import (
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
+	"github.com/permwrap/permwrap/supervisor/terminal"
 )
 
 // Config is one run of a command under the sandbox.
@@ -154,18 +155,18 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	attach := attachGroup
 	// On a terminal, the command runs on a pseudo-terminal permwrap relays,
 	// so a prompt can take the screen over a full-screen agent.
-	var rl *relay
+	var rl *terminal.Relay
 	if !cfg.NoRelay && isTerminal(cfg.Stdin) && isTerminal(cfg.Stdout) {
-		if rl, err = newRelay(cfg.Stdin, cfg.Stdout); err != nil {
+		if rl, err = terminal.NewRelay(cfg.Stdin, cfg.Stdout); err != nil {
 			childEnd.Close()
 			specR.Close()
 			specW.Close()
 			lifeR.Close()
 			return ExitInternal, fmt.Errorf("pseudo-terminal: %w", err)
 		}
-		stdio[0], stdio[1] = rl.pts, rl.pts
+		stdio[0], stdio[1] = rl.PTS(), rl.PTS()
 		if isTerminal(cfg.Stderr) {
-			stdio[2] = rl.pts
+			stdio[2] = rl.PTS()
 		}
 		attach = attachSession
 		cfg.Notices = rl
@@ -180,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 		cfg.Decider = cfg.NewDecider(screen)
 	}
-	notices := newNoticer(cfg.Notices)
+	notices := terminal.NewNoticer(cfg.Notices)
 	// The egress proxy (netlaunch.go): the command finds it in its
 	// environment, so it runs before the command starts.
 	egressNet := &egressRun{}
@@ -230,12 +231,12 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return status, nil
 	}
 	if rl != nil {
-		if err := rl.start(); err != nil {
+		if err := rl.Start(); err != nil {
 			_ = host.Kill(pid, unix.SIGKILL)
 			waitWatchdog(watchdog)
 			return ExitInternal, fmt.Errorf("terminal: %w", err)
 		}
-		defer rl.stop()
+		defer rl.Stop()
 	}
 	listener := notify.NewListener(lfd)
 	if cfg.SyncWakeUp {
@@ -250,7 +251,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	// Inner permwraps register beneath the watchdog: the command's
 	// parent, to which every orphan of the tree is re-parented.
 	if err := sup.startNesting(watchdog); err != nil {
-		sup.notices.line("permwrap: nesting unavailable (a permwrap started inside will refuse to run): " + err.Error())
+		sup.notices.Line("permwrap: nesting unavailable (a permwrap started inside will refuse to run): " + err.Error())
 	}
 	done := make(chan struct{})
 	go func() {
@@ -275,7 +276,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 				continue
 			}
 			if s == unix.SIGWINCH && rl != nil {
-				rl.resize()
+				rl.Resize()
 				continue
 			}
 			_ = host.Kill(pid, s.(syscall.Signal))
@@ -291,7 +292,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if rl != nil {
 		// Let the last of the command's output reach the terminal.
 		select {
-		case <-rl.done:
+		case <-rl.Done():
 		case <-time.After(2 * time.Second):
 		}
 	}

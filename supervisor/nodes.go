@@ -114,7 +114,7 @@ func (n *nesting) event(e forwarding.Event) {
 	case forwarding.EventProbe:
 		return
 	case forwarding.EventRefused, forwarding.EventProtocol:
-		n.s.notices.line("permwrap: " + e.String())
+		n.s.notices.Line("permwrap: " + e.String())
 	case forwarding.EventClosed:
 		// The inner permwrap's side is gone: its log gets nothing more.
 		n.logMu.Lock()
@@ -364,7 +364,7 @@ func (s *supervisor) addSessionRules(r *request, d authority.Decision) authority
 		return err
 	})
 	if err != nil {
-		s.notices.line("permwrap: could not add " + strings.ReplaceAll(err.Error(), "\n", "; "))
+		s.notices.Line("permwrap: could not add " + strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return d
 }
@@ -488,7 +488,7 @@ func (c *knockCall) perform(s *supervisor, id uint64) {
 		if errors.Is(err, forwarding.ErrBusy) {
 			s.respondErr(id, unix.EUSERS)
 		} else {
-			s.notices.line("permwrap: nesting: " + err.Error())
+			s.notices.Line("permwrap: nesting: " + err.Error())
 			s.respondErr(id, unix.EAGAIN)
 		}
 		return
