@@ -94,7 +94,7 @@ func (s *supervisor) fail(n *notify.Notif, row *sysRow, err error) {
 		s.cfg.Log.Decided(req, false, d)
 		id = req.ID
 	}
-	s.notices.line(newDenial(v, d, id, "").forPerson())
+	s.notices.Line(newDenial(v, d, id, "").forPerson())
 }
 
 // killRacer ends the process of thread tid, whose call (id) was caught
@@ -116,7 +116,7 @@ func (s *supervisor) killRacer(id uint64, tid int, why string) {
 	if err != nil {
 		msg += "; killing it failed: " + err.Error()
 	}
-	s.notices.line(msg)
+	s.notices.Line(msg)
 	if s.cfg.Log != nil {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfacePath, Value: why})
 		req.Process = authority.Process{PID: tgid}

@@ -86,7 +86,7 @@ func (s *supervisor) continueExec(id uint64, c *execCall, refused []byte) {
 	p := &pendingExec{tid: c.tid, startedAt: time.Now(), display: displayArgv(c.raw, c.path.Path, c.argv), refused: refused}
 	refuse := func(why string, err error) {
 		s.respondErr(id, unix.EACCES)
-		s.notices.line("permwrap: refused exec of " + p.command() + ": " + why + ": " + err.Error())
+		s.notices.Line("permwrap: refused exec of " + p.command() + ": " + why + ": " + err.Error())
 	}
 	// The thread's group: the one the decoder's lookup of the thread
 	// gave (PIDFD_GET_INFO on the thread cache's pidfd), trusted as
@@ -390,7 +390,7 @@ func (v *execVerifier) stop(p *pendingExec) {
 	v.finish(p)
 	pin.ExecChanged(p.tgid)
 	if err != nil {
-		v.s.notices.line("permwrap: killing refused process " + strconv.Itoa(p.tgid) + " (" + p.command() + ") failed: " + err.Error())
+		v.s.notices.Line("permwrap: killing refused process " + strconv.Itoa(p.tgid) + " (" + p.command() + ") failed: " + err.Error())
 	}
 }
 
@@ -410,7 +410,7 @@ func (v *execVerifier) fail(p *pendingExec, what string, err error) {
 	if kerr != nil {
 		msg += "; killing it failed: " + kerr.Error()
 	}
-	s.notices.line(msg)
+	s.notices.Line(msg)
 	if s.cfg.Log != nil {
 		req := authority.NewRequest(engine.Check{Surface: engine.SurfaceExec, Value: command})
 		req.Access = "exec"

@@ -33,7 +33,7 @@ import (
 func (s *supervisor) startNesting(top int) error {
 	log, _ := s.cfg.Log.(*authority.Log)
 	n, err := forwarding.NewRoot(s.cfg.Policy, top, forwarding.RootOptions{
-		Notice: func(line string) { s.notices.line(line) },
+		Notice: func(line string) { s.notices.Line(line) },
 		Log:    log,
 	})
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *supervisor) addSessionRules(r *request, d authority.Decision) authority
 		return s.nest.AddSessionRule(r.m, r.nested, allow, sp.Surface, sp.Pattern)
 	})
 	if err != nil {
-		s.notices.line("permwrap: could not add " + strings.ReplaceAll(err.Error(), "\n", "; "))
+		s.notices.Line("permwrap: could not add " + strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return d
 }
@@ -180,7 +180,7 @@ func (c *knockCall) answerDirect(s *supervisor, n *notify.Notif) {
 		if errors.Is(err, forwarding.ErrBusy) {
 			s.respondErr(id, unix.EUSERS)
 		} else {
-			s.notices.line("permwrap: nesting: " + err.Error())
+			s.notices.Line("permwrap: nesting: " + err.Error())
 			s.respondErr(id, unix.EAGAIN)
 		}
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/notify/pin"
+	"github.com/permwrap/permwrap/supervisor/terminal"
 )
 
 // Config is one run of a command under the sandbox.
@@ -61,13 +62,94 @@ const ExitInternal = 125
 // Run starts cfg.Argv under the sandbox, serves it until it exits, and
 // returns the exit status to use (the command's, 128+N when it died of
 // signal N, 125 for permwrap's own failures, 126/127 as env(1) does).
+//
+// The steps, in order: the run's settings; permwrap becomes the tree's
+// subreaper; the init stage's spec and the channels to it; signals
+// caught; the terminal prepared (relayed, or handed to the command);
+// notices and the egress proxy; the watchdog started, which starts the
+// init stage; the listener taken from it; the relay started; the
+// listener served; the command waited for; the run wound down.
 func Run(ctx context.Context, cfg Config) (int, error) {
 	if cfg.Policy == nil || len(cfg.Argv) == 0 {
 		return ExitInternal, errors.New("supervisor: no policy or no command")
 	}
+	l := newLaunch(cfg)
+	// Were the watchdog killed, the tree's orphans would be re-parented
+	// to us, so we can make sure none outlives the run.
+	if err := host.Subreaper(); err != nil {
+		return ExitInternal, fmt.Errorf("becoming a subreaper: %w", err)
+	}
+	l.spec = newInitSpec(l.cfg)
+	if err := l.ch.open(); err != nil {
+		return ExitInternal, err
+	}
+	defer l.ch.parentEnd.Close()
+	// Open for as long as Run runs; closing it early would make the
+	// watchdog kill the tree.
+	defer l.ch.lifeW.Close()
+	// Signals are caught before the child exists so none is lost.
+	sigs := catchSignals()
+	defer signal.Stop(sigs)
+	if err := l.prepareTerminal(); err != nil {
+		l.ch.closeChildEnds()
+		return ExitInternal, fmt.Errorf("pseudo-terminal: %w", err)
+	}
+	l.notices = terminal.NewNoticer(l.cfg.Notices)
+	l.startEgress()
+	defer l.egress.stop()
+	if err := l.startWatchdog(); err != nil {
+		return ExitInternal, err
+	}
+	if status, ok := l.takeListener(); !ok {
+		// A stage failed and said why on stderr; pass its status on.
+		return status, nil
+	}
+	if l.relay != nil {
+		if err := l.startRelay(); err != nil {
+			return ExitInternal, err
+		}
+		defer l.relay.Stop()
+	}
+	l.serve()
+	status, runErr := l.wait(ctx, sigs)
+	l.windDown(runErr)
+	return status, runErr
+}
+
+// launch is one Run's state, filled in by its steps in order.
+type launch struct {
+	cfg  Config
+	self string // the binary re-executed for the helper stages
+	ids  *programIDs
+
+	spec initSpec
+	ch   stageChannels
+
+	// How the command meets the terminal: the stdio the watchdog passes
+	// on, how the watchdog attaches it (attach*), and the relay when
+	// permwrap relays the terminal.
+	stdio  []*os.File
+	attach string
+	relay  *terminal.Relay
+
+	notices *terminal.Noticer
+	egress  *egressRun
+
+	watchdog int  // the watchdog's pid
+	pid      int  // the sandbox stage's pid, the command's once it execs
+	lfd      int  // the seccomp listener, taken from the sandbox stage
+	handoff  byte // the hand-off's flags (handoffWaitKillable)
+	sup      *supervisor
+	listener *notify.Listener
+	served   chan struct{} // closed when the serving goroutine returns
+}
+
+// newLaunch fills in cfg's defaults: permwrap's own stdio, notices on
+// stderr, /proc/self/exe for the helper stages.
+func newLaunch(cfg Config) *launch {
 	// The index of the programs the policy names is built while the
 	// command starts (identity.go).
-	ids := newProgramIDs(cfg.Policy, os.Getenv("PATH"))
+	l := &launch{ids: newProgramIDs(cfg.Policy, os.Getenv("PATH"))}
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
 	}
@@ -80,19 +162,19 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if cfg.Notices == nil {
 		cfg.Notices = cfg.Stderr
 	}
-	self := cfg.Self
-	if self == "" {
-		self = "/proc/self/exe"
+	l.self = cfg.Self
+	if l.self == "" {
+		l.self = "/proc/self/exe"
 	}
+	l.cfg = cfg
+	return l
+}
 
-	// Were the watchdog killed, the tree's orphans would be re-parented
-	// to us, so we can make sure none outlives the run.
-	if err := host.Subreaper(); err != nil {
-		return ExitInternal, fmt.Errorf("becoming a subreaper: %w", err)
-	}
-
+// newInitSpec is what the init stage is told: the command, its
+// environment, the Landlock floor and the filter.
+func newInitSpec(cfg Config) initSpec {
 	floor := cfg.Policy.LandlockFloor()
-	spec := initSpec{
+	return initSpec{
 		Argv:            cfg.Argv,
 		Env:             os.Environ(),
 		WriteDirs:       floor.WriteDirs,
@@ -104,158 +186,205 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		// kind of call).
 		Filter: filterOptions(cfg.Policy.ReadsAlwaysAllowed()),
 	}
+}
 
-	// Three channels to the helper stages, all inherited file descriptors
-	// (argv is world-readable; the spec holds the environment):
-	//   - the hand-off socket, over which the sandbox stage says where its
-	//     seccomp listener is (receiveListener takes it);
-	//   - the spec pipe, which carries the spec to the sandbox stage;
-	//   - the life pipe, which we never write: the watchdog reads EOF on
-	//     it when we are gone, however we died.
+// stageChannels are the three channels to the helper stages, all
+// inherited file descriptors (argv is world-readable; the spec holds the
+// environment):
+//   - the hand-off socket, over which the sandbox stage says where its
+//     seccomp listener is (receiveListener takes it);
+//   - the spec pipe, which carries the spec to the sandbox stage;
+//   - the life pipe, which we never write: the watchdog reads EOF on
+//     it when we are gone, however we died.
+type stageChannels struct {
+	parentEnd, childEnd *os.File // the hand-off socket
+	specR, specW        *os.File
+	lifeR, lifeW        *os.File
+}
+
+// open makes the channels; on failure none is left open.
+func (ch *stageChannels) open() error {
 	pair, err := host.SeqpacketPair()
 	if err != nil {
-		return ExitInternal, fmt.Errorf("socketpair: %w", err)
+		return fmt.Errorf("socketpair: %w", err)
 	}
-	parentEnd := os.NewFile(uintptr(pair[0]), "handoff")
-	childEnd := os.NewFile(uintptr(pair[1]), "handoff-child")
-	defer parentEnd.Close()
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		childEnd.Close()
-		return ExitInternal, fmt.Errorf("pipe: %w", err)
+	ch.parentEnd = os.NewFile(uintptr(pair[0]), "handoff")
+	ch.childEnd = os.NewFile(uintptr(pair[1]), "handoff-child")
+	if ch.specR, ch.specW, err = os.Pipe(); err != nil {
+		ch.childEnd.Close()
+		ch.parentEnd.Close()
+		return fmt.Errorf("pipe: %w", err)
 	}
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		childEnd.Close()
-		specR.Close()
-		specW.Close()
-		return ExitInternal, fmt.Errorf("pipe: %w", err)
+	if ch.lifeR, ch.lifeW, err = os.Pipe(); err != nil {
+		ch.childEnd.Close()
+		ch.specR.Close()
+		ch.specW.Close()
+		ch.parentEnd.Close()
+		return fmt.Errorf("pipe: %w", err)
 	}
-	// Open for as long as Run runs; closing it early would make the
-	// watchdog kill the tree.
-	defer lifeW.Close()
+	return nil
+}
 
-	// Signals are caught before the child exists so none is lost.
+// closeChildEnds closes what the watchdog would have inherited, and the
+// spec pipe's writing end, when it is not started after all.
+func (ch *stageChannels) closeChildEnds() {
+	ch.childEnd.Close()
+	ch.specR.Close()
+	ch.specW.Close()
+	ch.lifeR.Close()
+}
+
+// catchSignals catches the signals Run passes on to the command or
+// handles itself (SIGWINCH, SIGCHLD).
+func catchSignals() chan os.Signal {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGCHLD)
-	defer signal.Stop(sigs)
+	return sigs
+}
 
-	// The watchdog gets the command's stdio and passes it on; it sets the
-	// command up on the terminal as attach says.
-	stdio := []*os.File{cfg.Stdin, cfg.Stdout, cfg.Stderr}
-	attach := attachGroup
-	// On a terminal, the command runs on a pseudo-terminal permwrap relays,
-	// so a prompt can take the screen over a full-screen agent.
-	var rl *relay
+// prepareTerminal decides how the command meets the terminal. The
+// watchdog gets the command's stdio and passes it on; it sets the
+// command up on the terminal as attach says. On a terminal, the command
+// runs on a pseudo-terminal permwrap relays, so a prompt can take the
+// screen over a full-screen agent. The Decider is built once the
+// terminal is known.
+func (l *launch) prepareTerminal() error {
+	cfg := &l.cfg
+	l.stdio = []*os.File{cfg.Stdin, cfg.Stdout, cfg.Stderr}
+	l.attach = attachGroup
 	if !cfg.NoRelay && isTerminal(cfg.Stdin) && isTerminal(cfg.Stdout) {
-		if rl, err = newRelay(cfg.Stdin, cfg.Stdout); err != nil {
-			childEnd.Close()
-			specR.Close()
-			specW.Close()
-			lifeR.Close()
-			return ExitInternal, fmt.Errorf("pseudo-terminal: %w", err)
+		rl, err := terminal.NewRelay(cfg.Stdin, cfg.Stdout)
+		if err != nil {
+			return err
 		}
-		stdio[0], stdio[1] = rl.pts, rl.pts
+		l.relay = rl
+		l.stdio[0], l.stdio[1] = rl.PTS(), rl.PTS()
 		if isTerminal(cfg.Stderr) {
-			stdio[2] = rl.pts
+			l.stdio[2] = rl.PTS()
 		}
-		attach = attachSession
+		l.attach = attachSession
 		cfg.Notices = rl
 	} else if isTerminal(cfg.Stdin) {
 		// The command gets the terminal's foreground: ^C reaches it, not us.
-		attach = attachForeground
+		l.attach = attachForeground
 	}
 	if cfg.NewDecider != nil {
 		var screen authority.Screen
-		if rl != nil {
-			screen = rl
+		if l.relay != nil {
+			screen = l.relay
 		}
 		cfg.Decider = cfg.NewDecider(screen)
 	}
-	notices := newNoticer(cfg.Notices)
-	// The egress proxy (netlaunch.go): the command finds it in its
-	// environment, so it runs before the command starts.
-	egressNet := &egressRun{}
-	if cfg.Policy.Settings().Proxy != "off" {
-		egressNet = startEgress(cfg, notices)
+	return nil
+}
+
+// startEgress starts the egress proxy (netlaunch.go) unless the policy
+// turns it off: the command finds it in its environment, so it runs
+// before the command starts.
+func (l *launch) startEgress() {
+	l.egress = &egressRun{}
+	if l.cfg.Policy.Settings().Proxy != "off" {
+		l.egress = startEgress(l.cfg, l.notices)
 	}
-	defer egressNet.stop()
-	spec.Env = egressNet.environ(spec.Env)
-	specJSON, err := json.Marshal(spec)
+	l.spec.Env = l.egress.environ(l.spec.Env)
+}
+
+// startWatchdog starts the watchdog, which starts the init stage, and
+// writes it the spec.
+func (l *launch) startWatchdog() error {
+	ch := &l.ch
+	specJSON, err := json.Marshal(l.spec)
 	if err != nil {
-		childEnd.Close()
-		specR.Close()
-		specW.Close()
-		lifeR.Close()
-		return ExitInternal, err
+		ch.closeChildEnds()
+		return err
 	}
 	// No Pdeathsig: the watchdog must outlive us to clean up, and a
 	// Pdeathsig would follow the thread that happens to run this call, not
 	// this process (Go retires threads; issue 10).
-	wd, err := os.StartProcess(self, []string{"permwrap", InitArg, roleWatchdog, attach}, &os.ProcAttr{
-		Files: append(stdio, childEnd, specR, lifeR),
+	wd, err := os.StartProcess(l.self, []string{"permwrap", InitArg, roleWatchdog, l.attach}, &os.ProcAttr{
+		Files: append(l.stdio, ch.childEnd, ch.specR, ch.lifeR),
 		Env:   initEnv(),
 	})
-	childEnd.Close()
-	specR.Close()
-	lifeR.Close()
+	ch.childEnd.Close()
+	ch.specR.Close()
+	ch.lifeR.Close()
 	if err != nil {
-		specW.Close()
-		return ExitInternal, fmt.Errorf("starting the watchdog: %w", err)
+		ch.specW.Close()
+		return fmt.Errorf("starting the watchdog: %w", err)
 	}
-	watchdog := wd.Pid
+	l.watchdog = wd.Pid
 	_ = wd.Release() // reaped with wait4 below
 	go func() {
 		// A spec over the pipe's buffer is written as it is read; if the
 		// stages die first, the write fails and the hand-off says so.
-		_, _ = specW.Write(specJSON)
-		specW.Close()
+		_, _ = ch.specW.Write(specJSON)
+		ch.specW.Close()
 	}()
+	return nil
+}
 
-	lfd, handoff, pid, err := receiveListener(parentEnd)
+// takeListener takes the seccomp listener the sandbox stage hands over.
+// When a stage failed instead, it waits for the watchdog and returns the
+// status to exit with (never 0).
+func (l *launch) takeListener() (status int, ok bool) {
+	lfd, handoff, pid, err := receiveListener(l.ch.parentEnd)
 	if err != nil {
-		// A stage failed and said why on stderr; pass its status on.
-		status := waitWatchdog(watchdog)
+		status := waitWatchdog(l.watchdog)
 		if status == 0 {
 			status = ExitInternal
 		}
-		return status, nil
+		return status, false
 	}
-	if rl != nil {
-		if err := rl.start(); err != nil {
-			_ = host.Kill(pid, unix.SIGKILL)
-			waitWatchdog(watchdog)
-			return ExitInternal, fmt.Errorf("terminal: %w", err)
-		}
-		defer rl.stop()
+	l.lfd, l.handoff, l.pid = lfd, handoff, pid
+	return 0, true
+}
+
+// startRelay starts relaying the terminal; when it cannot, the command
+// is killed before it runs.
+func (l *launch) startRelay() error {
+	if err := l.relay.Start(); err != nil {
+		_ = host.Kill(l.pid, unix.SIGKILL)
+		waitWatchdog(l.watchdog)
+		return fmt.Errorf("terminal: %w", err)
 	}
-	listener := notify.NewListener(lfd)
+	return nil
+}
+
+// serve sets the supervisor up on the listener and serves it in the
+// background (cfg.serve instead, for RunFloor).
+func (l *launch) serve() {
+	cfg := l.cfg
+	listener := notify.NewListener(l.lfd)
 	if cfg.SyncWakeUp {
 		if err := listener.SetSyncWakeUp(); err != nil {
 			fmt.Fprintf(cfg.Stderr, "permwrap: %v\n", err)
 		}
 	}
-	sup := newSupervisor(cfg, listener, pid, notices, ids)
-	sup.tree = &tree{watchdog: watchdog}
-	sup.net.proxy, sup.net.peers = egressNet.proxy, egressNet.peers
-	sup.waitKillable = handoff&handoffWaitKillable != 0
+	sup := newSupervisor(cfg, listener, l.pid, l.notices, l.ids)
+	sup.tree = &tree{watchdog: l.watchdog}
+	sup.net.proxy, sup.net.peers = l.egress.proxy, l.egress.peers
+	sup.waitKillable = l.handoff&handoffWaitKillable != 0
 	// Inner permwraps register beneath the watchdog: the command's
 	// parent, to which every orphan of the tree is re-parented.
-	if err := sup.startNesting(watchdog); err != nil {
-		sup.notices.line("permwrap: nesting unavailable (a permwrap started inside will refuse to run): " + err.Error())
+	if err := sup.startNesting(l.watchdog); err != nil {
+		sup.notices.Line("permwrap: nesting unavailable (a permwrap started inside will refuse to run): " + err.Error())
 	}
-	done := make(chan struct{})
+	l.sup, l.listener = sup, listener
+	l.served = make(chan struct{})
 	go func() {
 		if cfg.serve != nil {
 			cfg.serve(listener)
 		} else {
 			sup.serve()
 		}
-		close(done)
+		close(l.served)
 	}()
+}
 
-	// The watchdog exits once the command has exited and everything it
-	// left behind is killed; its exit code is the command's status.
+// wait passes signals on to the command until the watchdog exits, once
+// the command has exited and everything it left behind is killed; its
+// exit code is the command's status. ctx's end kills the command.
+func (l *launch) wait(ctx context.Context, sigs <-chan os.Signal) (int, error) {
 	status := -1
 	var runErr error
 	cancelled := ctx.Done()
@@ -263,41 +392,47 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		select {
 		case s := <-sigs:
 			if s == unix.SIGCHLD {
-				status, runErr = reapWatchdog(watchdog)
+				status, runErr = reapWatchdog(l.watchdog)
 				continue
 			}
-			if s == unix.SIGWINCH && rl != nil {
-				rl.resize()
+			if s == unix.SIGWINCH && l.relay != nil {
+				l.relay.Resize()
 				continue
 			}
-			_ = host.Kill(pid, s.(syscall.Signal))
+			_ = host.Kill(l.pid, s.(syscall.Signal))
 		case <-cancelled:
-			_ = host.Kill(pid, unix.SIGKILL)
+			_ = host.Kill(l.pid, unix.SIGKILL)
 			cancelled = nil
 		}
 	}
+	return status, runErr
+}
+
+// windDown ends the run once the watchdog has exited: the orphans of a
+// killed watchdog killed, the command's last output relayed, the
+// listener closed and the workers' last records written.
+func (l *launch) windDown(runErr error) {
 	if runErr != nil {
 		// The watchdog was killed: its orphans came to us.
 		killTree()
 	}
-	if rl != nil {
+	if l.relay != nil {
 		// Let the last of the command's output reach the terminal.
 		select {
-		case <-rl.done:
+		case <-l.relay.Done():
 		case <-time.After(2 * time.Second):
 		}
 	}
-	listener.Close()
+	l.listener.Close()
 	// Let the workers finish what they hold: an allowed call is answered
 	// before it is recorded, so the last records of the run may still be
 	// on their way to the log. (Every target is gone: a receiver cannot
 	// wait long. The bound is for the unforeseen.)
 	select {
-	case <-done:
+	case <-l.served:
 	case <-time.After(2 * time.Second):
 	}
-	sup.finish()
-	return status, runErr
+	l.sup.finish()
 }
 
 // receiveListener waits for the sandbox stage to say where its listener

@@ -22,6 +22,7 @@ import (
 	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
+	"github.com/permwrap/permwrap/supervisor/terminal"
 )
 
 // Decider answers asks: the authority chain ending in its terminal.
@@ -46,7 +47,7 @@ type supervisor struct {
 	mainPid int
 	ctx     context.Context
 	cancel  context.CancelFunc
-	notices *noticer
+	notices *terminal.Noticer
 	execs   execVerifier
 	// waitKillable: the filter has WAIT_KILLABLE_RECV, so a target waiting
 	// for its answer cannot be interrupted (see installFD).
@@ -77,12 +78,12 @@ type supervisor struct {
 	remote sync.Map
 }
 
-func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *noticer, ids *programIDs) *supervisor {
+func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *terminal.Noticer, ids *programIDs) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{cfg: cfg, l: l, mainPid: mainPid, ctx: ctx, cancel: cancel}
 	s.notices = notices
 	if s.notices == nil {
-		s.notices = newNoticer(cfg.Notices)
+		s.notices = terminal.NewNoticer(cfg.Notices)
 	}
 	s.execs.init(s)
 	s.ids = ids
@@ -372,7 +373,7 @@ func (s *supervisor) keepRole(n *notify.Notif) bool {
 // and is being retried.
 func (s *supervisor) receiveTrouble(err error) {
 	if s.troubleSaid.CompareAndSwap(false, true) {
-		s.notices.line(fmt.Sprintf("permwrap: receiving a notification failed (%v); retrying", err))
+		s.notices.Line(fmt.Sprintf("permwrap: receiving a notification failed (%v); retrying", err))
 	}
 }
 
@@ -383,7 +384,7 @@ func (s *supervisor) finish() {
 	if s.nest != nil {
 		s.nest.Close()
 	}
-	s.notices.flush()
+	s.notices.Flush()
 	if l, ok := s.cfg.Log.(*authority.Log); ok && l != nil {
 		if rules := s.cfg.Policy.SessionRules(); len(rules) > 0 {
 			l.SessionRules(rules)

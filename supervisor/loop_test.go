@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify"
+	"github.com/permwrap/permwrap/supervisor/terminal"
 )
 
 // scriptedListener answers Receive from a script: a notification (by its
@@ -112,7 +113,7 @@ func TestReceiveLoopBackoffIsBounded(t *testing.T) {
 // per run, not once per retry.
 func TestReceiveTroubleSaidOnce(t *testing.T) {
 	var out fakeWriter
-	s := &supervisor{notices: newNoticer(&out)}
+	s := &supervisor{notices: terminal.NewNoticer(&out)}
 	for range 5 {
 		s.receiveTrouble(unix.EMFILE)
 	}

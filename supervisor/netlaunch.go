@@ -7,6 +7,7 @@ import (
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/supervisor/egress"
+	"github.com/permwrap/permwrap/supervisor/terminal"
 )
 
 // egressRun is the run's egress proxy: started before the command (its
@@ -20,7 +21,7 @@ type egressRun struct {
 // startEgress starts the proxy. A proxy that cannot start (no loopback)
 // is said once; the run goes on, and connections are judged by their
 // addresses only.
-func startEgress(cfg Config, notices *noticer) *egressRun {
+func startEgress(cfg Config, notices *terminal.Noticer) *egressRun {
 	peers := &egress.ExactPeers{Fallback: &egress.ProcPeers{Root: os.Getpid()}}
 	judge := &egress.PolicyJudge{
 		Policy: cfg.Policy,
@@ -29,7 +30,7 @@ func startEgress(cfg Config, notices *noticer) *egressRun {
 			return processInfo(nil, pid, true, "")
 		},
 		Denied: func(_ engine.NetIntent, reason string) {
-			notices.line("permwrap: " + reason)
+			notices.Line("permwrap: " + reason)
 		},
 	}
 	if cfg.Decider != nil {

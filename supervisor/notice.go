@@ -1,11 +1,7 @@
 package supervisor
 
 import (
-	"fmt"
-	"io"
 	"strings"
-	"sync"
-	"time"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -17,17 +13,17 @@ import (
 )
 
 // refuse fails the call with EACCES and says why: one line for the
-// person (the noticer; on a relayed terminal the relay decides when it
-// may be shown, see relay.Write) and one for the agent on the denied
-// process's own stderr when a program reads that back (tellsAgent). An
-// exec is refused by refuseExec.
+// person (the Noticer; on a relayed terminal the relay decides when it
+// may be shown, see terminal.Relay's Write) and one for the agent on the
+// denied process's own stderr when a program reads that back
+// (tellsAgent). An exec is refused by refuseExec.
 func (s *supervisor) refuse(r *request, v verdict, d authority.Decision, id authority.RequestID) {
 	program := ""
 	if v.exec != nil && len(v.argv) > 0 {
 		program = v.argv[0]
 	}
 	dn := newDenial(v, d, id, program)
-	s.notices.line(dn.forPerson())
+	s.notices.Line(dn.forPerson())
 	if c, ok := r.call.(*execCall); ok && v.exec != nil {
 		s.refuseExec(r, c, v, dn)
 		return
@@ -220,57 +216,4 @@ func (dn denial) line(what string) string {
 		b.WriteString(string(dn.id))
 	}
 	return display.Printable(b.String())
-}
-
-// noticer writes the one-line notices a person sees, rate-limited (a
-// token bucket) so that a program looping on a denied path cannot flood
-// the terminal. Suppressed lines are counted and the count is reported
-// with the next line that gets through.
-type noticer struct {
-	mu         sync.Mutex
-	w          io.Writer
-	tokens     float64
-	last       time.Time
-	suppressed int
-}
-
-const (
-	noticeBurst = 10  // lines at once
-	noticeRate  = 2.0 // lines per second after the burst
-	noticeWidth = 300 // characters of one line at most
-)
-
-func newNoticer(w io.Writer) *noticer {
-	return &noticer{w: w, tokens: noticeBurst, last: time.Now()}
-}
-
-func (n *noticer) line(s string) {
-	s = display.Printable(s)
-	if len([]rune(s)) > noticeWidth {
-		s = string([]rune(s)[:noticeWidth-1]) + "…"
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	now := time.Now()
-	n.tokens = min(noticeBurst, n.tokens+now.Sub(n.last).Seconds()*noticeRate)
-	n.last = now
-	if n.tokens < 1 {
-		n.suppressed++
-		return
-	}
-	n.tokens--
-	if n.suppressed > 0 {
-		fmt.Fprintf(n.w, "permwrap: (%d more denials not shown; see the review log)\n", n.suppressed)
-		n.suppressed = 0
-	}
-	fmt.Fprintln(n.w, s)
-}
-
-func (n *noticer) flush() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.suppressed > 0 {
-		fmt.Fprintf(n.w, "permwrap: (%d more denials not shown; see the review log)\n", n.suppressed)
-		n.suppressed = 0
-	}
 }

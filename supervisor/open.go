@@ -250,7 +250,7 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 				return
 			}
 			if g := (*pin.GuardError)(nil); errors.As(err, &g) {
-				s.notices.line("permwrap: refused open " + g.Path + ": " + g.Why)
+				s.notices.Line("permwrap: refused open " + g.Path + ": " + g.Why)
 			}
 			s.respondErr(id, errnoOf(err))
 			return
@@ -259,7 +259,7 @@ func (c *openCall) open(s *supervisor, id uint64, path *pin.Resolved, mayRetry b
 	if !c.plainStill(path, f) {
 		// Swapped for a file that looks secret since it was decided on.
 		f.Close()
-		s.notices.line("permwrap: refused read " + path.Path + ": it was replaced while permwrap decided")
+		s.notices.Line("permwrap: refused read " + path.Path + ": it was replaced while permwrap decided")
 		s.respondErr(id, unix.EACCES)
 		return
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package terminal
 
 import (
 	"bytes"
@@ -12,12 +12,22 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/permwrap/permwrap/notify/host"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
+
+	"github.com/permwrap/permwrap/authority"
+	"github.com/permwrap/permwrap/notify/host"
 )
 
-// relay puts the command on a pseudo-terminal and copies between it and
+// The prompt borrows the screen through authority.Screen and finds the
+// held notices by asserting authority.NoticeHolder: a renamed method
+// would fail silently there, so the compiler checks both.
+var (
+	_ authority.Screen       = (*Relay)(nil)
+	_ authority.NoticeHolder = (*Relay)(nil)
+)
+
+// Relay puts the command on a pseudo-terminal and copies between it and
 // the real terminal, so that permwrap owns the screen: for a prompt it can
 // pause the agent's output, show the question on the alternate screen,
 // and give the agent its screen back (authority.Screen).
@@ -28,8 +38,8 @@ import (
 // order. Input is routed by the same lock: keys typed at a prompt never
 // reach the agent.
 //
-// Nothing permwrap prints lands inside the agent's frame. A notice (relay
-// Write) is shown at once only when the agent is plainly writing lines:
+// Nothing permwrap prints lands inside the agent's frame. A notice (Write)
+// is shown at once only when the agent is plainly writing lines:
 // the pty is in canonical mode (no program has taken the keyboard raw, as
 // every full-screen or incremental renderer does), the agent is on the
 // main screen, the last thing it printed was a newline, and it has not
@@ -37,7 +47,7 @@ import (
 // last entered canonical mode. Otherwise the notice waits for such a
 // moment, and what never found one is printed when the command has
 // exited and the terminal is the person's again.
-type relay struct {
+type Relay struct {
 	tty    *os.File // the real terminal (our stdin)
 	out    *os.File // the real terminal (our stdout)
 	outFd  int
@@ -68,16 +78,17 @@ type relay struct {
 	done chan struct{}
 }
 
-// newRelay opens a pty sized like the terminal. It does not touch the
-// terminal's mode until start.
-func newRelay(tty, out *os.File) (*relay, error) {
+// NewRelay opens a pty sized like the terminal: tty is the real
+// terminal as permwrap reads it (its stdin), out as it writes it (its
+// stdout). It does not touch the terminal's mode until Start.
+func NewRelay(tty, out *os.File) (*Relay, error) {
 	ptmx, pts, err := pty.Open()
 	if err != nil {
 		return nil, err
 	}
 	// The descriptors are used in raw system calls from here on (Fd puts
 	// a file in blocking mode once, not at every call).
-	r := &relay{tty: tty, out: out, outFd: int(out.Fd()), ptmx: ptmx, ptmxFd: int(ptmx.Fd()), pts: pts,
+	r := &Relay{tty: tty, out: out, outFd: int(out.Fd()), ptmx: ptmx, ptmxFd: int(ptmx.Fd()), pts: pts,
 		done: make(chan struct{}), screen: newTermState(), canon: true}
 	if ws, err := host.WinSize(r.outFd); err == nil {
 		_ = host.SetWinSize(r.ptmxFd, ws)
@@ -91,10 +102,18 @@ func newRelay(tty, out *os.File) (*relay, error) {
 	return r, nil
 }
 
-// start puts the real terminal in raw mode (the pty's line discipline
+// PTS is the pty's slave end, the command's terminal: give it to the
+// command as its stdio. Start closes permwrap's copy.
+func (r *Relay) PTS() *os.File { return r.pts }
+
+// Done is closed when the command's side of the pty is gone (every holder
+// of the slave has closed it) and its last output has been relayed.
+func (r *Relay) Done() <-chan struct{} { return r.done }
+
+// Start puts the real terminal in raw mode (the pty's line discipline
 // does the cooking now) and starts copying. Call after the command has
-// been started on r.pts.
-func (r *relay) start() error {
+// been started on PTS.
+func (r *Relay) Start() error {
 	r.pts.Close()
 	st, err := term.MakeRaw(int(r.tty.Fd()))
 	if err != nil {
@@ -107,10 +126,10 @@ func (r *relay) start() error {
 	return nil
 }
 
-// stop restores the terminal and prints the notices that found no safe
+// Stop restores the terminal and prints the notices that found no safe
 // moment while the command ran. The command has exited by now and its
 // output has been drained.
-func (r *relay) stop() {
+func (r *Relay) Stop() {
 	host.Write(r.wake[1], []byte{1})
 	r.mu.Lock()
 	r.paused = false
@@ -159,16 +178,16 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// resize copies the terminal's size to the pty; the kernel signals the
+// Resize copies the terminal's size to the pty; the kernel signals the
 // command's foreground process group. While the pty is shrunk for a
 // repaint, it stays one column narrower than the terminal.
-func (r *relay) resize() {
+func (r *Relay) Resize() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.setSizeLocked()
 }
 
-func (r *relay) setSizeLocked() {
+func (r *Relay) setSizeLocked() {
 	ws, err := host.WinSize(r.outFd)
 	if err != nil {
 		return
@@ -179,7 +198,7 @@ func (r *relay) setSizeLocked() {
 	_ = host.SetWinSize(r.ptmxFd, ws)
 }
 
-func (r *relay) copyOut() {
+func (r *Relay) copyOut() {
 	defer close(r.done)
 	buf := make([]byte, 32<<10)
 	for {
@@ -208,7 +227,7 @@ func (r *relay) copyOut() {
 // relayLocked writes a chunk of the agent's output. While notices wait,
 // it goes line by line, so a notice can follow the first line the agent
 // finishes instead of waiting for a chunk that happens to end with one.
-func (r *relay) relayLocked(data []byte) {
+func (r *Relay) relayLocked(data []byte) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if r.notes.empty() || i < 0 {
@@ -223,7 +242,7 @@ func (r *relay) relayLocked(data []byte) {
 	}
 }
 
-func (r *relay) copyIn() {
+func (r *Relay) copyIn() {
 	buf := make([]byte, 4096)
 	fds := []unix.PollFd{{Fd: int32(r.tty.Fd()), Events: unix.POLLIN}, {Fd: int32(r.wake[0]), Events: unix.POLLIN}}
 	for {
@@ -270,13 +289,13 @@ func (r *relay) copyIn() {
 	}
 }
 
-func (r *relay) isPaused() bool {
+func (r *Relay) isPaused() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.paused
 }
 
-func (r *relay) waitUnpaused() {
+func (r *Relay) waitUnpaused() {
 	r.mu.Lock()
 	for r.paused {
 		r.cond.Wait()
@@ -287,7 +306,7 @@ func (r *relay) waitUnpaused() {
 // forwardTypedAhead hands the agent the keys that were typed before the
 // prompt appeared: they were meant for it, not for the question the
 // person has not seen yet. Called with inMu held.
-func (r *relay) forwardTypedAhead() {
+func (r *Relay) forwardTypedAhead() {
 	fd := int(r.tty.Fd())
 	buf := make([]byte, 4096)
 	for i := 0; i < 16; i++ {
@@ -309,7 +328,7 @@ func (r *relay) forwardTypedAhead() {
 // terminal modes are put aside, and the prompt gets the terminal on the
 // alternate screen. release undoes all of it and makes the agent redraw
 // when its screen was lost.
-func (r *relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, func(), error) {
+func (r *Relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, func(), error) {
 	select {
 	case <-r.done:
 		return nil, nil, 0, 0, nil, errors.New("the terminal relay has stopped")
@@ -367,7 +386,7 @@ func (r *relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, fu
 // back byte for byte from the terminal's own save; an alternate screen
 // is repainted by the agent, on the real size change that giving the pty
 // its width back makes.
-func (r *relay) resume(screen termState, pushedKitty bool) {
+func (r *Relay) resume(screen termState, pushedKitty bool) {
 	r.mu.Lock()
 	_, _ = r.out.WriteString(screen.restore(pushedKitty))
 	r.paused = false
@@ -392,7 +411,7 @@ const (
 	repaintMax   = time.Second
 )
 
-func (r *relay) unshrink(id, seq uint64) {
+func (r *Relay) unshrink(id, seq uint64) {
 	deadline := time.Now().Add(repaintMax)
 	for {
 		time.Sleep(repaintQuiet / 4)
@@ -417,7 +436,7 @@ func (r *relay) unshrink(id, seq uint64) {
 // canonical mode means no program holds the keyboard raw any more (a
 // shell runs the next command): what was drawn before is not the frame
 // of whatever writes now.
-func (r *relay) sampleCanonLocked() bool {
+func (r *Relay) sampleCanonLocked() bool {
 	canon, err := host.Canonical(r.ptmxFd)
 	if err != nil {
 		return false
@@ -430,10 +449,10 @@ func (r *relay) sampleCanonLocked() bool {
 }
 
 // safeLocked reports whether a line of permwrap's can be written now
-// without landing inside the agent's frame (see relay). unread: the
+// without landing inside the agent's frame (see Relay). unread: the
 // agent may have written output the relay has not read yet, which came
 // before the notice and must be shown first.
-func (r *relay) safeLocked(unread bool) bool {
+func (r *Relay) safeLocked(unread bool) bool {
 	if r.paused || r.stopped {
 		return false
 	}
@@ -454,7 +473,7 @@ func (r *relay) safeLocked(unread bool) bool {
 	return true
 }
 
-func (r *relay) flushNotesLocked(unread bool) {
+func (r *Relay) flushNotesLocked(unread bool) {
 	if r.notes.empty() || !r.safeLocked(unread) {
 		return
 	}
@@ -463,7 +482,7 @@ func (r *relay) flushNotesLocked(unread bool) {
 
 // notesLoop retries pending notices now and then: a shell returning to
 // canonical mode for the next command prints nothing by itself.
-func (r *relay) notesLoop() {
+func (r *Relay) notesLoop() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -480,8 +499,8 @@ func (r *relay) notesLoop() {
 
 // Write takes permwrap's own notices for the person (one or more lines):
 // shown now when that is safe, else kept for a safe moment or for the
-// summary at exit (see relay). It never blocks on a prompt.
-func (r *relay) Write(p []byte) (int, error) {
+// summary at exit (see Relay). It never blocks on a prompt.
+func (r *Relay) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
@@ -520,7 +539,7 @@ const noticeSettle = 30 * time.Millisecond
 // HeldNotices lists the notices waiting for a safe moment, newest last,
 // for the prompt to show (authority.NoticeHolder): its screen is the one
 // place a person can read them while the agent draws.
-func (r *relay) HeldNotices() []string {
+func (r *Relay) HeldNotices() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := append([]string(nil), r.notes.lines...)

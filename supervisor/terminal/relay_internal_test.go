@@ -1,4 +1,4 @@
-package supervisor
+package terminal
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func ptySize(t *testing.T, fd int) int {
 // are printed when it has exited.
 func TestRelayFullScreenCommand(t *testing.T) {
 	ft := newFakeTerminal(t)
-	rl, err := newRelay(ft.slave, ft.slave)
+	rl, err := NewRelay(ft.slave, ft.slave)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestRelayFullScreenCommand(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rl.start(); err != nil {
+	if err := rl.Start(); err != nil {
 		t.Fatal(err)
 	}
 	ft.waitFor(t, "READY")
@@ -138,7 +138,7 @@ func TestRelayFullScreenCommand(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the relay did not see the command's end")
 	}
-	rl.stop()
+	rl.Stop()
 	ft.waitFor(t, "permwrap: 4 notices were not shown while the command had the terminal:")
 	if n := strings.Count(ft.text(), "permwrap: denied read /secret"); n != 4 {
 		t.Fatalf("%d notices in the summary, want 4:\n%q", n, ft.text())

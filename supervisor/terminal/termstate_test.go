@@ -1,4 +1,4 @@
-package supervisor
+package terminal
 
 import (
 	"strings"
@@ -114,5 +114,28 @@ func TestTermStateHostile(t *testing.T) {
 	ts.scan([]byte("\x1bc"))
 	if ts.alt || len(ts.modes) != 0 || !ts.drew {
 		t.Fatal("RIS did not reset")
+	}
+}
+
+// Where a terminal (xterm, VTE) and a general-purpose parser part ways,
+// termState follows the terminal: these are the cases that kept
+// github.com/charmbracelet/x/ansi's Parser out (see termstate.go).
+func TestTermStateFollowsTheTerminal(t *testing.T) {
+	for _, c := range []struct {
+		name, out      string
+		alt, lineStart bool
+	}{
+		// 1049 + 2^64: a parameter too large for an int is no mode.
+		{"overlong parameter", "\x1b[?18446744073709552665h", false, true},
+		{"private marker after a parameter voids the sequence", "\x1b[?10?49h", false, true},
+		{"a parameter after an intermediate voids the sequence", "\r\n\x1b[ 1q", false, true},
+		{"an escape ends an unfinished UTF-8 character", "\xe2\x1b[?1049h", true, false},
+		{"a stray C1 byte starts no string", "x\x9dok\n", false, true},
+		{"an APC string with UTF-8 is skipped whole", "ok\n\x1b_é x\x1b\\", false, true},
+	} {
+		ts := scanSplit(t, c.out)
+		if ts.alt != c.alt || ts.lineStart != c.lineStart {
+			t.Errorf("%s: %q: alt %v lineStart %v, want %v %v", c.name, c.out, ts.alt, ts.lineStart, c.alt, c.lineStart)
+		}
 	}
 }
