@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify/host"
 )
 
 // ParentState is what the knock probe found.
@@ -115,7 +116,7 @@ func RunInner(in Inner) (int, error) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-	keeper, err := os.StartProcess(self, []string{"permwrap", KeeperArg}, &os.ProcAttr{Files: files, Env: stageEnv()})
+	keeper, err := os.StartProcess(self, []string{"permwrap", KeeperArg}, &os.ProcAttr{Files: files, Env: host.StageEnv()})
 	specR.Close()
 	statusW.Close()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/engine"
+	"github.com/permwrap/permwrap/notify/host"
 )
 
 // How long the keeper waits for the parent's handshake and answer.
@@ -114,7 +115,7 @@ func RunKeeper() int {
 	}
 	proc, err := os.StartProcess(self, []string{"permwrap", ExecArg}, &os.ProcAttr{
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR},
-		Env:   stageEnv(),
+		Env:   host.StageEnv(),
 		Sys:   sys,
 	})
 	specR.Close()

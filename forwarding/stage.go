@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -78,20 +77,6 @@ func readStageSpec(v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
-}
-
-// stageEnv is the helper stages' own environment: TERM=dumb, so nothing
-// in the program's start-up asks the terminal anything (see
-// supervisor.initEnv). The command gets its real environment from the
-// spec.
-func stageEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TERM=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "TERM=dumb")
 }
 
 // forwardedSignals are passed on to the command, as the root passes

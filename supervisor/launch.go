@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -303,7 +302,7 @@ func (l *launch) startWatchdog() error {
 	// this process (Go retires threads; issue 10).
 	wd, err := os.StartProcess(l.self, []string{"permwrap", InitArg, roleWatchdog, l.attach}, &os.ProcAttr{
 		Files: append(l.stdio, ch.childEnd, ch.specR, ch.lifeR),
-		Env:   initEnv(),
+		Env:   host.StageEnv(),
 	})
 	ch.childEnd.Close()
 	ch.specR.Close()
@@ -535,20 +534,4 @@ func exitStatus(ws unix.WaitStatus) int {
 
 func isTerminal(f *os.File) bool {
 	return host.IsTerminal(int(f.Fd()))
-}
-
-// initEnv is the init stage's own environment: the command's, with
-// TERM=dumb. permwrap links bubbletea, whose package init asks the
-// terminal for its colours (OSC 11 and a cursor report); in the init stage
-// that terminal is the command's pty, and the terminal's answer would
-// arrive as the command's first keystrokes. termenv asks nothing of a
-// dumb terminal. The command itself gets its real environment (the spec).
-func initEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TERM=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "TERM=dumb")
 }

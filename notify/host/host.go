@@ -10,6 +10,7 @@ package host
 
 import (
 	"os"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -118,3 +119,21 @@ func Stat(path string, st *unix.Stat_t) error { return unix.Stat(path, st) }
 
 // Fstat is fstat(2) on f.
 func Fstat(f *os.File, st *unix.Stat_t) error { return unix.Fstat(int(f.Fd()), st) }
+
+// StageEnv is the environment of a helper stage of permwrap's own binary
+// (the init stage, the nesting keeper and exec stage): this process's,
+// with TERM=dumb. permwrap links bubbletea, whose package init asks the
+// terminal for its colours (OSC 11 and a cursor report); in a stage that
+// terminal is the command's, and the terminal's answer would arrive as
+// the command's first keystrokes. termenv asks nothing of a dumb
+// terminal. The command itself gets its real environment from the
+// stage's spec.
+func StageEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TERM=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TERM=dumb")
+}
