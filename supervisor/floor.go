@@ -4,19 +4,19 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/host"
+	"github.com/permwrap/permwrap/supervisor/receive"
 )
 
 // The floor: the command launched exactly as Run launches it (watchdog,
 // Landlock, the same filter derived from the same table and policy, the
 // same hand-off), with every notification answered CONTINUE by a receiving
 // pool of the supervisor's size whose workers keep the receiving role
-// while the target calls serially (role.go) and wait blind
+// while the target calls serially (receive.Role) and wait blind
 // (notify.Listener.SetBlindWait), as permwrap's pool does: the cheapest
 // receiver measured for a CONTINUE-only supervisor (docs/kernel.md, "The
 // receiver", "The fourth round"). What it costs is the kernel's round
@@ -42,10 +42,10 @@ type FloorOptions struct {
 func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 	cfg.SyncWakeUp = o.SyncWakeUp
 	cfg.serve = func(l *notify.Listener) {
-		blindWait(l) // as permwrap's pool waits
+		receive.BlindWait(l) // as permwrap's pool waits
 		var wg sync.WaitGroup
-		var r role
-		for range workers() {
+		var r receive.Role
+		for range receive.Workers() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -53,7 +53,7 @@ func RunFloor(ctx context.Context, cfg Config, o FloorOptions) (int, error) {
 				if o.Emulate {
 					answer = func(n *notify.Notif, q *notify.Quiet) bool { floorEmulate(l, n, q); return true }
 				}
-				receiveLoop(l, &r, floorKeepsRole, answer, func(error) {}, time.Sleep)
+				receive.Loop(l, &r, floorKeepsRole, answer, func(error) {})
 			}()
 		}
 		wg.Wait()

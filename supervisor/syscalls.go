@@ -17,8 +17,8 @@ import (
 //   - decoding: the row's decoder reads every argument once into a typed
 //     call (calls.go), whose judge is pure and whose perform uses only
 //     what was decoded;
-//   - the receiving role (role.go): whether the worker that received a
-//     call keeps the role while it handles it (`role`);
+//   - the receiving role (supervisor/receive): whether the worker that
+//     received a call keeps the role while it handles it (`role`);
 //   - the cwd cache (notify/pin/cwd.go): which calls change a thread's
 //     working directory (`cwd`);
 //   - the benchmark floor (floor.go): where an open's arguments are
@@ -61,7 +61,7 @@ type sysRow struct {
 }
 
 // roleUse is what the worker that received a call does with the
-// receiving role while it handles the call (role.go).
+// receiving role while it handles the call (receive.Role).
 type roleUse uint8
 
 const (
