@@ -67,9 +67,6 @@ func TestHoldForVerifiedStop(t *testing.T) {
 	if !s.keepRole(&notify.Notif{Nr: unix.SYS_OPENAT, Pid: 10}) {
 		t.Error("an open is handed on")
 	}
-	if floorKeepsRole(&notify.Notif{Nr: unix.SYS_EXECVE}) || !floorKeepsRole(stop) {
-		t.Error("the floor hands on its stop, or holds an exec")
-	}
 }
 
 // TestAsksEnd: asks keep being decided while finish waits for them (it
