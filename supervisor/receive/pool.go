@@ -143,7 +143,7 @@ func (p *Pool) work(l Receiver, extra bool, keep func(*notify.Notif) bool, handl
 	// Not locked to a thread: RECV blocks in the kernel like any syscall,
 	// and a locked goroutine costs a thread hand-off at every wake-up.
 	surplus := false
-	// The base workers take turns at the receiving role (role.go): the
+	// The base workers take turns at the receiving role (Role): the
 	// holder handles a call of the thread it served last itself and
 	// receives again, so a target calling serially wakes one thread per
 	// call, not two; it passes the role on before handling a call of
