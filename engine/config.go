@@ -30,7 +30,7 @@ func (e *ConfigError) Error() string {
 
 // Warning is a problem that did not stop permwrap but that a person
 // should see: a pattern no path can match, a --policy-optional scope
-// that failed to load (which floors every allow to ask), a project
+// that failed to load (which turns every allow into an ask), a project
 // policy that changed since it was trusted.
 type Warning struct {
 	Pos Position // the file, and where in it when known

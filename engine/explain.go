@@ -58,7 +58,7 @@ func (p *Policy) Explain(c Check) Explanation {
 	case OriginYolo:
 		ex.Notes = append(ex.Notes, "yolo mode rewrote ask to allow")
 	case OriginFailClosed:
-		ex.Notes = append(ex.Notes, "a --policy scope failed to load, so this allow was floored to ask (fail-closed)")
+		ex.Notes = append(ex.Notes, "a --policy scope failed to load, so this allow became an ask (fail-closed)")
 	}
 	if e.HumanOnly {
 		ex.Notes = append(ex.Notes, "only a person may approve this: no automated reviewer, no session approval, no yolo")

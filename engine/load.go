@@ -34,7 +34,7 @@ type LoadOptions struct {
 	ConfigDir string   // "" → $PERMWRAP_CONFIG_DIR, else $XDG_CONFIG_HOME/permwrap, else ~/.config/permwrap
 	Scopes    []string // --policy FILE, in order (later wins ties)
 	// ScopesOptional turns a missing or broken scope from an error into
-	// a warning that floors every allow to ask (--policy-optional).
+	// a warning that turns every allow into an ask (--policy-optional).
 	ScopesOptional bool
 	// Profile names the base layer for this run (--profile), whatever
 	// policy.jsonc's "extends" says; "" leaves it to the file.
@@ -196,7 +196,7 @@ type Config struct {
 // Load reads the configuration (ReadConfig) and compiles it (Compile).
 // Broken files are a returned error (joined *ConfigError values carrying
 // file, line and column; the CLI exits 125), except a scope under
-// ScopesOptional, which is a Warning and floors every allow to ask.
+// ScopesOptional, which is a Warning and turns every allow into an ask.
 func Load(opts LoadOptions) (*Policy, []Warning, error) {
 	cfg, warns, err := ReadConfig(opts)
 	if err != nil {
@@ -268,7 +268,7 @@ func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
 				errs = append(errs, &ConfigError{Pos: Position{File: s}, Msg: fmt.Sprintf("%v (a --policy file must exist; --policy-optional runs without it, asking for every allow)", unwrapPathError(err))})
 				continue
 			}
-			// Kept as unreadable so Compile floors to ask.
+			// Kept as unreadable so Compile turns allows into asks.
 			ws = append(ws, Warning{Pos: Position{File: s}, Msg: "policy scope not applied, every allow now asks (fail-closed)", Err: unwrapPathError(err)})
 			cfg.Scopes = append(cfg.Scopes, File{Name: s})
 			continue

@@ -433,7 +433,7 @@ func TestNetLayers(t *testing.T) {
 		t.Errorf("unix suggestion %q", got)
 	}
 
-	// yolo rewrites an ask to allow, never a deny; fail-closed floors allows.
+	// yolo rewrites an ask to allow, never a deny; fail-closed turns allows into asks.
 	y, _ := compile(t, `{"yoloMode": true, "permission": {"net": {"*": "ask", "x.example": "deny"}}}`)
 	if d := y.DecideNet(NetIntent{Proto: ProtoTCP, Host: "y.example", Port: 1}); d.Result.Action != Allow || d.Result.Rule.Origin != OriginYolo {
 		t.Errorf("yolo: %v", d.Result)

@@ -7,9 +7,9 @@ package engine
 // Landlock's read-everywhere floor covers them.
 //
 // It is conservative: true only when no rule on the read or path surface
-// (hard guards included) says anything but allow, the run is not floored
-// by a failed scope, and an unmatched read would be allowed too (a `*`
-// read or path rule, or an allowing universal fallback).
+// (hard guards included) says anything but allow, no failed scope turns
+// the run's allows into asks, and an unmatched read would be allowed too
+// (a `*` read or path rule, or an allowing universal fallback).
 func (p *Policy) ReadsAlwaysAllowed() bool {
 	if p.failClosed {
 		return false

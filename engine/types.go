@@ -1,6 +1,6 @@
 // Package engine owns permwrap's rules and their evaluation: surfaces,
 // patterns, the most-specific-wins order, composition of hard guards,
-// session rules, policy scopes, yolo and fail-closed flooring, the JSONC
+// session rules, policy scopes, yolo and fail-closed asking, the JSONC
 // configuration, the embedded default policy, intents and their
 // resolution into checks, and the analysis of shell command lines.
 //
@@ -98,7 +98,7 @@ const (
 	OriginHardGuard         // hard-guards.jsonc
 	OriginSession           // "allow for this session"
 	OriginYolo              // an ask rewritten to allow by yolo mode
-	OriginFailClosed        // an allow floored to ask because a scope failed to load
+	OriginFailClosed        // an allow turned into an ask because a scope failed to load
 	OriginBuiltin           // the built-in answer when nothing matched
 	OriginDefault           // the embedded default policy
 	OriginProfile           // an embedded profile other than the default (--profile, "extends")

@@ -370,14 +370,14 @@ func TestRegistrationLimits(t *testing.T) {
 	}
 }
 
-// A broken --policy scope on the inner floors the inner's allows to ask
+// A broken --policy scope on the inner turns the inner's allows into asks
 // (fail-closed), as it would have on its own.
 func TestUnreadableInnerScopeFailsClosed(t *testing.T) {
 	r := newReg(t, cfg(`{"permission": {"*": "allow"}}`))
 	c := cfg(`{"permission": {"*": "allow"}}`, withScope("reviewer.jsonc", `{"permission": {"write": {"/home/u/proj/src/**": "deny"}}}`))
 	c.Scopes = append(c.Scopes, engine.File{Name: "/gone.jsonc", Data: nil})
 	n, _ := register(t, r, r.Root(), "n", c)
-	mustAction(t, "floored", Decide(n.Layers(), write("/home/u/proj/x")...), engine.Ask)
+	mustAction(t, "turned into an ask", Decide(n.Layers(), write("/home/u/proj/x")...), engine.Ask)
 	mustAction(t, "the readable scope's deny", Decide(n.Layers(), write("/home/u/proj/src/a")...), engine.Deny)
 }
 

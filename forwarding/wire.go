@@ -111,8 +111,8 @@ type Welcome struct {
 
 // WireFile is one configuration file. Data is the file's exact bytes
 // (base64 in JSON). Unreadable marks a --policy file the inner could not
-// read; the root then floors every allow of the node to ask, as the inner
-// would have (engine.Compile's fail-closed).
+// read; the root then turns every allow of the node into an ask, as the
+// inner would have (engine.Compile's fail-closed).
 type WireFile struct {
 	Name       string `json:"name"`
 	Data       []byte `json:"data,omitempty"`

@@ -102,6 +102,16 @@ build_permwrap() {
 	echo "$root/bin/permwrap"
 }
 
+# build_roundtrip: the benchmark tool that answers every notification
+# CONTINUE (internal/cmd/roundtrip), scripts/bench's roundtrip, rtsync and
+# rtemu columns.
+build_roundtrip() {
+	local root
+	root=$(repo_root)
+	(cd "$root" && go build -o bin/roundtrip ./internal/cmd/roundtrip)
+	echo "$root/bin/roundtrip"
+}
+
 # build_openloop: in the current directory, ./openloop [N] — N (default
 # 20000) open/read/close of data.txt, which it writes too. The workload
 # of scripts/bench's open loop, scripts/profile's open mode and

@@ -51,7 +51,7 @@ type Config struct {
 	SyncWakeUp bool
 
 	// serve, when set, serves the listener instead of the supervisor
-	// (RunFloor).
+	// (RunServed).
 	serve func(l *notify.Listener)
 }
 

@@ -2,17 +2,13 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,6 +18,7 @@ import (
 	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
+	"github.com/permwrap/permwrap/supervisor/receive"
 	"github.com/permwrap/permwrap/supervisor/terminal"
 )
 
@@ -35,11 +32,6 @@ type Logger interface {
 	Decided(r authority.Request, asked bool, d authority.Decision)
 	Asked(r authority.Request)
 }
-
-// workers is how many goroutines receive notifications. Each blocks in
-// RECV on its own OS thread; more than the CPUs buys nothing, fewer
-// serialises parallel builds.
-func workers() int { return max(2, min(runtime.NumCPU(), 8)) }
 
 type supervisor struct {
 	cfg     Config
@@ -72,7 +64,7 @@ type supervisor struct {
 	asks       sync.WaitGroup
 	asksMu     sync.Mutex
 	asksClosed bool
-	pool       pool
+	pool       receive.Pool
 	// remote caches, per device, whether a file system is remote
 	// (calls.go, openCall.mayBlock).
 	remote sync.Map
@@ -91,269 +83,11 @@ func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *termina
 	return s
 }
 
-// The receiving pool. workers() goroutines receive at all times. A worker
-// busy handling a call that takes long (an open on a hung network file
-// system, a slow /proc) must not leave the sandbox without a receiver:
-// the monitor starts another worker when none has been free to receive
-// and none has finished a call for a tick, up to maxWorkers; workers
-// beyond workers() end once there is another free receiver. Opens that
-// can block indefinitely (FIFOs, character devices, network file
-// systems) are not done by a worker at all (calls.go, openCall.perform).
-const (
-	maxWorkers  = 256
-	monitorTick = 20 * time.Millisecond
-)
-
-type pool struct {
-	role    role // the base workers' receiving role
-	base    int32
-	total   atomic.Int32
-	idle    atomic.Int32  // workers waiting in Receive or for the role
-	handled atomic.Uint64 // calls finished, for the monitor
-	// wg counts the workers and the monitor; ending is closed (end) once
-	// a worker has ended because the listener has no users left or was
-	// closed, which ends every worker.
-	wg      sync.WaitGroup
-	ending  chan struct{}
-	endOnce sync.Once
-}
-
-// serve runs the receiving pool until the filter has no users left.
+// serve runs the receiving pool (supervisor/receive) until the filter
+// has no users left: every notification is handled (handle) by a worker
+// that keeps the receiving role as keepRole says.
 func (s *supervisor) serve() {
-	blindWait(s.l)
-	s.pool.base = int32(workers())
-	s.pool.run(monitorTick, s.worker)
-}
-
-// run starts the base workers (work(false)) and the monitor, which adds
-// extra ones (work(true)), and returns once all of them have ended. A
-// worker that ends for good calls end.
-//
-// The monitor holds a count of wg of its own for as long as it may start
-// a worker, and gives it up only once the pool is ending: a
-// sync.WaitGroup's Add while its count is zero must not meet a Wait
-// already under way. With the monitor outside the count, the last worker
-// ending let Wait return while a monitor tick that found nobody free to
-// receive (every worker gone) added one more, and the supervisor
-// panicked as its command exited ("WaitGroup is reused before previous
-// Wait has returned"; TestPoolRunEnds).
-func (p *pool) run(tick time.Duration, work func(extra bool)) {
-	p.ending = make(chan struct{})
-	for i := int32(0); i < p.base; i++ {
-		p.start(work, false)
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.monitor(tick, work)
-	}()
-	p.wg.Wait()
-}
-
-// end says the pool is ending: its listener has no users left or is
-// closed, so every worker will end. The monitor stops adding workers.
-func (p *pool) end() { p.endOnce.Do(func() { close(p.ending) }) }
-
-// blindWait lets the receiver wait for notifications without the Go
-// scheduler being told (notify.Listener.SetBlindWait). The waiter keeps a
-// P, so GOMAXPROCS gets one more: the rest of the supervisor — the
-// workers, the terminal relay, the log — keeps as many Ps as before, as
-// many as it had when the runtime took an ordinary waiter's P back. (With
-// one P fewer, the relay read an agent's output a moment later under load
-// and a denial notice could land before the line it belongs after:
-// TestNoticeInlineForLinePrograms failed 4 runs in 12 with three busy
-// loops on the 2-vCPU VM, none with the extra P.) It is set explicitly,
-// so the runtime's own adjustment to a changed CPU limit cannot lower it.
-func blindWait(l *notify.Listener) {
-	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
-	l.SetBlindWait()
-}
-
-// start starts a worker: one of the base pool, which takes turns at the
-// receiving role, or (extra) one that receives without it.
-func (p *pool) start(work func(extra bool), extra bool) {
-	p.total.Add(1)
-	p.idle.Add(1)
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		work(extra)
-	}()
-}
-
-// monitor starts an extra worker when, for a whole tick, nothing finished
-// and no worker could receive: every worker was busy, or the one holding
-// the receiving role was busy with a call while the others waited for the
-// role. The extra worker receives without the role, so a call that hangs
-// (a lookup on a file system whose server does not answer) never leaves
-// the sandbox without a receiver.
-// It runs until the pool is ending (end).
-func (p *pool) monitor(tick time.Duration, work func(extra bool)) {
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	last := p.handled.Load()
-	for {
-		select {
-		case <-p.ending:
-			return
-		case <-t.C:
-		}
-		now := p.handled.Load()
-		if p.starved(now, last) {
-			p.start(work, true)
-		}
-		last = now
-	}
-}
-
-func (s *supervisor) worker(extra bool) {
-	// Not locked to a thread: RECV blocks in the kernel like any syscall,
-	// and a locked goroutine costs a thread hand-off at every wake-up.
-	surplus := false
-	// The base workers take turns at the receiving role (role.go): the
-	// holder handles a call of the thread it served last itself and
-	// receives again, so a target calling serially wakes one thread per
-	// call, not two; it passes the role on before handling a call of
-	// another thread, and for an exec and its verification stop. Extra
-	// workers (monitor) receive without it.
-	r := &s.pool.role
-	if extra {
-		r = nil
-	}
-	receiveLoop(s.l, r, s.keepRole, func(n *notify.Notif, q *notify.Quiet) bool {
-		s.pool.idle.Add(-1)
-		s.handle(n, q)
-		s.pool.handled.Add(1)
-		if surplus = s.pool.leave(); surplus {
-			return false
-		}
-		s.pool.idle.Add(1)
-		return true
-	}, s.receiveTrouble, time.Sleep)
-	if !surplus {
-		// The listener has no users left or is closed: every worker ends.
-		s.pool.idle.Add(-1)
-		s.pool.total.Add(-1)
-		s.pool.end()
-	}
-}
-
-// starved reports, at a monitor tick, that the pool needs an extra
-// worker: nothing finished since the last tick (handled now as then) and
-// no worker could receive — all were busy, or the receiving role's
-// holder was busy with a call while the others waited for the role.
-func (p *pool) starved(now, last uint64) bool {
-	stuck := p.idle.Load() == 0 || p.role.inline.Load()
-	return stuck && now == last && p.total.Load() < maxWorkers
-}
-
-// leave reports whether a worker that just finished a call may end: the
-// pool is above its base size and another worker is free to receive (not
-// one waiting for a role whose holder is busy with a call). It takes the
-// worker out of the count when so.
-func (p *pool) leave() bool {
-	for {
-		t := p.total.Load()
-		if t <= p.base || p.idle.Load() == 0 || p.role.inline.Load() {
-			return false
-		}
-		if p.total.CompareAndSwap(t, t-1) {
-			return true
-		}
-	}
-}
-
-// receiver is the listener as the receiving loop sees it.
-type receiver interface {
-	ReceiveQuiet(n *notify.Notif, q *notify.Quiet) error
-}
-
-// Backoff after a failed receive: short enough that a passing shortage
-// (a file limit, memory) costs the sandbox little, long enough that a
-// persistent one does not spin.
-const (
-	receiveBackoffMin = time.Millisecond
-	receiveBackoffMax = time.Second
-)
-
-// receiveLoop receives and handles notifications until the listener is
-// closed (Close) or has no targets left (POLLHUP, io.EOF), or handle says
-// to stop (its worker is surplus; then it returns at once). Any other
-// error — EINVAL, ENOMEM, EMFILE from poll or RECV when the tree starves
-// the supervisor of a resource — is transient: the worker reports it and
-// tries again after a backoff, because a worker that gave up would leave
-// the sandbox's calls blocked with nobody to answer them.
-//
-// The role's holder hands handle a Quiet (notify.Quiet): an emulated open
-// it answers inline holds its thread with signals blocked until the role
-// is handed on, so the next one needs no signal mask of its own. Every
-// other worker, and the holder once it hands the role on, gets nil.
-//
-// hold says whether the role's holder keeps the role while it handles a
-// call of the thread it served last (keepsRole, or the supervisor's
-// keepRole that also knows which execs await verification).
-func receiveLoop(l receiver, r *role, hold func(*notify.Notif) bool, handle func(*notify.Notif, *notify.Quiet) bool, trouble func(error), sleep func(time.Duration)) {
-	var n notify.Notif
-	var q notify.Quiet
-	backoff := receiveBackoffMin
-	held := false
-	release := func() {
-		// Unblocked and unlocked before waiting for the role again.
-		q.Release()
-		r.release()
-		held = false
-	}
-	defer func() {
-		if held {
-			release()
-		}
-	}()
-	for {
-		if r != nil && !held {
-			r.acquire()
-			held = true
-		}
-		err := l.ReceiveQuiet(&n, &q)
-		switch {
-		case err == nil:
-			backoff = receiveBackoffMin
-			if held && (!r.serial(n.Pid) || !hold(&n)) {
-				// Another worker takes the next notification (one
-				// may come from another target meanwhile, or this
-				// call may take long). One that waits already is not
-				// looked for: that poll cost 3–5% on a serial target,
-				// and the holder receives it next, after this call,
-				// and hands the role on then (not serial); a call that
-				// lasts has the monitor start a worker.
-				release()
-			}
-			var hq *notify.Quiet
-			if held {
-				// Handled by the holder: nobody receives meanwhile
-				// (the monitor starts an extra worker if it lasts).
-				r.inline.Store(true)
-				hq = &q
-			}
-			more := handle(&n, hq)
-			if held {
-				r.inline.Store(false)
-			}
-			if !more {
-				return
-			}
-		case errors.Is(err, notify.ErrGone):
-			// The target was interrupted between poll and receive.
-		case errors.Is(err, io.EOF), errors.Is(err, notify.ErrClosed):
-			return
-		default:
-			if held {
-				release()
-			}
-			trouble(err)
-			sleep(backoff)
-			backoff = min(2*backoff, receiveBackoffMax)
-		}
-	}
+	s.pool.Serve(s.l, s.keepRole, s.handle, s.receiveTrouble)
 }
 
 // keepRole is keepsRole (the table's), except that the verification
@@ -394,7 +128,8 @@ func (s *supervisor) finish() {
 
 // startAsk runs ask in a goroutine of its own, counted in asks, unless
 // finish has begun to wait for them: a sync.WaitGroup's Add while its
-// count is zero must not meet that Wait (the same rule as pool.run's).
+// count is zero must not meet that Wait (the same rule as the receiving
+// pool's, receive.Pool).
 // finish waits for the pool for a bounded time only, so a worker may
 // still be deciding when it does.
 func (s *supervisor) startAsk(ask func()) bool {
@@ -451,7 +186,7 @@ func (r *request) close() {
 // notification is still valid, judge (pure), then perform or refuse.
 //
 // q is the receiving role's Quiet when the role's holder handles n inline
-// (receiveLoop), else nil: an fd installed inline may keep the thread's
+// (receive.Loop), else nil: an fd installed inline may keep the thread's
 // signals blocked (notify.Quiet).
 func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 	// The thread is in a new call: a chdir of its own has run.

@@ -17,12 +17,12 @@ import (
 //   - decoding: the row's decoder reads every argument once into a typed
 //     call (calls.go), whose judge is pure and whose perform uses only
 //     what was decoded;
-//   - the receiving role (role.go): whether the worker that received a
-//     call keeps the role while it handles it (`role`);
+//   - the receiving role (supervisor/receive): whether the worker that
+//     received a call keeps the role while it handles it (`role`);
 //   - the cwd cache (notify/pin/cwd.go): which calls change a thread's
 //     working directory (`cwd`);
-//   - the benchmark floor (floor.go): where an open's arguments are
-//     (`open`).
+//   - the round-trip benchmark tool (internal/roundtrip, through
+//     served.go): where an open's arguments are (`open`).
 //
 // Adding a syscall is one row here, its decoder (decode.go) and call
 // (calls.go) if it is new, and a test; nothing else names a syscall
@@ -56,12 +56,13 @@ type sysRow struct {
 	// cwd: the call changes the calling thread's working directory, and
 	// is announced to the cwd cache (pin.CwdChanging) before it runs.
 	cwd bool
-	// open: where an open's arguments are, for the floor's emulation.
+	// open: where an open's arguments are, for the round-trip benchmark
+	// tool's emulation (OpenArgs).
 	open *openArgs
 }
 
 // roleUse is what the worker that received a call does with the
-// receiving role while it handles the call (role.go).
+// receiving role while it handles the call (receive.Role).
 type roleUse uint8
 
 const (

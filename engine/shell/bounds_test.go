@@ -73,7 +73,7 @@ func FuzzRenderArgvRoundTrip(f *testing.F) {
 		if len(got.Units) == 1 && strings.HasPrefix(got.Units[0].Detail, "too deeply nested") {
 			// The nesting check ignores quotes on purpose (a quote in a
 			// here-document or comment must not hide real nesting), so
-			// hundreds of quoted parentheses floor to the sentinel.
+			// hundreds of quoted parentheses end in the sentinel.
 			return
 		}
 		if len(got.Units) == 0 || got.Units[0].Sentinel != "" || len(got.Units[0].Dynamic) != 0 {

@@ -25,8 +25,8 @@ func Write(fd int, b []byte) (int, error) { return unix.Write(fd, b) }
 // Close is close(2) on a raw fd.
 func Close(fd int) error { return unix.Close(fd) }
 
-// Open opens path with open(2), for the benchmark floor's emulated opens
-// (supervisor/floor.go), which are made as the supervisor.
+// Open opens path with open(2), for the round-trip benchmark tool's
+// emulated opens (internal/roundtrip), which are made as the supervisor.
 func Open(path string, flags int, mode uint32) (int, error) { return unix.Open(path, flags, mode) }
 
 // Exec replaces this process with path (execve(2)); it returns only on

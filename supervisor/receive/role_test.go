@@ -1,4 +1,4 @@
-package supervisor
+package receive
 
 import (
 	"runtime"
@@ -17,7 +17,7 @@ import (
 // role.
 func TestRoleReleaseKeepsTheThread(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	var r role
+	var r Role
 	r.acquire()
 	var taken atomic.Int32
 	var wg sync.WaitGroup
