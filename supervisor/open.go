@@ -132,7 +132,6 @@ func openAccess(f int, exists bool) engine.Access {
 }
 
 type openCall struct {
-	callDefaults
 	path   *pin.Resolved
 	flags  int
 	mode   uint32
