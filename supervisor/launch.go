@@ -350,7 +350,7 @@ func (l *launch) startRelay() error {
 }
 
 // serve sets the supervisor up on the listener and serves it in the
-// background (cfg.serve instead, for RunFloor).
+// background (cfg.serve instead, for RunServed).
 func (l *launch) serve() {
 	cfg := l.cfg
 	listener := notify.NewListener(l.lfd)
