@@ -39,8 +39,9 @@ type call interface {
 }
 
 // callDefaults are the steps of a call that does not take them: its
-// answer never depends on content, the kernel has nothing to say before
-// perform, and nothing to close.
+// answer never depends on content, and the kernel has nothing to say
+// before perform. (Every call closes what it pinned: close has no
+// default.)
 type callDefaults struct{}
 
 func (callDefaults) lookAtContent() contentFact { return contentUnknown }
@@ -48,7 +49,6 @@ func (callDefaults) judgeContent(_ *engine.Policy, v verdict, _ contentFact) ver
 	return v
 }
 func (callDefaults) kernelAnswer() kernelAnswer { return kernelAnswer{} }
-func (callDefaults) close()                     {}
 
 // direct is what a decoder makes of a notification that needs no
 // decision: answered at once, nothing judged or logged (a continued call,

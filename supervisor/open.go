@@ -125,8 +125,9 @@ func openAccess(f int, exists bool) engine.Access {
 	return a
 }
 
+// openCall takes every step of a call itself (content rules, the
+// kernel's answers before perform): it embeds no callDefaults.
 type openCall struct {
-	callDefaults
 	path   *pin.Resolved
 	flags  int
 	mode   uint32
