@@ -95,42 +95,17 @@ func (f *PolicyFile) Remember(rules []engine.Rule, id RequestID) error {
 }
 
 // replaceFile writes data to a new file beside path and renames it over
-// path, keeping path's permissions (0600 for a new file).
-func replaceFile(path string, data []byte) (err error) {
+// path (engine.WriteFileAtomic), keeping path's permissions (0600 for a
+// new file), then syncs the directory so the rename itself is kept.
+func replaceFile(path string, data []byte) error {
 	mode := fs.FileMode(0o600)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := engine.WriteFileAtomic(path, data, mode); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // Net patterns name destinations of outbound connections:
@@ -170,17 +172,8 @@ func splitHostPort(raw string) (host string, hostOff int, port string, portOff i
 	}
 }
 
-func looksLikePort(s string) bool {
-	if s == "*" {
-		return true
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+// looksLikePort reports whether s is written as a port: digits, or "*".
+func looksLikePort(s string) bool { return s == "*" || shell.IsDigits(s) }
 
 func parsePort(s string, off int) (uint16, error) {
 	for i := 0; i < len(s); i++ {

@@ -18,9 +18,11 @@
 //     RunInner (which starts the keeper and reports the command's status),
 //     RunKeeper (knocks, registers, reaps the subtree as a child
 //     subreaper, writes the --log) and the exec stage's ExecSpec;
-//   - the wire (wire.go): versioned, length-prefixed, size-bounded frames
-//     holding JSON messages read tolerantly (unknown fields and message
-//     types are ignored, counts and depth are limited);
+//   - the wire (wire.go, validate.go, wireconfig.go): versioned,
+//     length-prefixed, size-bounded frames holding JSON messages read
+//     tolerantly (unknown fields and message types are ignored, counts and
+//     depth are limited), what each message must hold, and the
+//     configuration a registration carries;
 //   - the registry and chains (registry.go, chain.go): nodes with their
 //     compiled policies, Judge and Strictest combining every layer
 //     most-restrictive-wins, session approvals scoped to a node's subtree;

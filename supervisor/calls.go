@@ -40,7 +40,8 @@ type call interface {
 
 // callDefaults are the steps of a call that does not take them: its
 // answer never depends on content, and the kernel has nothing to say
-// before perform.
+// before perform. (Every call closes what it pinned: close has no
+// default.)
 type callDefaults struct{}
 
 func (callDefaults) lookAtContent() contentFact { return contentUnknown }

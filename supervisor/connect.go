@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"errors"
-	"net/netip"
 
 	"golang.org/x/sys/unix"
 
@@ -124,13 +123,8 @@ func (c *connectCall) registerWithProxy() {
 	if err != nil {
 		return
 	}
-	var ap netip.AddrPort
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		ap = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		ap = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
-	default:
+	ap, ok := pin.InetAddrPort(sa)
+	if !ok {
 		return
 	}
 	c.net.peers.Register(ap, c.tgid)

@@ -18,12 +18,6 @@ import (
 // answers, performed (the file opened by permwrap and installed in the
 // target). Content rules are content.go.
 
-// openValidFlags is the kernel's VALID_OPEN_FLAGS: open() ignores other
-// bits, openat2 rejects them.
-const openValidFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
-	unix.O_APPEND | unix.O_NONBLOCK | unix.O_DSYNC | unix.O_ASYNC | unix.O_DIRECT | 0x8000 /* O_LARGEFILE */ |
-	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_SYNC | unix.O_PATH | unix.O_TMPFILE
-
 // resolveValid are the RESOLVE_* flags openat2 knows (RESOLVE_CACHED,
 // 0x20, is missing from x/sys).
 const resolveValid = unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS |
@@ -70,7 +64,7 @@ func decodeOpenat2(d *decoder) (decoded, error) {
 	le := binary.LittleEndian
 	flags, mode, resolve := le.Uint64(b[0:8]), le.Uint64(b[8:16]), le.Uint64(b[16:24])
 	switch {
-	case flags&^uint64(openValidFlags) != 0:
+	case flags&^uint64(pin.OpenValidFlags) != 0:
 		return nil, kernelErr(unix.EINVAL, "open_how flags out of range")
 	case resolve&^uint64(resolveValid) != 0:
 		return nil, kernelErr(unix.EINVAL, "unknown RESOLVE_ flags")
@@ -131,6 +125,8 @@ func openAccess(f int, exists bool) engine.Access {
 	return a
 }
 
+// openCall takes every step of a call itself (content rules, the
+// kernel's answers before perform): it embeds no callDefaults.
 type openCall struct {
 	path   *pin.Resolved
 	flags  int

@@ -400,6 +400,26 @@ func (s *Server) isMain(tools []string) bool {
 	return false
 }
 
+// readTools reads the tools a request offers, whatever its API, and so
+// whether it is part of the conversation.
+func (s *Server) readTools(r *Request, m map[string]any) {
+	r.Tools = toolNames(m)
+	r.Main = s.isMain(r.Tools)
+}
+
+// answerStep admits a parsed request (recorded, then held while its turn
+// is) and returns the step it is answered with: the script's step at its
+// turn for the conversation, a short "ok" for a side request.
+func (s *Server) answerStep(r *Request) Step {
+	st := Reply("ok")
+	if r.Main {
+		st = s.step(r.Turn)
+	}
+	r.Status = http.StatusOK
+	s.admit(r)
+	return st
+}
+
 // textOf flattens a content value (a string, or a list of parts with
 // text) to text; anything else is given as JSON.
 func textOf(v any) string {
@@ -443,8 +463,7 @@ func plainJSON(v any) string {
 
 func (s *Server) anthropic(w http.ResponseWriter, r *Request, m map[string]any) {
 	r.Stream, _ = m["stream"].(bool)
-	r.Tools = toolNames(m)
-	r.Main = s.isMain(r.Tools)
+	s.readTools(r, m)
 	msgs, _ := m["messages"].([]any)
 	for _, msg := range msgs {
 		mm, _ := msg.(map[string]any)
@@ -463,12 +482,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *Request, m map[string]any) 
 		}
 	}
 	model, _ := m["model"].(string)
-	st := Reply("ok")
-	if r.Main {
-		st = s.step(r.Turn)
-	}
-	r.Status = http.StatusOK
-	s.admit(r)
+	st := s.answerStep(r)
 	id := fmt.Sprintf("msg_e2e_%d", r.Turn)
 	usage := map[string]any{"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 	var block map[string]any
@@ -512,8 +526,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *Request, m map[string]any) 
 
 func (s *Server) responses(w http.ResponseWriter, r *Request, m map[string]any) {
 	r.Stream, _ = m["stream"].(bool)
-	r.Tools = toolNames(m)
-	r.Main = s.isMain(r.Tools)
+	s.readTools(r, m)
 	input, _ := m["input"].([]any)
 	for _, it := range input {
 		im, _ := it.(map[string]any)
@@ -530,12 +543,7 @@ func (s *Server) responses(w http.ResponseWriter, r *Request, m map[string]any) 
 		}
 	}
 	model, _ := m["model"].(string)
-	st := Reply("ok")
-	if r.Main {
-		st = s.step(r.Turn)
-	}
-	r.Status = http.StatusOK
-	s.admit(r)
+	st := s.answerStep(r)
 	respID := fmt.Sprintf("resp_e2e_%d", r.Turn)
 	var item map[string]any
 	if st.Tool != "" && st.Input != "" {
@@ -572,8 +580,7 @@ func (s *Server) responses(w http.ResponseWriter, r *Request, m map[string]any) 
 
 func (s *Server) chat(w http.ResponseWriter, r *Request, m map[string]any) {
 	r.Stream, _ = m["stream"].(bool)
-	r.Tools = toolNames(m)
-	r.Main = s.isMain(r.Tools)
+	s.readTools(r, m)
 	msgs, _ := m["messages"].([]any)
 	for _, msg := range msgs {
 		mm, _ := msg.(map[string]any)
@@ -586,12 +593,7 @@ func (s *Server) chat(w http.ResponseWriter, r *Request, m map[string]any) {
 		}
 	}
 	model, _ := m["model"].(string)
-	st := Reply("ok")
-	if r.Main {
-		st = s.step(r.Turn)
-	}
-	r.Status = http.StatusOK
-	s.admit(r)
+	st := s.answerStep(r)
 	id := fmt.Sprintf("chatcmpl-e2e-%d", r.Turn)
 	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 	callID := fmt.Sprintf("call_e2e_%02d", r.Turn)
@@ -633,8 +635,7 @@ func (s *Server) chat(w http.ResponseWriter, r *Request, m map[string]any) {
 
 func (s *Server) gemini(w http.ResponseWriter, r *Request, m map[string]any, stream bool) {
 	r.Stream = stream
-	r.Tools = toolNames(m)
-	r.Main = s.isMain(r.Tools)
+	s.readTools(r, m)
 	contents, _ := m["contents"].([]any)
 	for _, c := range contents {
 		cm, _ := c.(map[string]any)
@@ -651,11 +652,9 @@ func (s *Server) gemini(w http.ResponseWriter, r *Request, m map[string]any, str
 			}
 		}
 	}
-	r.Status = http.StatusOK
-	s.admit(r)
+	st := s.answerStep(r)
 	var part map[string]any
 	if r.Main {
-		st := s.step(r.Turn)
 		if st.Tool != "" {
 			part = map[string]any{"functionCall": map[string]any{"id": fmt.Sprintf("call_e2e_%02d", r.Turn), "name": st.Tool, "args": st.Args}}
 		} else {

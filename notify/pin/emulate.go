@@ -17,9 +17,9 @@ import (
 // are the kernel's own errnos, returned as bare unix.Errno where the kernel
 // produced them.
 
-// openValidFlags is the kernel's VALID_OPEN_FLAGS: open() ignores other bits,
-// openat2 would reject them.
-const openValidFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
+// OpenValidFlags is the kernel's VALID_OPEN_FLAGS: open() ignores other bits,
+// openat2 rejects them.
+const OpenValidFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
 	unix.O_APPEND | unix.O_NONBLOCK | unix.O_DSYNC | unix.O_ASYNC | unix.O_DIRECT | 0x8000 /* O_LARGEFILE */ |
 	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_SYNC | unix.O_PATH | unix.O_TMPFILE
 
@@ -94,7 +94,7 @@ func Open(r *Resolved, flags int, mode uint32, umask uint32) (*File, error) {
 		var f *File
 		err := asCred(r.Cred, func() error {
 			var err error
-			f, err = openCtty(r.tid, flags&openValidFlags&^unix.O_NOFOLLOW)
+			f, err = openCtty(r.tid, flags&OpenValidFlags&^unix.O_NOFOLLOW)
 			return err
 		})
 		return f, err
@@ -109,7 +109,7 @@ func Open(r *Resolved, flags int, mode uint32, umask uint32) (*File, error) {
 }
 
 func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*File, error) {
-	flags &= openValidFlags
+	flags &= OpenValidFlags
 	if flags&unix.O_PATH != 0 {
 		// open() ignores every other flag with O_PATH; openat2 would
 		// reject them.

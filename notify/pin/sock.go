@@ -228,15 +228,23 @@ func (h *Handle) Peek(buf []byte) (n int, from netip.AddrPort, ok bool, err erro
 	if err != nil {
 		return 0, from, false, err
 	}
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		from = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
-	default:
+	from, ok = InetAddrPort(sa)
+	if !ok {
 		return 0, from, false, nil
 	}
 	return min(n, len(buf)), from, true, nil
+}
+
+// InetAddrPort is an IPv4 or IPv6 socket address as an AddrPort; ok is
+// false for any other family.
+func InetAddrPort(sa unix.Sockaddr) (ap netip.AddrPort, ok bool) {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port)), true
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port)), true
+	}
+	return ap, false
 }
 
 // NetnsCookie is the identity of the network namespace the socket lives
