@@ -17,29 +17,23 @@ import (
 // srtSettings is sandbox-runtime's settings file (~/.srt-settings.json,
 // `srt --settings FILE`; its README, "Configuration").
 type srtSettings struct {
-	Network                   *srtNetwork         `json:"network"`
-	Filesystem                *srtFilesystem      `json:"filesystem"`
+	Network *struct {
+		AllowedDomains      []string `json:"allowedDomains"`
+		DeniedDomains       []string `json:"deniedDomains"`
+		AllowUnixSockets    []string `json:"allowUnixSockets"`
+		AllowAllUnixSockets bool     `json:"allowAllUnixSockets"`
+		AllowLocalBinding   bool     `json:"allowLocalBinding"`
+		HTTPProxyPort       int      `json:"httpProxyPort"`
+		SocksProxyPort      int      `json:"socksProxyPort"`
+	} `json:"network"`
+	Filesystem *struct {
+		DenyRead       []string `json:"denyRead"`
+		AllowWrite     []string `json:"allowWrite"`
+		DenyWrite      []string `json:"denyWrite"`
+		AllowGitConfig bool     `json:"allowGitConfig"`
+	} `json:"filesystem"`
 	IgnoreViolations          map[string][]string `json:"ignoreViolations"`
 	EnableWeakerNestedSandbox bool                `json:"enableWeakerNestedSandbox"`
-}
-
-// srtNetwork is the settings' "network".
-type srtNetwork struct {
-	AllowedDomains      []string `json:"allowedDomains"`
-	DeniedDomains       []string `json:"deniedDomains"`
-	AllowUnixSockets    []string `json:"allowUnixSockets"`
-	AllowAllUnixSockets bool     `json:"allowAllUnixSockets"`
-	AllowLocalBinding   bool     `json:"allowLocalBinding"`
-	HTTPProxyPort       int      `json:"httpProxyPort"`
-	SocksProxyPort      int      `json:"socksProxyPort"`
-}
-
-// srtFilesystem is the settings' "filesystem".
-type srtFilesystem struct {
-	DenyRead       []string `json:"denyRead"`
-	AllowWrite     []string `json:"allowWrite"`
-	DenyWrite      []string `json:"denyWrite"`
-	AllowGitConfig bool     `json:"allowGitConfig"`
 }
 
 // srt imports one sandbox-runtime settings file.
@@ -59,12 +53,8 @@ func (im *importer) srt(files []string) error {
 	im.out.note("a path means it and everything beneath it. denyWrite wins over allowWrite, as")
 	im.out.note("in srt. srt's mandatory protections (shell start-up files, git hooks) are in")
 	im.out.note("permwrap's default profile, which asks about them.")
-	if fs := s.Filesystem; fs != nil {
-		im.srtFilesystem(fs)
-	}
-	if n := s.Network; n != nil {
-		im.srtNetwork(n)
-	}
+	im.srtFilesystem(s)
+	im.srtNetwork(s)
 	im.srtIgnored(s)
 	return nil
 }
@@ -103,7 +93,11 @@ func readSrtSettings(name string) (srtSettings, error) {
 }
 
 // srtFilesystem imports the read and write rules.
-func (im *importer) srtFilesystem(fs *srtFilesystem) {
+func (im *importer) srtFilesystem(s srtSettings) {
+	fs := s.Filesystem
+	if fs == nil {
+		return
+	}
 	for _, p := range fs.DenyRead {
 		im.out.add(engine.SurfaceRead, im.srtPath(p), "deny", "", "srt filesystem.denyRead: "+p)
 	}
@@ -123,7 +117,11 @@ func (im *importer) srtFilesystem(fs *srtFilesystem) {
 // srtNetwork imports the domains and Unix sockets (or, without net
 // rules, says they were left out), and why the binding and proxy
 // settings are left out.
-func (im *importer) srtNetwork(n *srtNetwork) {
+func (im *importer) srtNetwork(s srtSettings) {
+	n := s.Network
+	if n == nil {
+		return
+	}
 	if !im.net {
 		for _, d := range n.AllowedDomains {
 			im.noNet("network.allowedDomains " + d)
