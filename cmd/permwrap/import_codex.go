@@ -221,21 +221,28 @@ func codexChoices(elem starlark.Value) ([]string, error) {
 	case starlark.String:
 		return []string{string(v)}, nil
 	case *starlark.List:
-		var choices []string
-		for j := 0; j < v.Len(); j++ {
-			s, ok := v.Index(j).(starlark.String)
-			if !ok {
-				return nil, fmt.Errorf("prefix_rule: a pattern alternative must be a string, got %s", v.Index(j).Type())
-			}
-			choices = append(choices, string(s))
-		}
-		if len(choices) == 0 {
-			return nil, errors.New("prefix_rule: pattern alternatives cannot be empty")
-		}
-		return choices, nil
+		return starlarkStrings(v, "prefix_rule: a pattern alternative must be a string", "prefix_rule: pattern alternatives cannot be empty")
 	default:
 		return nil, fmt.Errorf("prefix_rule: a pattern element must be a string or a list of strings, got %s", v.Type())
 	}
+}
+
+// starlarkStrings are the strings of a non-empty list. When an element
+// is not a string, the error is notString and its type; when the list is
+// empty, it is empty.
+func starlarkStrings(list *starlark.List, notString, empty string) ([]string, error) {
+	var strs []string
+	for i := 0; i < list.Len(); i++ {
+		s, ok := list.Index(i).(starlark.String)
+		if !ok {
+			return nil, fmt.Errorf("%s, got %s", notString, list.Index(i).Type())
+		}
+		strs = append(strs, string(s))
+	}
+	if len(strs) == 0 {
+		return nil, errors.New(empty)
+	}
+	return strs, nil
 }
 
 // codexMatchers are the command patterns written for alts, and whether a
@@ -307,18 +314,7 @@ func codexExample(v starlark.Value) ([]string, error) {
 		}
 		return argv, nil
 	case *starlark.List:
-		var argv []string
-		for i := 0; i < v.Len(); i++ {
-			s, ok := v.Index(i).(starlark.String)
-			if !ok {
-				return nil, fmt.Errorf("example words must be strings, got %s", v.Index(i).Type())
-			}
-			argv = append(argv, string(s))
-		}
-		if len(argv) == 0 {
-			return nil, errors.New("an example cannot be empty")
-		}
-		return argv, nil
+		return starlarkStrings(v, "example words must be strings", "an example cannot be empty")
 	}
 	return nil, fmt.Errorf("an example must be a string or a list of strings, got %s", v.Type())
 }
