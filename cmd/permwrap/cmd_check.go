@@ -50,57 +50,53 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "permwrap check: FILE is checked on its own; --policy, --config-dir and --profile apply only without FILE")
 			return exitInternal
 		}
-		name := fs.Arg(0)
-		kind, err := fileKindFor(name, as.v)
-		if err != nil {
-			fmt.Fprintln(stderr, "permwrap check:", err)
-			return exitInternal
-		}
-		data, err := os.ReadFile(name)
-		if err != nil {
-			fmt.Fprintln(stderr, "permwrap check:", err)
-			return exitFailure
-		}
-		n, warns, err := engine.CheckFile(name, data, kind, env)
-		printWarnings(stderr, "warning: ", warns)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitFailure
-		}
-		fmt.Fprintf(stdout, "%s: ok: %s, %d rules\n", name, kind, n)
-		return exitOK
+		return checkFile(fs.Arg(0), as.v, env, stdout, stderr)
 	}
 	if as.set {
 		fmt.Fprintln(stderr, "permwrap check: --as needs a FILE")
 		return exitInternal
 	}
-	// Every file is read and checked in full, so one pass reports every
-	// error: a scope that cannot be read is an error like a broken one.
+	return checkConfig(&pf, env, stdout, stderr)
+}
+
+// checkFile checks one file on its own, as the kind as names or its name
+// says.
+func checkFile(name, as string, env engine.Env, stdout, stderr io.Writer) int {
+	kind, err := fileKindFor(name, as)
+	if err != nil {
+		fmt.Fprintln(stderr, "permwrap check:", err)
+		return exitInternal
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		fmt.Fprintln(stderr, "permwrap check:", err)
+		return exitFailure
+	}
+	n, warns, err := engine.CheckFile(name, data, kind, env)
+	printWarnings(stderr, "warning: ", warns)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "%s: ok: %s, %d rules\n", name, kind, n)
+	return exitOK
+}
+
+// checkConfig checks the effective configuration. Every file is read
+// and checked in full, so one pass reports every error: a scope that
+// cannot be read is an error like a broken one.
+func checkConfig(pf *policyFlags, env engine.Env, stdout, stderr io.Writer) int {
 	cfg, warns, err := engine.ReadConfig(engine.LoadOptions{
 		ConfigDir: pf.configDir.v, Scopes: pf.scopes, ScopesOptional: true,
 		Profile: pf.profile.v, Env: env, NoProject: pf.noProject.v,
 	})
-	var errs []error
-	var scopes []engine.File
-	for _, s := range cfg.Scopes {
-		if s.Data != nil {
-			scopes = append(scopes, s)
-		}
-	}
-	var rest []engine.Warning
-	for _, w := range warns {
-		if w.Err != nil && !pf.scopesOptional.v {
-			errs = append(errs, fmt.Errorf("%s: %v", w.Pos, w.Err))
-			continue
-		}
-		rest = append(rest, w)
-	}
+	errs, rest := scopeErrors(warns, pf.scopesOptional.v)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	var p *engine.Policy
 	if err == nil {
-		cfg.Scopes, cfg.ScopesRequired = scopes, !pf.scopesOptional.v
+		cfg.Scopes, cfg.ScopesRequired = readScopes(cfg.Scopes), !pf.scopesOptional.v
 		var w2 []engine.Warning
 		p, w2, err = engine.Compile(cfg)
 		rest = append(rest, w2...)
@@ -118,6 +114,31 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, p.Summary())
 	return exitOK
+}
+
+// scopeErrors splits what reading the configuration warned about: a
+// scope that could not be read is an error unless scopes are optional;
+// the rest stay warnings.
+func scopeErrors(warns []engine.Warning, optional bool) (errs []error, rest []engine.Warning) {
+	for _, w := range warns {
+		if w.Err != nil && !optional {
+			errs = append(errs, fmt.Errorf("%s: %v", w.Pos, w.Err))
+			continue
+		}
+		rest = append(rest, w)
+	}
+	return errs, rest
+}
+
+// readScopes are the --policy scopes that could be read.
+func readScopes(all []engine.File) []engine.File {
+	var scopes []engine.File
+	for _, s := range all {
+		if s.Data != nil {
+			scopes = append(scopes, s)
+		}
+	}
+	return scopes
 }
 
 func fileKindFor(name, as string) (engine.FileKind, error) {

@@ -32,6 +32,26 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	f := notify.Probe()
+	getFd, getFdErr := doctorKernelSupport(w, f)
+	missing, weaker := doctorGaps(f, getFd, getFdErr)
+	w("permwrap enforces:")
+	if len(missing) > 0 {
+		w("  nothing: permwrap cannot run here; missing %s", strings.Join(missing, ", "))
+		return exitInternal
+	}
+	doctorEnforces(w)
+	w("")
+	doctorDoesNotEnforce(w, weaker)
+	if len(weaker) > 0 {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// doctorKernelSupport prints the kernel section: each feature permwrap
+// uses, whether this kernel has it, and what it is for. It returns what
+// the pidfd_getfd probe found, which decides whether permwrap can run.
+func doctorKernelSupport(w func(string, ...any), f notify.Features) (notify.Tri, error) {
 	w("kernel %s", f.Kernel)
 	w("")
 	w("kernel support:")
@@ -59,8 +79,12 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		w("  note: %s", n)
 	}
 	w("")
+	return getFd, getFdErr
+}
 
-	var missing, weaker []string
+// doctorGaps lists what this kernel lacks: missing, without which
+// permwrap cannot run, and weaker, without which it runs with less.
+func doctorGaps(f notify.Features, getFd notify.Tri, getFdErr error) (missing, weaker []string) {
 	if f.UserNotif != notify.Yes || f.AddFD != notify.Yes || f.AddFDSend != notify.Yes || f.TsyncESRCH != notify.Yes {
 		missing = append(missing, "seccomp user notification with ADDFD/SEND and TSYNC_ESRCH (Linux ≥ 5.14)")
 	}
@@ -75,12 +99,11 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if f.WaitKillable != notify.Yes {
 		weaker = append(weaker, "no WAIT_KILLABLE_RECV: a signal to a waiting process re-raises its question")
 	}
+	return missing, weaker
+}
 
-	w("permwrap enforces:")
-	if len(missing) > 0 {
-		w("  nothing: permwrap cannot run here; missing %s", strings.Join(missing, ", "))
-		return exitInternal
-	}
+// doctorEnforces prints the items of "permwrap enforces:".
+func doctorEnforces(w func(string, ...any)) {
 	w("  - every open, create, remove, rename, link, chmod/chown, utimes, xattr change, AF_UNIX bind,")
 	w("    chattr-style ioctl and exec, judged by the policy")
 	w("    with paths resolved by permwrap and allowed operations performed by permwrap on exactly what was checked")
@@ -101,7 +124,11 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		w("  - binfmt_misc handlers registered here (%s): an exec only one of them could run is refused", strings.Join(h, ", "))
 		w("    with ENOEXEC (permwrap does not follow them; run the interpreter explicitly)")
 	}
-	w("")
+}
+
+// doctorDoesNotEnforce prints "permwrap does not enforce:": the limits
+// every run has, those of this host, and the weaker guarantees.
+func doctorDoesNotEnforce(w func(string, ...any), weaker []string) {
 	w("permwrap does not enforce (see docs/security.md):")
 	w("  - what a process does with file descriptors it already holds (read, write, mmap)")
 	w("  - stat/access/readlink/getdents of paths (metadata and names are visible)")
@@ -119,16 +146,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	for _, x := range weaker {
 		w("  - %s", x)
 	}
-	if len(weaker) > 0 {
-		return exitFailure
-	}
-	return exitOK
 }
 
-// probeSockDiag asks whether the kernel can name the file a bound Unix
-// socket is at (NETLINK_SOCK_DIAG with unix_diag), which lets the tree
-// connect to the sockets it bound itself without asking, and refuse a
-// stale socket file (no server) rather than ask about it.
 // probeGetFd tries what permwrap's launch does first: take a file
 // descriptor from a child it started (pin.GetFd, pidfd_getfd), here fd 0
 // of a sleep.
@@ -167,6 +186,10 @@ func yamaScope() string {
 	return strings.TrimSpace(string(b))
 }
 
+// probeSockDiag asks whether the kernel can name the file a bound Unix
+// socket is at (NETLINK_SOCK_DIAG with unix_diag), which lets the tree
+// connect to the sockets it bound itself without asking, and refuse a
+// stale socket file (no server) rather than ask about it.
 func probeSockDiag() (notify.Tri, string) {
 	const why = "sockets the tree binds connect without asking; stale socket files are refused, not asked about"
 	dir, err := os.MkdirTemp("", "permwrap-doctor-")

@@ -139,80 +139,124 @@ func cmdPolicyEdit(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		printErr(stderr, "permwrap policy edit: ", err)
 		return exitInternal
 	}
-	target := filepath.Join(dir, engine.PolicyFileName)
-	orig, err := os.ReadFile(target)
-	mode := fs.FileMode(0o600)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		orig = nil
-	case err != nil:
+	e := &policyEdit{target: filepath.Join(dir, engine.PolicyFileName)}
+	if err := e.readTarget(); err != nil {
 		printErr(stderr, "permwrap policy edit: ", err)
 		return exitInternal
-	default:
-		if st, err := os.Stat(target); err == nil {
-			mode = st.Mode().Perm()
-		}
 	}
-	content := orig
+	if err := e.writeCopy(); err != nil {
+		printErr(stderr, "permwrap policy edit: ", err)
+		return exitInternal
+	}
+	e.env, _ = engine.NewEnv("")
+	return e.editUntilValid(stdin, stdout, stderr)
+}
+
+// policyEdit is one `permwrap policy edit`: policy.jsonc (target), what
+// it held (orig, nil when there was none) and its mode, and the copy
+// (tmpName) the person edits.
+type policyEdit struct {
+	target, tmpName string
+	orig            []byte
+	mode            fs.FileMode
+	env             engine.Env
+}
+
+// readTarget reads policy.jsonc and its mode; a missing file is no
+// error (orig stays nil, the mode 0600).
+func (e *policyEdit) readTarget() error {
+	orig, err := os.ReadFile(e.target)
+	e.mode = fs.FileMode(0o600)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	e.orig = orig
+	if st, err := os.Stat(e.target); err == nil {
+		e.mode = st.Mode().Perm()
+	}
+	return nil
+}
+
+// writeCopy writes the copy to edit: policy.jsonc as it is, or the new
+// policy's template.
+func (e *policyEdit) writeCopy() error {
+	content := e.orig
 	if content == nil {
 		content = []byte(newPolicy)
 	}
 	tmp, err := os.CreateTemp("", "permwrap-policy-*.jsonc")
 	if err != nil {
-		printErr(stderr, "permwrap policy edit: ", err)
-		return exitInternal
+		return err
 	}
-	tmpName := tmp.Name()
+	e.tmpName = tmp.Name()
 	_, werr := tmp.Write(content)
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		printErr(stderr, "permwrap policy edit: ", werr)
-		os.Remove(tmpName)
-		return exitInternal
+		os.Remove(e.tmpName)
+		return werr
 	}
-	env, _ := engine.NewEnv("")
+	return nil
+}
+
+// editUntilValid runs the editor on the copy until the copy is unchanged
+// or valid (and saved), or, when it is not, the person stops or cannot
+// be asked.
+func (e *policyEdit) editUntilValid(stdin io.Reader, stdout, stderr io.Writer) int {
 	interactive := isTerminal(stderr) && isTerminalReader(stdin)
 	in := bufio.NewReader(stdin)
 	for {
-		if err := runEditor(tmpName, stdin, stdout, stderr); err != nil {
-			fmt.Fprintf(stderr, "permwrap policy edit: the editor failed: %v; your copy is %s\n", err, tmpName)
-			return exitFailure
+		if code, done := e.editOnce(stdin, stdout, stderr); done {
+			return code
 		}
-		edited, err := os.ReadFile(tmpName)
-		if err != nil {
-			printErr(stderr, "permwrap policy edit: ", err)
-			return exitInternal
-		}
-		if bytes.Equal(edited, orig) || orig == nil && bytes.Equal(edited, []byte(newPolicy)) {
-			os.Remove(tmpName)
-			fmt.Fprintln(stderr, "permwrap policy edit: no change")
-			return exitOK
-		}
-		_, warns, err := engine.CheckFile(target, edited, engine.FileGlobal, env)
-		if err == nil {
-			printWarnings(stderr, "warning: ", warns)
-			if err := engine.WriteFileAtomic(target, edited, mode); err != nil {
-				fmt.Fprintf(stderr, "permwrap policy edit: %v; your copy is %s\n", err, tmpName)
-				return exitFailure
-			}
-			os.Remove(tmpName)
-			fmt.Fprintf(stdout, "%s: saved\n", target)
-			return exitOK
-		}
-		fmt.Fprintln(stderr, strings.ReplaceAll(err.Error(), target, tmpName))
 		if !interactive {
-			fmt.Fprintf(stderr, "permwrap policy edit: %s is invalid and was not changed; your copy is %s\n", target, tmpName)
+			fmt.Fprintf(stderr, "permwrap policy edit: %s is invalid and was not changed; your copy is %s\n", e.target, e.tmpName)
 			return exitFailure
 		}
 		fmt.Fprint(stderr, "edit again? [Y/n] ")
 		ans, _ := in.ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(ans)); a == "n" || a == "no" {
-			fmt.Fprintf(stderr, "permwrap policy edit: %s was not changed; your copy is %s\n", target, tmpName)
+			fmt.Fprintf(stderr, "permwrap policy edit: %s was not changed; your copy is %s\n", e.target, e.tmpName)
 			return exitFailure
 		}
 	}
+}
+
+// editOnce runs the editor once and saves the copy if it changed and is
+// valid. It returns done with the exit code, or, when the copy is
+// invalid, its errors printed and not done.
+func (e *policyEdit) editOnce(stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
+	if err := runEditor(e.tmpName, stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "permwrap policy edit: the editor failed: %v; your copy is %s\n", err, e.tmpName)
+		return exitFailure, true
+	}
+	edited, err := os.ReadFile(e.tmpName)
+	if err != nil {
+		printErr(stderr, "permwrap policy edit: ", err)
+		return exitInternal, true
+	}
+	if bytes.Equal(edited, e.orig) || e.orig == nil && bytes.Equal(edited, []byte(newPolicy)) {
+		os.Remove(e.tmpName)
+		fmt.Fprintln(stderr, "permwrap policy edit: no change")
+		return exitOK, true
+	}
+	_, warns, err := engine.CheckFile(e.target, edited, engine.FileGlobal, e.env)
+	if err != nil {
+		fmt.Fprintln(stderr, strings.ReplaceAll(err.Error(), e.target, e.tmpName))
+		return 0, false
+	}
+	printWarnings(stderr, "warning: ", warns)
+	if err := engine.WriteFileAtomic(e.target, edited, e.mode); err != nil {
+		fmt.Fprintf(stderr, "permwrap policy edit: %v; your copy is %s\n", err, e.tmpName)
+		return exitFailure, true
+	}
+	os.Remove(e.tmpName)
+	fmt.Fprintf(stdout, "%s: saved\n", e.target)
+	return exitOK, true
 }
 
 // runEditor runs the person's editor on name: $VISUAL, $EDITOR (either

@@ -64,14 +64,10 @@ func cmdPolicySuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "permwrap policy suggest: at most one LOG")
 		return exitInternal
 	}
-	var from time.Time
-	if since.set {
-		t, err := parseSince(since.v, time.Now())
-		if err != nil {
-			fmt.Fprintln(stderr, "permwrap policy suggest: --since:", err)
-			return exitInternal
-		}
-		from = t
+	from, err := suggestFrom(since)
+	if err != nil {
+		fmt.Fprintln(stderr, "permwrap policy suggest: --since:", err)
+		return exitInternal
 	}
 	ld, err := loadPolicy(&pf, "")
 	if err != nil {
@@ -82,70 +78,16 @@ func cmdPolicySuggest(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 1 {
 		logPath = fs.Arg(0)
 	}
-	f, err := os.Open(logPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "permwrap policy suggest: %v\n", err)
-		return exitFailure
+	obs, code, ok := readObservations(logPath, from, !noApproved.v, stderr)
+	if !ok {
+		return code
 	}
-	defer f.Close()
-
-	seen := map[engine.Check]*observed{}
-	var first, last time.Time
-	broken, err := authority.ReadLog(f, func(r authority.LogRecord) error {
-		if !from.IsZero() && r.Time.Before(from) {
-			return nil
-		}
-		if !wanted(r, !noApproved.v) {
-			return nil
-		}
-		s, ok := engine.ParseSurface(r.Surface)
-		if !ok || r.Value == "" {
-			return nil
-		}
-		c := engine.Check{Surface: s, Value: r.Value}
-		o := seen[c]
-		if o == nil {
-			o = &observed{surface: s, value: r.Value, events: map[authority.Event]int{}, rule: r.Rule, example: r}
-			seen[c] = o
-		}
-		o.count++
-		o.events[r.Event]++
-		if first.IsZero() || r.Time.Before(first) {
-			first = r.Time
-		}
-		if r.Time.After(last) {
-			last = r.Time
-		}
-		return nil
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "permwrap policy suggest: %s: %v\n", logPath, err)
-		return exitFailure
-	}
-	if broken > 0 {
-		fmt.Fprintf(stderr, "permwrap policy suggest: skipped %d broken line(s)\n", broken)
-	}
-	if len(seen) == 0 {
-		fmt.Fprintf(stderr, "permwrap policy suggest: nothing to suggest: %s records no would_ask, would_deny or approved request (run with --audit to collect some)\n", logPath)
-		return exitFailure
-	}
-	out, err := suggest(ld.policy, seen)
+	out, err := suggest(ld.policy, obs.seen)
 	if err != nil {
 		printErr(stderr, "permwrap policy suggest: ", err)
 		return exitInternal
 	}
-	total := 0
-	for _, o := range seen {
-		total += o.count
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "// Suggested by `permwrap policy suggest` from %s:\n", safeComment(logPath))
-	fmt.Fprintf(&b, "// %d requests (%d distinct) between %s and %s.\n", total, len(seen), first.UTC().Format("2006-01-02 15:04 UTC"), last.UTC().Format("2006-01-02 15:04 UTC"))
-	b.WriteString("// Each rule allows no more than what was seen, and was checked against\n")
-	b.WriteString("// the current policy. Review every one before you merge it into\n")
-	b.WriteString("// policy.jsonc (permwrap policy edit) or a --policy file.\n")
-	b.WriteString(out.render(""))
-	text := b.String()
+	text := obs.fragment(logPath, out)
 	// Never hand a person a fragment permwrap itself would refuse.
 	if _, _, err := engine.CheckFile("suggested.jsonc", []byte(text), engine.FileScope, ld.env); err != nil {
 		printErr(stderr, "permwrap policy suggest: internal error: the suggestion does not load: ", err)
@@ -153,6 +95,96 @@ func cmdPolicySuggest(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, text)
 	return exitOK
+}
+
+// suggestFrom is the time --since names, or the zero time without it.
+func suggestFrom(since onceString) (time.Time, error) {
+	if !since.set {
+		return time.Time{}, nil
+	}
+	return parseSince(since.v, time.Now())
+}
+
+// observations are what a review log records that a rule might allow,
+// and the time of the first and last of them.
+type observations struct {
+	seen        map[engine.Check]*observed
+	first, last time.Time
+}
+
+// readObservations reads the log at logPath: the records since from that
+// a person might want to allow (approved: those a person approved too).
+// When there is nothing to suggest it has said why on stderr and returns
+// the exit code and false.
+func readObservations(logPath string, from time.Time, approved bool, stderr io.Writer) (*observations, int, bool) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "permwrap policy suggest: %v\n", err)
+		return nil, exitFailure, false
+	}
+	defer f.Close()
+	obs := &observations{seen: map[engine.Check]*observed{}}
+	broken, err := authority.ReadLog(f, func(r authority.LogRecord) error {
+		if !from.IsZero() && r.Time.Before(from) {
+			return nil
+		}
+		if wanted(r, approved) {
+			obs.add(r)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "permwrap policy suggest: %s: %v\n", logPath, err)
+		return nil, exitFailure, false
+	}
+	if broken > 0 {
+		fmt.Fprintf(stderr, "permwrap policy suggest: skipped %d broken line(s)\n", broken)
+	}
+	if len(obs.seen) == 0 {
+		fmt.Fprintf(stderr, "permwrap policy suggest: nothing to suggest: %s records no would_ask, would_deny or approved request (run with --audit to collect some)\n", logPath)
+		return nil, exitFailure, false
+	}
+	return obs, exitOK, true
+}
+
+// add counts one wanted record under its (surface, value); a record
+// without either is left out.
+func (obs *observations) add(r authority.LogRecord) {
+	s, ok := engine.ParseSurface(r.Surface)
+	if !ok || r.Value == "" {
+		return
+	}
+	c := engine.Check{Surface: s, Value: r.Value}
+	o := obs.seen[c]
+	if o == nil {
+		o = &observed{surface: s, value: r.Value, events: map[authority.Event]int{}, rule: r.Rule, example: r}
+		obs.seen[c] = o
+	}
+	o.count++
+	o.events[r.Event]++
+	if obs.first.IsZero() || r.Time.Before(obs.first) {
+		obs.first = r.Time
+	}
+	if r.Time.After(obs.last) {
+		obs.last = r.Time
+	}
+}
+
+// fragment is the suggested rules as the JSONC fragment printed: a
+// header saying where they come from, then the rules.
+func (obs *observations) fragment(logPath string, out *policyOut) string {
+	total := 0
+	for _, o := range obs.seen {
+		total += o.count
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "// Suggested by `permwrap policy suggest` from %s:\n", safeComment(logPath))
+	fmt.Fprintf(&b, "// %d requests (%d distinct) between %s and %s.\n", total, len(obs.seen), obs.first.UTC().Format("2006-01-02 15:04 UTC"), obs.last.UTC().Format("2006-01-02 15:04 UTC"))
+	b.WriteString("// Each rule allows no more than what was seen, and was checked against\n")
+	b.WriteString("// the current policy. Review every one before you merge it into\n")
+	b.WriteString("// policy.jsonc (permwrap policy edit) or a --policy file.\n")
+	b.WriteString(out.render(""))
+	return b.String()
 }
 
 // wanted reports whether a record is something the person might want to

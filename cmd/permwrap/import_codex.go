@@ -157,26 +157,48 @@ func (im *importer) codexPrefixRule(where string, pattern *starlark.List, decisi
 	if pattern.Len() == 0 {
 		return errors.New("prefix_rule: pattern cannot be empty")
 	}
-	// Each element is a word or a list of alternative words.
+	alts, ok, err := codexAlternatives(pattern)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		im.out.skip(fmt.Sprintf("prefix_rule at %s", where), fmt.Sprintf("its alternatives expand to more than %d commands; write it as several rules", codexMaxAlternatives))
+		return nil
+	}
+	pats, matchesAny, err := codexMatchers(where, alts)
+	if err != nil {
+		return err
+	}
+	// Codex checks match/not_match examples when it loads the file; so
+	// does the import, against the patterns written here.
+	bad, err := codexDisagreements(where, match, true, matchesAny)
+	if err != nil {
+		return err
+	}
+	badNot, err := codexDisagreements(where, notMatch, false, matchesAny)
+	if err != nil {
+		return err
+	}
+	bad = append(bad, badNot...)
+	for _, pat := range pats {
+		comment := fmt.Sprintf("%s: prefix_rule %s", where, decision)
+		for _, b := range bad {
+			comment += "\nWARNING: " + b
+		}
+		im.out.add(engine.SurfaceBash, pat, action, justification, comment)
+	}
+	return nil
+}
+
+// codexAlternatives expands a prefix_rule pattern, whose elements are a
+// word or a list of alternative words, into every command it names. It
+// returns false when they would be more than codexMaxAlternatives.
+func codexAlternatives(pattern *starlark.List) ([][]string, bool, error) {
 	alts := [][]string{{}}
 	for i := 0; i < pattern.Len(); i++ {
-		var choices []string
-		switch v := pattern.Index(i).(type) {
-		case starlark.String:
-			choices = []string{string(v)}
-		case *starlark.List:
-			for j := 0; j < v.Len(); j++ {
-				s, ok := v.Index(j).(starlark.String)
-				if !ok {
-					return fmt.Errorf("prefix_rule: a pattern alternative must be a string, got %s", v.Index(j).Type())
-				}
-				choices = append(choices, string(s))
-			}
-			if len(choices) == 0 {
-				return errors.New("prefix_rule: pattern alternatives cannot be empty")
-			}
-		default:
-			return fmt.Errorf("prefix_rule: a pattern element must be a string or a list of strings, got %s", v.Type())
+		choices, err := codexChoices(pattern.Index(i))
+		if err != nil {
+			return nil, false, err
 		}
 		var next [][]string
 		for _, a := range alts {
@@ -185,18 +207,54 @@ func (im *importer) codexPrefixRule(where string, pattern *starlark.List, decisi
 			}
 		}
 		if len(next) > codexMaxAlternatives {
-			im.out.skip(fmt.Sprintf("prefix_rule at %s", where), fmt.Sprintf("its alternatives expand to more than %d commands; write it as several rules", codexMaxAlternatives))
-			return nil
+			return nil, false, nil
 		}
 		alts = next
 	}
+	return alts, true, nil
+}
+
+// codexChoices are the words one pattern element allows: the string, or
+// each string of the list.
+func codexChoices(elem starlark.Value) ([]string, error) {
+	switch v := elem.(type) {
+	case starlark.String:
+		return []string{string(v)}, nil
+	case *starlark.List:
+		return starlarkStrings(v, "prefix_rule: a pattern alternative must be a string", "prefix_rule: pattern alternatives cannot be empty")
+	default:
+		return nil, fmt.Errorf("prefix_rule: a pattern element must be a string or a list of strings, got %s", v.Type())
+	}
+}
+
+// starlarkStrings are the strings of a non-empty list. When an element
+// is not a string, the error is notString and its type; when the list is
+// empty, it is empty.
+func starlarkStrings(list *starlark.List, notString, empty string) ([]string, error) {
+	var strs []string
+	for i := 0; i < list.Len(); i++ {
+		s, ok := list.Index(i).(starlark.String)
+		if !ok {
+			return nil, fmt.Errorf("%s, got %s", notString, list.Index(i).Type())
+		}
+		strs = append(strs, string(s))
+	}
+	if len(strs) == 0 {
+		return nil, errors.New(empty)
+	}
+	return strs, nil
+}
+
+// codexMatchers are the command patterns written for alts, and whether a
+// command line matches any of them.
+func codexMatchers(where string, alts [][]string) ([]string, func(string) bool, error) {
 	var matchers []func(string) bool
 	var pats []string
 	for _, words := range alts {
 		pat := codexPattern(words)
 		m, err := engine.CommandMatcher(pat)
 		if err != nil {
-			return fmt.Errorf("prefix_rule at %s: %v", where, err)
+			return nil, nil, fmt.Errorf("prefix_rule at %s: %v", where, err)
 		}
 		matchers = append(matchers, m)
 		pats = append(pats, pat)
@@ -209,43 +267,32 @@ func (im *importer) codexPrefixRule(where string, pattern *starlark.List, decisi
 		}
 		return false
 	}
-	// Codex checks match/not_match examples when it loads the file; so
-	// does the import, against the patterns written here.
+	return pats, matchesAny, nil
+}
+
+// codexDisagreements checks the examples of match (want true) or
+// not_match (want false) against the patterns written: one warning for
+// each the patterns read otherwise than Codex says.
+func codexDisagreements(where string, list *starlark.List, want bool, matchesAny func(string) bool) ([]string, error) {
+	if list == nil {
+		return nil, nil
+	}
 	var bad []string
-	check := func(list *starlark.List, want bool) error {
-		if list == nil {
-			return nil
+	for i := 0; i < list.Len(); i++ {
+		argv, err := codexExample(list.Index(i))
+		if err != nil {
+			return nil, fmt.Errorf("prefix_rule at %s: %v", where, err)
 		}
-		for i := 0; i < list.Len(); i++ {
-			argv, err := codexExample(list.Index(i))
-			if err != nil {
-				return fmt.Errorf("prefix_rule at %s: %v", where, err)
+		line := shell.RenderArgv(argv)
+		if matchesAny(line) != want {
+			verb := "matches"
+			if !want {
+				verb = "does not match"
 			}
-			line := shell.RenderArgv(argv)
-			if matchesAny(line) != want {
-				verb := "matches"
-				if !want {
-					verb = "does not match"
-				}
-				bad = append(bad, fmt.Sprintf("Codex says it %s %q; the pattern here disagrees", verb, line))
-			}
+			bad = append(bad, fmt.Sprintf("Codex says it %s %q; the pattern here disagrees", verb, line))
 		}
-		return nil
 	}
-	if err := check(match, true); err != nil {
-		return err
-	}
-	if err := check(notMatch, false); err != nil {
-		return err
-	}
-	for _, pat := range pats {
-		comment := fmt.Sprintf("%s: prefix_rule %s", where, decision)
-		for _, b := range bad {
-			comment += "\nWARNING: " + b
-		}
-		im.out.add(engine.SurfaceBash, pat, action, justification, comment)
-	}
-	return nil
+	return bad, nil
 }
 
 // codexPattern is the command pattern for a command that starts with
@@ -267,18 +314,7 @@ func codexExample(v starlark.Value) ([]string, error) {
 		}
 		return argv, nil
 	case *starlark.List:
-		var argv []string
-		for i := 0; i < v.Len(); i++ {
-			s, ok := v.Index(i).(starlark.String)
-			if !ok {
-				return nil, fmt.Errorf("example words must be strings, got %s", v.Index(i).Type())
-			}
-			argv = append(argv, string(s))
-		}
-		if len(argv) == 0 {
-			return nil, errors.New("an example cannot be empty")
-		}
-		return argv, nil
+		return starlarkStrings(v, "example words must be strings", "an example cannot be empty")
 	}
 	return nil, fmt.Errorf("an example must be a string or a list of strings, got %s", v.Type())
 }

@@ -154,101 +154,134 @@ type aliasFunc func(globals []field) map[string][]field
 // subcommandReadings skips a program's global options and returns
 // `prog SUB ARGS…` for each way the line can be read.
 func subcommandReadings(prog string, args []field, spec *globalSpec, aliases aliasFunc) readings {
-	var r readings
-	var walk func(i, unknown int, certain bool, globals []field)
-	walk = func(i, unknown int, certain bool, globals []field) {
-		for i < len(args) {
-			f := args[i]
-			if f.dyn == static && !strings.HasPrefix(f.s, "-") {
-				break
-			}
-			if f.dyn == static {
-				if sub, ok := spec.help[f.s]; ok {
-					r.add(certain, append([]field{{s: prog}, {s: sub}}, args[i+1:]...))
-					return
-				}
-				name, _, hasEq := strings.Cut(f.s, "=")
-				switch {
-				case spec.noRun[f.s]:
-					return // prints and exits
-				case spec.flags[f.s], hasEq && spec.attached && spec.flags[name]:
-					// --tls, and pflag's --tls=true
-					globals = append(globals, f)
-					i++
-					continue
-				case spec.values[f.s]:
-					if i+1 >= len(args) {
-						return // the program refuses to start
-					}
-					globals = append(globals, f, args[i+1])
-					i += 2
-					continue
-				case hasEq && (spec.values[name] || spec.eqOnly[name]) && !(len(name) == 2 && !spec.attached):
-					globals = append(globals, f)
-					i++
-					continue
-				case spec.hasPrefix(f.s):
-					return // --list-cmds=…: prints and exits
-				case spec.attached && len(f.s) > 2 && f.s[1] != '-' && spec.values[f.s[:2]]:
-					globals = append(globals, f) // -Hunix:///x
-					i++
-					continue
-				}
-			}
-			// An option the grammar does not know, or a word only known
-			// at run time: it may take the next word as its value or not.
-			if unknown >= maxUnknownWords {
+	w := &subcommandWalk{prog: prog, args: args, spec: spec, aliases: aliases}
+	w.walk(0, 0, true, nil)
+	return w.r
+}
+
+// subcommandWalk reads one command line of prog for subcommandReadings,
+// collecting its readings in r.
+type subcommandWalk struct {
+	prog    string
+	args    []field
+	spec    *globalSpec
+	aliases aliasFunc
+	r       readings
+}
+
+// walk reads the global options from args[i] to the subcommand. unknown
+// counts the words read both ways so far, certain says no word was, and
+// globals are the global options read.
+func (w *subcommandWalk) walk(i, unknown int, certain bool, globals []field) {
+	args := w.args
+	for i < len(args) {
+		f := args[i]
+		if f.dyn == static && !strings.HasPrefix(f.s, "-") {
+			break
+		}
+		if f.dyn == static {
+			if sub, ok := w.spec.help[f.s]; ok {
+				w.r.add(certain, append([]field{{s: w.prog}, {s: sub}}, args[i+1:]...))
 				return
 			}
-			if f.dyn != static {
-				// The word itself may be the subcommand.
-				r.add(false, append([]field{{s: prog}}, args[i:]...))
-			}
-			walk(i+1, unknown+1, false, append(globals, f))
-			if i+1 < len(args) {
-				walk(i+2, unknown+1, false, append(append(globals, f), args[i+1]))
-			}
-			return
-		}
-		if i >= len(args) {
-			return // no subcommand: help or usage
-		}
-		r.add(certain, append([]field{{s: prog}}, args[i:]...))
-		if aliases == nil {
-			return
-		}
-		defs := aliases(globals)
-		seen := map[string]bool{}
-		cur := args[i:] // SUB ARGS…
-		for depth := 0; depth < 8 && cur[0].dyn == static; depth++ {
-			name := cur[0].s
-			exp, ok := defs[name]
-			if !ok || seen[name] {
+			n, stop := w.spec.global(args, i)
+			if stop {
 				return
 			}
-			seen[name] = true
-			if exp == nil {
-				// Defined from the environment (--config-env): what it
-				// runs is not on the command line.
-				return
+			if n > 0 {
+				globals = append(globals, args[i:i+n]...)
+				i += n
+				continue
 			}
-			// The expansion may start with options of its own. A
-			// program of the same name would run instead of the alias,
-			// so the expansion is only a possible reading.
-			next := append(append([]field(nil), exp...), cur[1:]...)
-			sub := subcommandReadings(prog, next, spec, nil)
-			for _, l := range sub.certain {
-				r.add(false, l)
-			}
-			r.possible = append(r.possible, sub.possible...)
-			if len(sub.certain) == 0 {
-				return
-			}
-			cur = sub.certain[0][1:]
 		}
+		w.bothWays(i, unknown, globals)
+		return
 	}
-	walk(0, 0, true, nil)
-	return r
+	if i >= len(args) {
+		return // no subcommand: help or usage
+	}
+	w.r.add(certain, append([]field{{s: w.prog}}, args[i:]...))
+	if w.aliases != nil {
+		w.aliasReadings(args[i:], globals)
+	}
+}
+
+// global reads args[i], a static word that starts with "-", as one of
+// the program's global options: n is how many words it takes, 0 when the
+// grammar does not know it; stop says the program runs no subcommand (it
+// prints and exits, or refuses to start).
+func (s *globalSpec) global(args []field, i int) (n int, stop bool) {
+	f := args[i]
+	name, _, hasEq := strings.Cut(f.s, "=")
+	switch {
+	case s.noRun[f.s]:
+		return 0, true // prints and exits
+	case s.flags[f.s], hasEq && s.attached && s.flags[name]:
+		return 1, false // --tls, and pflag's --tls=true
+	case s.values[f.s]:
+		if i+1 >= len(args) {
+			return 0, true // the program refuses to start
+		}
+		return 2, false
+	case hasEq && (s.values[name] || s.eqOnly[name]) && !(len(name) == 2 && !s.attached):
+		return 1, false
+	case s.hasPrefix(f.s):
+		return 0, true // --list-cmds=…: prints and exits
+	case s.attached && len(f.s) > 2 && f.s[1] != '-' && s.values[f.s[:2]]:
+		return 1, false // -Hunix:///x
+	}
+	return 0, false
+}
+
+// bothWays reads args[i], an option the grammar does not know or a word
+// only known at run time: it may take the next word as its value or not.
+func (w *subcommandWalk) bothWays(i, unknown int, globals []field) {
+	if unknown >= maxUnknownWords {
+		return
+	}
+	f := w.args[i]
+	if f.dyn != static {
+		// The word itself may be the subcommand.
+		w.r.add(false, append([]field{{s: w.prog}}, w.args[i:]...))
+	}
+	w.walk(i+1, unknown+1, false, append(globals, f))
+	if i+1 < len(w.args) {
+		w.walk(i+2, unknown+1, false, append(append(globals, f), w.args[i+1]))
+	}
+}
+
+// aliasReadings adds the readings of cur (SUB ARGS…) when SUB is an
+// alias the command line defines, and of the aliases it expands to in
+// turn.
+func (w *subcommandWalk) aliasReadings(cur, globals []field) {
+	defs := w.aliases(globals)
+	seen := map[string]bool{}
+	for depth := 0; depth < 8 && cur[0].dyn == static; depth++ {
+		name := cur[0].s
+		exp, ok := defs[name]
+		if !ok || seen[name] {
+			return
+		}
+		seen[name] = true
+		if exp == nil {
+			// Defined from the environment (--config-env): what it
+			// runs is not on the command line.
+			return
+		}
+		// The expansion may start with options of its own. A
+		// program of the same name would run instead of the alias,
+		// so the expansion is only a possible reading.
+		next := append(append([]field(nil), exp...), cur[1:]...)
+		sub := subcommandReadings(w.prog, next, w.spec, nil)
+		for _, l := range sub.certain {
+			w.r.add(false, l)
+		}
+		w.r.possible = append(w.r.possible, sub.possible...)
+		if len(sub.certain) == 0 {
+			return
+		}
+		cur = sub.certain[0][1:]
+	}
 }
 
 func (s *globalSpec) hasPrefix(w string) bool {

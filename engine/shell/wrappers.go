@@ -155,100 +155,142 @@ var commandOptions = map[string]*wrapperSpec{
 
 // commandOption finds the -c/--command value of su, runuser or script.
 func (a *analyzer) commandOption(name string, sp *wrapperSpec, fs []field, sc *scope) {
-	var script *field
-	userMode := false // runuser -u USER [--] CMD [ARGS…] runs CMD directly
-	cmdStart := -1
-	for i := 1; i < len(fs); i++ {
-		f := fs[i]
-		if userMode && cmdStart < 0 && (f.dyn != static || !strings.HasPrefix(f.s, "-")) {
-			cmdStart = i
-			break
-		}
-		if f.dyn != static {
-			if f.dyn == dynSplit {
-				a.sentinel(SentinelOpaque, name+": word is not static: "+f.s, sc.via)
-				return
-			}
-			continue // a quoted user name or file
-		}
-		s := f.s
-		if s == "--" {
-			if userMode {
-				cmdStart = i + 1
-			}
-			break
-		}
-		if s == "-" || !strings.HasPrefix(s, "-") {
-			continue // "su - user", a user name, script's output file
-		}
-		var opt string
-		var val *field
-		if strings.HasPrefix(s, "--") {
-			n, v, hasEq := strings.Cut(s[2:], "=")
-			kind, ok := sp.long[n]
-			if !ok {
-				a.sentinel(SentinelOpaque, name+": unknown option --"+n, sc.via)
-				return
-			}
-			opt = n
-			switch {
-			case kind == reqArg && hasEq:
-				val = &field{s: v}
-			case kind == reqArg:
-				if i++; i >= len(fs) {
-					return // the program refuses to start
-				}
-				val = &fs[i]
-			}
-		} else {
-			for j := 1; j < len(s); j++ {
-				c := s[j]
-				switch {
-				case strings.IndexByte(sp.short, c) >= 0:
-					continue
-				case strings.IndexByte(sp.shortO, c) >= 0:
-				case strings.IndexByte(sp.shortV, c) >= 0:
-					opt = string(c)
-					if j < len(s)-1 {
-						val = &field{s: s[j+1:]}
-					} else if i++; i < len(fs) {
-						val = &fs[i]
-					} else {
-						return
-					}
-				default:
-					a.sentinel(SentinelOpaque, name+": unknown option -"+string(c), sc.via)
-					return
-				}
-				break
-			}
-		}
-		if val != nil && (opt == "c" || opt == "command" || opt == "session-command") {
-			script = val
-		}
-		if name == "runuser" && (opt == "u" || opt == "user") {
-			userMode = true
-		}
+	c, ok := a.scanCommandOptions(name, sp, fs, sc)
+	if !ok {
+		return
 	}
-	if script == nil {
-		if userMode && cmdStart > 0 && cmdStart < len(fs) {
+	if c.script == nil {
+		if c.userMode && c.cmdStart > 0 && c.cmdStart < len(fs) {
 			if sc.depth >= maxWrapperDepth {
 				a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
 				return
 			}
-			a.inner(name, fs[cmdStart:], sc, false)
+			a.inner(name, fs[c.cmdStart:], sc, false)
 		}
 		return
 	}
-	if script.dyn != static {
-		a.sentinel(SentinelOpaque, name+" -c with a command that is not static: "+script.s, sc.via)
+	if c.script.dyn != static {
+		a.sentinel(SentinelOpaque, name+" -c with a command that is not static: "+c.script.s, sc.via)
 		return
 	}
 	if sc.depth >= maxWrapperDepth {
 		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
 		return
 	}
-	a.script(script.s, sc.inner(name+" -c", true))
+	a.script(c.script.s, sc.inner(name+" -c", true))
+}
+
+// commandOptionScan is what the words of su, runuser or script say they
+// run.
+type commandOptionScan struct {
+	script   *field // the value of -c, --command or --session-command
+	userMode bool   // runuser -u USER [--] CMD [ARGS…] runs CMD directly
+	cmdStart int    // in user mode, the index of CMD; -1 when not found
+}
+
+// scanCommandOptions reads every word of su, runuser or script: their
+// options may come in any order (GNU getopt permutes them). It returns
+// false when nothing runs or the command cannot be located (and then has
+// recorded why).
+func (a *analyzer) scanCommandOptions(name string, sp *wrapperSpec, fs []field, sc *scope) (commandOptionScan, bool) {
+	c := commandOptionScan{cmdStart: -1}
+	for i := 1; i < len(fs); i++ {
+		f := fs[i]
+		if c.userMode && c.cmdStart < 0 && (f.dyn != static || !strings.HasPrefix(f.s, "-")) {
+			c.cmdStart = i
+			break
+		}
+		if f.dyn != static {
+			if f.dyn == dynSplit {
+				a.sentinel(SentinelOpaque, name+": word is not static: "+f.s, sc.via)
+				return c, false
+			}
+			continue // a quoted user name or file
+		}
+		s := f.s
+		if s == "--" {
+			if c.userMode {
+				c.cmdStart = i + 1
+			}
+			break
+		}
+		if s == "-" || !strings.HasPrefix(s, "-") {
+			continue // "su - user", a user name, script's output file
+		}
+		var opt, bad string
+		var val *field
+		var ok bool
+		if strings.HasPrefix(s, "--") {
+			opt, val, i, bad, ok = longCommandOption(sp, fs, i)
+		} else {
+			opt, val, i, bad, ok = shortCommandOption(sp, fs, i)
+		}
+		if !ok {
+			if bad != "" {
+				a.sentinel(SentinelOpaque, name+": unknown option "+bad, sc.via)
+			}
+			return c, false
+		}
+		if val != nil && (opt == "c" || opt == "command" || opt == "session-command") {
+			c.script = val
+		}
+		if name == "runuser" && (opt == "u" || opt == "user") {
+			c.userMode = true
+		}
+	}
+	return c, true
+}
+
+// longCommandOption reads the long option fs[i] of su, runuser or
+// script: its name, its value if it takes one (nil otherwise), and the
+// index of the last word it used. Not ok when the option is unknown (bad
+// names it) or its value is missing (bad is "": the program refuses to
+// start).
+func longCommandOption(sp *wrapperSpec, fs []field, i int) (opt string, val *field, last int, bad string, ok bool) {
+	n, v, hasEq := strings.Cut(fs[i].s[2:], "=")
+	kind, known := sp.long[n]
+	if !known {
+		return "", nil, i, "--" + n, false
+	}
+	switch {
+	case kind == reqArg && hasEq:
+		val = &field{s: v}
+	case kind == reqArg:
+		if i++; i >= len(fs) {
+			return "", nil, i, "", false
+		}
+		val = &fs[i]
+	}
+	return n, val, i, "", true
+}
+
+// shortCommandOption reads the one-letter options of fs[i] as
+// longCommandOption reads a long one. The letters end at the first that
+// takes a value: the rest of the word, or the next word. opt is that
+// letter, or "" when none takes a value.
+func shortCommandOption(sp *wrapperSpec, fs []field, i int) (opt string, val *field, last int, bad string, ok bool) {
+	s := fs[i].s
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case strings.IndexByte(sp.short, c) >= 0:
+			continue
+		case strings.IndexByte(sp.shortO, c) >= 0:
+		case strings.IndexByte(sp.shortV, c) >= 0:
+			opt = string(c)
+			if j < len(s)-1 {
+				val = &field{s: s[j+1:]}
+			} else if i++; i < len(fs) {
+				val = &fs[i]
+			} else {
+				return "", nil, i, "", false
+			}
+		default:
+			return "", nil, i, "-" + string(c), false
+		}
+		break
+	}
+	return opt, val, i, "", true
 }
 
 // shells run the script given with -c. Their one-letter options take no
@@ -322,100 +364,143 @@ func (s optScan) has(names string) bool {
 }
 
 func scanOptions(fs []field, sp *wrapperSpec) optScan {
-	r := optScan{next: 1}
-	i := 1
-	saw := func(opt string, v field) {
-		r.seen = append(r.seen, opt)
-		r.vals = append(r.vals, v)
+	s := &optScanner{fs: fs, sp: sp, i: 1, r: optScan{next: 1}}
+	if !s.options() || !s.operands() {
+		return s.r
 	}
-	value := func(opt string) bool {
-		i++
-		if i >= len(fs) {
-			r.err = "option " + opt + " needs a value"
-			return false
-		}
-		if fs[i].dyn == dynSplit {
-			r.err = "value of option " + opt + " is not static: " + fs[i].s
-			return false
-		}
-		r.vals[len(r.vals)-1] = fs[i]
-		return true
-	}
-options:
-	for ; i < len(fs); i++ {
-		f := fs[i]
-		if f.dyn != static {
-			r.err = "word is not static: " + f.s
-			return r
-		}
-		s := f.s
-		switch {
-		case s == "--":
-			i++
-			break options
-		case s == "-" && sp.dashAlone:
-			saw("-", field{})
-		case strings.HasPrefix(s, "--"):
-			name, v, hasEq := strings.Cut(s[2:], "=")
-			kind, ok := sp.long[name]
-			if !ok {
-				r.err = "unknown option --" + name
-				return r
-			}
-			saw(name, field{s: v})
-			if kind == reqArg && !hasEq && !value("--"+name) {
-				return r
-			}
-			if kind == noArg && hasEq {
-				r.err = "option --" + name + " takes no value"
-				return r
-			}
-		case len(s) > 1 && s[0] == '-':
-			if sp.numeric && IsDigits(s[1:]) {
-				continue
-			}
-			for j := 1; j < len(s); j++ {
-				c := s[j]
-				opt := string(c)
-				switch {
-				case strings.IndexByte(sp.short, c) >= 0:
-					saw(opt, field{})
-				case strings.IndexByte(sp.shortV, c) >= 0:
-					saw(opt, field{s: s[j+1:]})
-					if j == len(s)-1 && !value("-"+opt) {
-						return r
-					}
-					continue options
-				case strings.IndexByte(sp.shortO, c) >= 0:
-					saw(opt, field{s: s[j+1:]})
-					continue options
-				default:
-					r.err = "unknown option -" + opt
-					return r
-				}
-			}
-		case sp.assigns && isAssignWord(s):
-		default:
-			break options
-		}
-	}
-	for k := 0; k < sp.operands; k++ {
-		if i >= len(fs) {
-			r.next = i
-			return r
-		}
-		if fs[i].dyn == dynSplit {
-			r.err = "operand is not static: " + fs[i].s
-			return r
-		}
-		i++
-	}
+	i := s.i
 	// env also takes assignments after its options.
 	for sp.assigns && i < len(fs) && fs[i].dyn == static && isAssignWord(fs[i].s) {
 		i++
 	}
-	r.next = i
-	return r
+	s.r.next = i
+	return s.r
+}
+
+// optScanner reads a wrapper's words as its spec says: i is the word
+// being read, r what was found so far.
+type optScanner struct {
+	fs []field
+	sp *wrapperSpec
+	i  int
+	r  optScan
+}
+
+// saw records the option opt with its value v (zero when none).
+func (s *optScanner) saw(opt string, v field) {
+	s.r.seen = append(s.r.seen, opt)
+	s.r.vals = append(s.r.vals, v)
+}
+
+// value takes the next word as the value of the option last seen, opt.
+func (s *optScanner) value(opt string) bool {
+	s.i++
+	if s.i >= len(s.fs) {
+		s.r.err = "option " + opt + " needs a value"
+		return false
+	}
+	if s.fs[s.i].dyn == dynSplit {
+		s.r.err = "value of option " + opt + " is not static: " + s.fs[s.i].s
+		return false
+	}
+	s.r.vals[len(s.r.vals)-1] = s.fs[s.i]
+	return true
+}
+
+// options reads the options up to the first word that is none (or past
+// "--"), leaving i there. It returns false with r.err set when the inner
+// command cannot be located.
+func (s *optScanner) options() bool {
+	for ; s.i < len(s.fs); s.i++ {
+		f := s.fs[s.i]
+		if f.dyn != static {
+			s.r.err = "word is not static: " + f.s
+			return false
+		}
+		w := f.s
+		switch {
+		case w == "--":
+			s.i++
+			return true
+		case w == "-" && s.sp.dashAlone:
+			s.saw("-", field{})
+		case strings.HasPrefix(w, "--"):
+			if !s.long(w) {
+				return false
+			}
+		case len(w) > 1 && w[0] == '-':
+			if s.sp.numeric && IsDigits(w[1:]) {
+				continue
+			}
+			if !s.short(w) {
+				return false
+			}
+		case s.sp.assigns && isAssignWord(w):
+		default:
+			return true
+		}
+	}
+	return true
+}
+
+// long reads the long option w (--name or --name=value).
+func (s *optScanner) long(w string) bool {
+	name, v, hasEq := strings.Cut(w[2:], "=")
+	kind, ok := s.sp.long[name]
+	if !ok {
+		s.r.err = "unknown option --" + name
+		return false
+	}
+	s.saw(name, field{s: v})
+	if kind == reqArg && !hasEq && !s.value("--"+name) {
+		return false
+	}
+	if kind == noArg && hasEq {
+		s.r.err = "option --" + name + " takes no value"
+		return false
+	}
+	return true
+}
+
+// short reads the one-letter options of w; the first that takes a value
+// takes the rest of the word, or the next word when none is left.
+func (s *optScanner) short(w string) bool {
+	for j := 1; j < len(w); j++ {
+		c := w[j]
+		opt := string(c)
+		switch {
+		case strings.IndexByte(s.sp.short, c) >= 0:
+			s.saw(opt, field{})
+		case strings.IndexByte(s.sp.shortV, c) >= 0:
+			s.saw(opt, field{s: w[j+1:]})
+			return j < len(w)-1 || s.value("-"+opt)
+		case strings.IndexByte(s.sp.shortO, c) >= 0:
+			s.saw(opt, field{s: w[j+1:]})
+			return true
+		default:
+			s.r.err = "unknown option -" + opt
+			return false
+		}
+	}
+	return true
+}
+
+// operands skips the operands between the options and the command. It
+// returns false when they are missing (r.next is where they end) or one
+// is not static (r.err says so).
+func (s *optScanner) operands() bool {
+	for k := 0; k < s.sp.operands; k++ {
+		if s.i >= len(s.fs) {
+			s.r.next = s.i
+			return false
+		}
+		if s.fs[s.i].dyn == dynSplit {
+			s.r.err = "operand is not static: " + s.fs[s.i].s
+			return false
+		}
+		s.i++
+	}
+	return true
 }
 
 func isAssignWord(s string) bool {
@@ -450,35 +535,36 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 	if a.full {
 		return
 	}
-	if shells[name] {
+	switch {
+	case shells[name]:
 		a.shell(name, label, fs, sc)
-		return
-	}
-	if foreignShells[name] {
-		for _, f := range fs[1:] {
-			if f.dyn != static || f.s == "-c" || f.s == "--command" || strings.HasPrefix(f.s, "--command=") {
-				a.sentinel(SentinelOpaque, name+" runs a script in a language permwrap does not parse", sc.via)
-				return
-			}
-		}
-		return
-	}
-	if name == "find" {
+	case foreignShells[name]:
+		a.foreignShell(name, fs, sc)
+	case name == "find":
 		a.findExec(fs, sc)
-		return
-	}
-	if isLoader(name) {
+	case isLoader(name):
 		a.loader(label, fs, sc)
-		return
+	case commandOptions[name] != nil:
+		a.commandOption(name, commandOptions[name], fs, sc)
+	case wrappers[name] != nil:
+		a.wrapper(name, label, wrappers[name], fs, sc)
 	}
-	if cs := commandOptions[name]; cs != nil {
-		a.commandOption(name, cs, fs, sc)
-		return
+}
+
+// foreignShell makes a foreign shell's command line opaque when it may
+// run a script (-c, --command, or a word only known at run time).
+func (a *analyzer) foreignShell(name string, fs []field, sc *scope) {
+	for _, f := range fs[1:] {
+		if f.dyn != static || f.s == "-c" || f.s == "--command" || strings.HasPrefix(f.s, "--command=") {
+			a.sentinel(SentinelOpaque, name+" runs a script in a language permwrap does not parse", sc.via)
+			return
+		}
 	}
-	sp := wrappers[name]
-	if sp == nil {
-		return
-	}
+}
+
+// wrapper looks through a program of the wrappers table, as its spec
+// says, into the command it runs.
+func (a *analyzer) wrapper(name, label string, sp *wrapperSpec, fs []field, sc *scope) {
 	if sc.depth >= maxWrapperDepth {
 		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
 		return
@@ -504,39 +590,12 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 	if sp.mode == wrapXargs {
 		rest = markReplaced(r, rest)
 	}
-	switch sp.mode {
-	case wrapWatch:
-		if !r.has("x exec") {
-			if len(rest) == 0 {
-				return
-			}
-			// watch hands its words, joined by spaces, to sh -c.
-			var parts []string
-			for _, f := range rest {
-				if f.dyn == dynSplit {
-					a.sentinel(SentinelOpaque, "watch: word is not static: "+f.s, sc.via)
-					return
-				}
-				parts = append(parts, f.s)
-			}
-			a.script(strings.Join(parts, " "), sc.inner(label, true))
-			return
-		}
-	case wrapFlock:
-		if len(rest) == 0 {
-			return // flock FD: locks a descriptor, runs nothing
-		}
-		if rest[0].dyn == static && (rest[0].s == "-c" || rest[0].s == "--command") {
-			if len(rest) < 2 {
-				return
-			}
-			if rest[1].dyn != static {
-				a.sentinel(SentinelOpaque, "flock -c with a script that is not static: "+rest[1].s, sc.via)
-				return
-			}
-			a.script(rest[1].s, sc.inner(label+" -c", true))
-			return
-		}
+	if sp.mode == wrapWatch && !r.has("x exec") {
+		a.watchScript(label, rest, sc)
+		return
+	}
+	if sp.mode == wrapFlock && a.flockScript(label, rest, sc) {
+		return
 	}
 	if len(rest) == 0 {
 		return // env, nice, time … alone run no other program
@@ -551,6 +610,44 @@ func (a *analyzer) wrappedAs(name, label string, fs []field, sc *scope) {
 		argv0 = v.s // exec -a NAME: the program sees NAME as argv[0]
 	}
 	a.innerAs(label, rest, sc, innerOpts{stdinArgs: sp.mode == wrapXargs, argv0: argv0})
+}
+
+// watchScript reads the script watch (without -x) runs: its words,
+// joined by spaces, handed to sh -c.
+func (a *analyzer) watchScript(label string, rest []field, sc *scope) {
+	if len(rest) == 0 {
+		return
+	}
+	var parts []string
+	for _, f := range rest {
+		if f.dyn == dynSplit {
+			a.sentinel(SentinelOpaque, "watch: word is not static: "+f.s, sc.via)
+			return
+		}
+		parts = append(parts, f.s)
+	}
+	a.script(strings.Join(parts, " "), sc.inner(label, true))
+}
+
+// flockScript reads what flock runs when that is no command: nothing
+// (flock FD) or a script (-c SCRIPT). It returns false when a command
+// follows.
+func (a *analyzer) flockScript(label string, rest []field, sc *scope) bool {
+	if len(rest) == 0 {
+		return true // flock FD: locks a descriptor, runs nothing
+	}
+	if rest[0].dyn != static || (rest[0].s != "-c" && rest[0].s != "--command") {
+		return false
+	}
+	if len(rest) < 2 {
+		return true
+	}
+	if rest[1].dyn != static {
+		a.sentinel(SentinelOpaque, "flock -c with a script that is not static: "+rest[1].s, sc.via)
+		return true
+	}
+	a.script(rest[1].s, sc.inner(label+" -c", true))
+	return true
 }
 
 // inner records the command a wrapper runs and looks into it in turn.
