@@ -175,20 +175,14 @@ func startCommand(spec keeperSpec) (int, error) {
 	if err != nil {
 		return 0, keeperFailed(statusError, "nested keeper: finding its own program: %v", err)
 	}
-	proc, err := os.StartProcess(self, []string{"permwrap", ExecArg}, &os.ProcAttr{
+	proc, err := startStage(self, ExecArg, &os.ProcAttr{
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR},
 		Env:   host.StageEnv(),
 		Sys:   sys,
-	})
-	specR.Close()
+	}, es, specW, specR)
 	if err != nil {
-		specW.Close()
 		return 0, keeperFailed(statusError, "nested keeper: starting the command: %v", err)
 	}
-	go func() {
-		_, _ = specW.Write(es)
-		specW.Close()
-	}()
 	cmdPid := proc.Pid
 	_ = proc.Release() // reaped with wait4 (reapAll), with every orphan
 	return cmdPid, nil
