@@ -626,119 +626,182 @@ func (m *promptModel) view() string {
 		return ""
 	}
 	w := max(m.width, 20)
-	var b strings.Builder
-	line := func(s string) {
-		b.WriteString(s)
-		b.WriteString("\n")
-	}
-	line(styleTitle + "permwrap: permission request" + styleReset)
+	f := &frame{}
+	f.line(styleTitle + "permwrap: permission request" + styleReset)
 	switch m.state {
 	case stateFull:
-		line("The full request")
-		lines := RenderFullRequest(m.r, max(w-2, 20))
-		page := max(m.height-5, 1) // title, heading, blank, help, and the last line left free
-		end := min(m.fullTop+page, len(lines))
-		for _, l := range lines[m.fullTop:end] {
-			line(l)
-		}
-		line("")
-		line(styleDim + fitWidth(fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll · enter back · esc deny", m.fullTop+1, end, len(lines)), w) + styleReset)
-		return b.String()
+		m.viewFull(f, w)
+		return f.String()
 	case stateNotice:
-		for _, n := range m.notice {
-			for _, l := range wrapPlain(display.Printable(n), w) {
-				line(l)
-			}
+		m.viewNotice(f, w)
+		return f.String()
+	}
+	l := m.layoutAsk()
+	m.viewRequest(f, w, l.factRows)
+	m.viewHeld(f, w, l.held)
+	switch m.state {
+	case stateChoose:
+		m.viewChoices(f, w)
+	case statePattern:
+		m.viewPatterns(f, w, l)
+	case stateReason:
+		m.viewReason(f, w)
+	}
+	return f.String()
+}
+
+// frame is one view being laid out, a line at a time.
+type frame struct{ strings.Builder }
+
+func (f *frame) line(s string) {
+	f.WriteString(s)
+	f.WriteString("\n")
+}
+
+// dim is a line of help or of what is said in passing.
+func (f *frame) dim(s string) { f.line(styleDim + s + styleReset) }
+
+// viewFull is the full request, a page of it, and how to scroll.
+func (m *promptModel) viewFull(f *frame, w int) {
+	f.line("The full request")
+	lines := RenderFullRequest(m.r, max(w-2, 20))
+	page := max(m.height-5, 1) // title, heading, blank, help, and the last line left free
+	end := min(m.fullTop+page, len(lines))
+	for _, l := range lines[m.fullTop:end] {
+		f.line(l)
+	}
+	f.line("")
+	f.dim(fitWidth(fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll · enter back · esc deny", m.fullTop+1, end, len(lines)), w))
+}
+
+// viewNotice is what went wrong after the answer, until it is read.
+func (m *promptModel) viewNotice(f *frame, w int) {
+	for _, n := range m.notice {
+		for _, l := range wrapPlain(display.Printable(n), w) {
+			f.line(l)
 		}
-		line("")
-		line(styleDim + "enter: back to the agent" + styleReset)
-		return b.String()
 	}
+	f.line("")
+	f.dim("enter: back to the agent")
+}
+
+// askLayout shares the screen's rows out while the person answers: the
+// request's facts get the rows the rest leaves.
+type askLayout struct {
+	held              []string // the held notices shown (the latest)
+	factRows          int      // rows for the request's facts
+	listTop, listRows int      // the patterns shown, while editing them
+}
+
+func (m *promptModel) layoutAsk() askLayout {
+	l := askLayout{held: m.held}
 	below := 4 // blank, question, blank, help
-	shownHeld := m.held
-	if len(shownHeld) > maxHeldShown {
-		shownHeld = shownHeld[len(shownHeld)-maxHeldShown:]
+	if len(l.held) > maxHeldShown {
+		l.held = l.held[len(l.held)-maxHeldShown:]
 	}
-	if len(shownHeld) > 0 {
-		below += 1 + len(shownHeld)
+	if len(l.held) > 0 {
+		below += 1 + len(l.held)
 	}
-	listRows, listTop := 0, 0
 	switch m.state {
 	case stateChoose:
 		below += len(m.choices)
 	case statePattern:
 		// The patterns get the rows the facts can spare (3 stay), and
 		// scroll with the focus when they do not all fit.
-		listRows = min(len(m.patterns), max(m.height-1-(below+2)-3-1, 1))
-		if m.focus >= listRows {
-			listTop = m.focus - listRows + 1
+		l.listRows = min(len(m.patterns), max(m.height-1-(below+2)-3-1, 1))
+		if m.focus >= l.listRows {
+			l.listTop = m.focus - l.listRows + 1
 		}
-		below += 2 + listRows // where it goes, the patterns, the error line
+		below += 2 + l.listRows // where it goes, the patterns, the error line
 	default:
 		below += 2 // the input and its error line
 	}
-	for _, f := range RenderRequest(m.r, w, max(m.height-1-below, 1)) {
-		line(f)
+	l.factRows = max(m.height-1-below, 1)
+	return l
+}
+
+// viewRequest is the request's facts, in rows lines at most.
+func (m *promptModel) viewRequest(f *frame, w, rows int) {
+	for _, l := range RenderRequest(m.r, w, rows) {
+		f.line(l)
 	}
-	line("")
-	if len(shownHeld) > 0 {
-		line(styleDim + fitWidth(fmt.Sprintf("Not shown while the agent had the screen (%d; all are printed when it exits):", len(m.held)), w) + styleReset)
-		for _, h := range shownHeld {
-			line(styleDim + fitWidth("  "+display.Printable(h), w) + styleReset)
-		}
+	f.line("")
+}
+
+// viewHeld is the latest of the notices the relay held back, if any.
+func (m *promptModel) viewHeld(f *frame, w int, held []string) {
+	if len(held) == 0 {
+		return
 	}
-	switch m.state {
-	case stateChoose:
-		line("Allow this?")
-		for i, c := range m.choices {
-			label := m.choiceLabel(c, w-2)
-			if i == m.cursor {
-				line(styleChosen + "> " + label + styleReset)
-			} else {
-				line("  " + label)
-			}
-		}
-		line("")
-		line(styleDim + fitWidth("↑/↓ choose · enter confirm · esc deny", w) + styleReset)
-	case statePattern:
-		what, where := "Allow for this session", "until permwrap exits"
-		switch m.editing {
-		case choiceAlwaysAllow:
-			what, where = "Always allow", "written to "+display.Printable(m.opts.Policy.Path)
-		case choiceAlwaysDeny:
-			what, where = "Always deny", "written to "+display.Printable(m.opts.Policy.Path)
-		}
-		help := "enter confirm · esc deny"
-		if len(m.patterns) == 1 {
-			line(fitWidth(what+": "+m.suggested[0].Surface.String()+" pattern", w))
+	f.dim(fitWidth(fmt.Sprintf("Not shown while the agent had the screen (%d; all are printed when it exits):", len(m.held)), w))
+	for _, h := range held {
+		f.dim(fitWidth("  "+display.Printable(h), w))
+	}
+}
+
+// viewChoices is the question, the choices with the cursor, and help.
+func (m *promptModel) viewChoices(f *frame, w int) {
+	f.line("Allow this?")
+	for i, c := range m.choices {
+		label := m.choiceLabel(c, w-2)
+		if i == m.cursor {
+			f.line(styleChosen + "> " + label + styleReset)
 		} else {
-			head := fmt.Sprintf("%s: %d patterns, one a line", what, len(m.patterns))
-			if listRows < len(m.patterns) {
-				head += fmt.Sprintf(" (%d-%d shown)", listTop+1, listTop+listRows)
-			}
-			line(fitWidth(head, w))
-			help = "↑/↓ line · an emptied line is left out · enter confirm · esc deny"
+			f.line("  " + label)
 		}
-		line(styleDim + elideMiddle(where, w) + styleReset)
-		for i := listTop; i < listTop+listRows; i++ {
-			in := &m.patterns[i]
-			in.Width = max(w-4-textWidth(in.Prompt), 10)
-			mark := "  "
-			if i == m.focus && len(m.patterns) > 1 {
-				mark = "> "
-			}
-			line(mark + in.View())
-		}
-		line(styleDim + fitWidth(m.errMsg, w) + styleReset)
-		line(styleDim + fitWidth(help, w) + styleReset)
-	case stateReason:
-		line("Reason (the agent sees it)")
-		m.input.Width = max(w-4, 10)
-		line(m.input.View())
-		line("")
-		line(styleDim + fitWidth("enter deny with this reason · esc deny", w) + styleReset)
 	}
-	return b.String()
+	f.line("")
+	f.dim(fitWidth("↑/↓ choose · enter confirm · esc deny", w))
+}
+
+// viewPatterns is the pattern editor: what the patterns are for and
+// where they go, the patterns shown (l), why one was not accepted, help.
+func (m *promptModel) viewPatterns(f *frame, w int, l askLayout) {
+	what, where := m.editingFor()
+	help := "enter confirm · esc deny"
+	if len(m.patterns) == 1 {
+		f.line(fitWidth(what+": "+m.suggested[0].Surface.String()+" pattern", w))
+	} else {
+		head := fmt.Sprintf("%s: %d patterns, one a line", what, len(m.patterns))
+		if l.listRows < len(m.patterns) {
+			head += fmt.Sprintf(" (%d-%d shown)", l.listTop+1, l.listTop+l.listRows)
+		}
+		f.line(fitWidth(head, w))
+		help = "↑/↓ line · an emptied line is left out · enter confirm · esc deny"
+	}
+	f.dim(elideMiddle(where, w))
+	for i := l.listTop; i < l.listTop+l.listRows; i++ {
+		in := &m.patterns[i]
+		in.Width = max(w-4-textWidth(in.Prompt), 10)
+		mark := "  "
+		if i == m.focus && len(m.patterns) > 1 {
+			mark = "> "
+		}
+		f.line(mark + in.View())
+	}
+	f.dim(fitWidth(m.errMsg, w))
+	f.dim(fitWidth(help, w))
+}
+
+// editingFor says what the patterns being edited are for, and where
+// they are kept.
+func (m *promptModel) editingFor() (what, where string) {
+	switch m.editing {
+	case choiceAlwaysAllow:
+		return "Always allow", "written to " + display.Printable(m.opts.Policy.Path)
+	case choiceAlwaysDeny:
+		return "Always deny", "written to " + display.Printable(m.opts.Policy.Path)
+	}
+	return "Allow for this session", "until permwrap exits"
+}
+
+// viewReason is the input for a reason the agent sees, and help.
+func (m *promptModel) viewReason(f *frame, w int) {
+	f.line("Reason (the agent sees it)")
+	m.input.Width = max(w-4, 10)
+	f.line(m.input.View())
+	f.line("")
+	f.dim(fitWidth("enter deny with this reason · esc deny", w))
 }
 
 // wrapPlain cuts s into lines of at most width columns, at spaces where

@@ -72,27 +72,16 @@ func RunInner(in Inner) (int, error) {
 	if err != nil {
 		return exitInternal, fmt.Errorf("finding its own program: %w", err)
 	}
-	attach := attachGroup
-	var tty *os.File
-	if sf, ok := in.Stdin.(*os.File); ok && isTTY(sf) {
-		attach, tty = attachForeground, sf
+	attach, tty := attachGroup, terminal(in.Stdin)
+	if tty != nil {
+		attach = attachForeground
 		// The command takes the terminal's foreground; it comes back here
 		// when it is done, for whoever started this permwrap.
-		if fg, err := unix.IoctlGetInt(int(sf.Fd()), unix.TIOCGPGRP); err == nil && fg == unix.Getpgrp() {
+		if fg, ok := heldForeground(tty); ok {
 			defer restoreForeground(tty, fg)
 		}
 	}
-	spec := keeperSpec{
-		Register:        in.Register,
-		Argv:            in.Argv,
-		Env:             in.Env,
-		Floor:           in.Floor,
-		RequireLandlock: in.RequireLandlock,
-		Attach:          attach,
-		HasLog:          in.Log != nil,
-		Software:        in.Software,
-	}
-	specJSON, err := json.Marshal(spec)
+	specJSON, err := json.Marshal(keeperSpecOf(in, attach))
 	if err != nil {
 		return exitInternal, err
 	}
@@ -116,24 +105,56 @@ func RunInner(in Inner) (int, error) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-	keeper, err := os.StartProcess(self, []string{"permwrap", KeeperArg}, &os.ProcAttr{Files: files, Env: host.StageEnv()})
-	specR.Close()
-	statusW.Close()
+	keeper, err := startStage(self, KeeperArg, &os.ProcAttr{Files: files, Env: host.StageEnv()}, specJSON, specW, specR, statusW)
 	if err != nil {
-		specW.Close()
 		return exitInternal, fmt.Errorf("starting the keeper: %w", err)
 	}
-	go func() {
-		_, _ = specW.Write(specJSON)
-		specW.Close()
-	}()
-	go func() {
-		for s := range sigs {
-			_ = keeper.Signal(s)
-		}
-	}()
+	go passSignals(sigs, keeper)
 	// The keeper outlives the command when something of its subtree
 	// does; it is not waited for (it is re-parented when this exits).
+	return awaitStatus(readStatus(statusR), keeper, in.Warn)
+}
+
+// terminal is stdin when it is a terminal, or nil.
+func terminal(stdin io.Reader) *os.File {
+	if sf, ok := stdin.(*os.File); ok && isTTY(sf) {
+		return sf
+	}
+	return nil
+}
+
+// heldForeground is this process's group, when it has the terminal's
+// foreground.
+func heldForeground(tty *os.File) (int, bool) {
+	fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	return fg, err == nil && fg == unix.Getpgrp()
+}
+
+// keeperSpecOf is what the inner permwrap tells its keeper.
+func keeperSpecOf(in Inner, attach string) keeperSpec {
+	return keeperSpec{
+		Register:        in.Register,
+		Argv:            in.Argv,
+		Env:             in.Env,
+		Floor:           in.Floor,
+		RequireLandlock: in.RequireLandlock,
+		Attach:          attach,
+		HasLog:          in.Log != nil,
+		Software:        in.Software,
+	}
+}
+
+// passSignals passes the signals the inner permwrap gets on to the
+// keeper, which passes them on to the command.
+func passSignals(sigs <-chan os.Signal, keeper *os.Process) {
+	for s := range sigs {
+		_ = keeper.Signal(s)
+	}
+}
+
+// readStatus reads the keeper's status lines; the channel is closed when
+// the keeper closes the pipe (or exits).
+func readStatus(statusR io.Reader) <-chan statusMsg {
 	msgs := make(chan statusMsg)
 	go func() {
 		defer close(msgs)
@@ -146,10 +167,16 @@ func RunInner(in Inner) (int, error) {
 			}
 		}
 	}()
+	return msgs
+}
+
+// awaitStatus says the root's warnings until the keeper reports the
+// command's exit status, or that the node could not be set up.
+func awaitStatus(msgs <-chan statusMsg, keeper *os.Process, warn func(string)) (int, error) {
 	for m := range msgs {
 		switch m.Kind {
 		case statusWarning:
-			in.Warn(m.Text)
+			warn(m.Text)
 		case statusRefused, statusError:
 			return exitInternal, errors.New(m.Text)
 		case statusExit:

@@ -54,56 +54,118 @@ const (
 // subtree's records into the --log, and returns once its subtree is
 // empty.
 func RunKeeper() int {
-	status := os.NewFile(stageStatusFd, "status")
-	say := func(m statusMsg) {
-		b, _ := json.Marshal(m)
-		_, _ = status.Write(append(b, '\n'))
-	}
-	fail := func(kind, format string, a ...any) int {
-		say(statusMsg{Kind: kind, Text: fmt.Sprintf(format, a...)})
-		return exitInternal
-	}
-	var spec keeperSpec
-	if err := readStageSpec(&spec); err != nil {
-		return fail(statusError, "nested keeper: reading its spec: %v", err)
-	}
-	if len(spec.Argv) == 0 {
-		return fail(statusError, "nested keeper: no command")
+	status := keeperStatus{os.NewFile(stageStatusFd, "status")}
+	spec, err := readKeeperSpec()
+	if err != nil {
+		return status.fail(err)
 	}
 	// Orphans of the subtree come here, still beneath the node.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return fail(statusError, "nested keeper: becoming a subreaper: %v", err)
+		return status.fail(keeperFailed(statusError, "nested keeper: becoming a subreaper: %v", err))
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 
+	conn, node, err := registerNode(spec)
+	if err != nil {
+		return status.fail(err)
+	}
+	for _, w := range node.Warnings {
+		status.say(statusMsg{Kind: statusWarning, Text: w})
+	}
+	cmdPid, err := startCommand(spec)
+	if err != nil {
+		return status.fail(err)
+	}
+	// The command has the terminal or pipes now; the keeper, which may
+	// outlive it, must not keep them open (a caller reading the inner
+	// permwrap's output until EOF would wait for the subtree's last
+	// process).
+	dropStdio()
+	status.say(statusMsg{Kind: statusRegistered, Label: node.Label, Chain: node.Chain})
+
+	logsDone := serveLogs(conn, spec.HasLog)
+	keepUntilEmpty(status, sigs, cmdPid)
+	// The subtree is empty: the node's rules are no longer needed.
+	sayDone(conn, logsDone)
+	return exitOK
+}
+
+// keeperStatus is the status pipe, keeper → inner permwrap.
+type keeperStatus struct{ f *os.File }
+
+// say writes one status line.
+func (s keeperStatus) say(m statusMsg) {
+	b, _ := json.Marshal(m)
+	_, _ = s.f.Write(append(b, '\n'))
+}
+
+// fail says why the keeper stops before the command runs, and is the
+// keeper's exit code.
+func (s keeperStatus) fail(err error) int {
+	m := statusMsg{Kind: statusError, Text: err.Error()}
+	var kf *keeperFailure
+	if errors.As(err, &kf) {
+		m.Kind = kf.kind
+	}
+	s.say(m)
+	return exitInternal
+}
+
+// keeperFailure is why the keeper stops before the command runs, with the
+// kind of status message that says it (statusError or statusRefused).
+type keeperFailure struct{ kind, text string }
+
+func (e *keeperFailure) Error() string { return e.text }
+
+func keeperFailed(kind, format string, a ...any) error {
+	return &keeperFailure{kind: kind, text: fmt.Sprintf(format, a...)}
+}
+
+// readKeeperSpec reads what the inner permwrap tells its keeper.
+func readKeeperSpec() (keeperSpec, error) {
+	var spec keeperSpec
+	if err := readStageSpec(&spec); err != nil {
+		return spec, keeperFailed(statusError, "nested keeper: reading its spec: %v", err)
+	}
+	if len(spec.Argv) == 0 {
+		return spec, keeperFailed(statusError, "nested keeper: no command")
+	}
+	return spec, nil
+}
+
+// registerNode knocks, says hello and registers the node with the
+// permwrap above; the connection stays open for the node's life.
+func registerNode(spec keeperSpec) (*Conn, Registered, error) {
 	conn, err := Knock()
 	if err != nil {
-		return fail(statusError, "nested under a permwrap that stopped answering: %v", err)
+		return nil, Registered{}, keeperFailed(statusError, "nested under a permwrap that stopped answering: %v", err)
 	}
 	if _, err := conn.Handshake(keeperTalkTimeout, spec.Software); err != nil {
-		return fail(statusRefused, "%v", err)
+		return nil, Registered{}, keeperFailed(statusRefused, "%v", err)
 	}
 	node, err := conn.Register(keeperTalkTimeout, spec.Register)
 	if err != nil {
 		var pe *ParentError
 		if errors.As(err, &pe) && pe.Refused {
-			return fail(statusRefused, "the permwrap above refused this nested one: %s", pe.Reason)
+			return nil, Registered{}, keeperFailed(statusRefused, "the permwrap above refused this nested one: %s", pe.Reason)
 		}
-		return fail(statusRefused, "registering with the permwrap above: %v", err)
+		return nil, Registered{}, keeperFailed(statusRefused, "registering with the permwrap above: %v", err)
 	}
-	for _, w := range node.Warnings {
-		say(statusMsg{Kind: statusWarning, Text: w})
-	}
+	return conn, node, nil
+}
 
-	// The command: the exec stage, in its own Landlock domain.
+// startCommand starts the command: the exec stage, in its own Landlock
+// domain, its spec on a pipe. It returns the command's pid; the command
+// is reaped with every orphan (reapAll).
+func startCommand(spec keeperSpec) (int, error) {
 	es, err := json.Marshal(ExecSpec{Argv: spec.Argv, Env: spec.Env, Floor: spec.Floor, RequireLandlock: spec.RequireLandlock})
 	if err != nil {
-		return fail(statusError, "nested keeper: %v", err)
+		return 0, keeperFailed(statusError, "nested keeper: %v", err)
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return fail(statusError, "nested keeper: %v", err)
+		return 0, keeperFailed(statusError, "nested keeper: %v", err)
 	}
 	sys := &syscall.SysProcAttr{Setpgid: true}
 	if spec.Attach == attachForeground {
@@ -111,34 +173,26 @@ func RunKeeper() int {
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return fail(statusError, "nested keeper: finding its own program: %v", err)
+		return 0, keeperFailed(statusError, "nested keeper: finding its own program: %v", err)
 	}
-	proc, err := os.StartProcess(self, []string{"permwrap", ExecArg}, &os.ProcAttr{
+	proc, err := startStage(self, ExecArg, &os.ProcAttr{
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR},
 		Env:   host.StageEnv(),
 		Sys:   sys,
-	})
-	specR.Close()
+	}, es, specW, specR)
 	if err != nil {
-		specW.Close()
-		return fail(statusError, "nested keeper: starting the command: %v", err)
+		return 0, keeperFailed(statusError, "nested keeper: starting the command: %v", err)
 	}
-	go func() {
-		_, _ = specW.Write(es)
-		specW.Close()
-	}()
 	cmdPid := proc.Pid
-	_ = proc.Release() // reaped with wait4 below, with every orphan
-	// The command has the terminal or pipes now; the keeper, which may
-	// outlive it, must not keep them open (a caller reading the inner
-	// permwrap's output until EOF would wait for the subtree's last
-	// process).
-	dropStdio()
-	say(statusMsg{Kind: statusRegistered, Label: node.Label, Chain: node.Chain})
+	_ = proc.Release() // reaped with wait4 (reapAll), with every orphan
+	return cmdPid, nil
+}
 
-	// The records of the subtree, into the --log.
+// serveLogs writes the records of the subtree into the --log, when there
+// is one; the channel is closed when they end (at once without a --log).
+func serveLogs(conn *Conn, hasLog bool) <-chan struct{} {
 	logsDone := make(chan struct{})
-	if spec.HasLog {
+	if hasLog {
 		lf := os.NewFile(stageLogFd, "log")
 		go func() {
 			defer close(logsDone)
@@ -147,7 +201,13 @@ func RunKeeper() int {
 	} else {
 		close(logsDone)
 	}
+	return logsDone
+}
 
+// keepUntilEmpty reaps the keeper's children until it has none left,
+// passing signals on to the command while it runs and reporting its exit
+// status (the status pipe is closed then).
+func keepUntilEmpty(status keeperStatus, sigs <-chan os.Signal, cmdPid int) {
 	cmdExited := false
 	reaped := make(chan int, 64)
 	go reapAll(reaped)
@@ -159,23 +219,27 @@ func RunKeeper() int {
 			}
 		case st := <-reaped:
 			if st == reapNoChildren {
-				// The subtree is empty: the node's rules are no longer needed.
-				_ = conn.Done()
-				conn.CloseWrite()
-				select {
-				case <-logsDone:
-				case <-time.After(5 * time.Second):
-				}
-				conn.Close()
-				return exitOK
+				return
 			}
 			if st>>16 == cmdPid && !cmdExited {
 				cmdExited = true
-				say(statusMsg{Kind: statusExit, Status: st & 0xffff})
-				status.Close()
+				status.say(statusMsg{Kind: statusExit, Status: st & 0xffff})
+				status.f.Close()
 			}
 		}
 	}
+}
+
+// sayDone tells the permwrap above that the keeper's subtree is empty,
+// waits a while for the records it still sends, and hangs up.
+func sayDone(conn *Conn, logsDone <-chan struct{}) {
+	_ = conn.Done()
+	conn.CloseWrite()
+	select {
+	case <-logsDone:
+	case <-time.After(5 * time.Second):
+	}
+	conn.Close()
 }
 
 // dropStdio points the keeper's standard descriptors at /dev/null (or

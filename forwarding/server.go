@@ -241,84 +241,135 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// serve serves one knock's connection: the handshake (hello, welcome),
+// the registration (register, registered), then, for the node's life on
+// this connection, its records out and the keeper's done in.
 func (s *Server) serve(c net.Conn, r io.Reader, peer Peer) {
 	defer s.wg.Done()
 	registered := false
-	defer func() {
-		s.mu.Lock()
-		if !registered {
-			s.pending--
-		}
-		delete(s.conns, c)
-		s.mu.Unlock()
-		c.Close()
-	}()
+	defer func() { s.closeConn(c, registered) }()
 	_ = c.SetDeadline(time.Now().Add(s.opts.HandshakeTimeout))
+	sc := &serverConn{s: s, c: c, r: r, peer: peer}
 
-	fail := func(kind EventKind, n *Node, err error) {
-		reason := err.Error()
-		var re *RefusedError
-		if errors.As(err, &re) {
-			reason = re.Reason
-		}
-		_ = WriteMessage(c, Refused{Reason: elideString(sanitizeText(reason), MaxReasonBytes)})
-		s.event(Event{Kind: kind, Peer: peer, Node: n, Err: err})
-	}
-
-	// hello
-	m, err := s.read(r, MaxFrame, false)
-	if errors.Is(err, io.EOF) {
-		s.event(Event{Kind: EventProbe, Peer: peer})
+	parent, ok := sc.handshake()
+	if !ok {
 		return
+	}
+	n, ok := sc.register(parent)
+	if !ok {
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	sink := s.admit(c, n)
+	registered = true
+	sc.event(EventRegistered, n, nil)
+	s.kickJanitor()
+	defer s.drainSink(n, sink)
+
+	sc.awaitDone(n)
+}
+
+// serverConn is one knock's connection as serve serves it.
+type serverConn struct {
+	s    *Server
+	c    net.Conn
+	r    io.Reader // c, or a reader that checks who sent each byte
+	peer Peer      // the knocker, as the kernel named it
+}
+
+// event reports what happened on this connection.
+func (sc *serverConn) event(kind EventKind, n *Node, err error) {
+	sc.s.event(Event{Kind: kind, Peer: sc.peer, Node: n, Err: err})
+}
+
+// fail answers refused, with the reason (the root's, for a refusal), and
+// reports it.
+func (sc *serverConn) fail(kind EventKind, n *Node, err error) {
+	reason := err.Error()
+	var re *RefusedError
+	if errors.As(err, &re) {
+		reason = re.Reason
+	}
+	_ = WriteMessage(sc.c, Refused{Reason: elideString(sanitizeText(reason), MaxReasonBytes)})
+	sc.event(kind, n, err)
+}
+
+// receive reads the next message of the handshake. A connection closed
+// before it is a probe (n: the node known so far); a message that cannot
+// be read is refused.
+func (sc *serverConn) receive(limit int, skipUnknown bool, n *Node) (Message, bool) {
+	m, err := sc.s.read(sc.r, limit, skipUnknown)
+	if errors.Is(err, io.EOF) {
+		sc.event(EventProbe, n, nil)
+		return nil, false
 	}
 	if err != nil {
-		fail(EventProtocol, nil, err)
-		return
+		sc.fail(EventProtocol, nil, err)
+		return nil, false
+	}
+	return m, true
+}
+
+// handshake reads the inner's hello, chooses the version and answers
+// welcome with the label of the knocker's own node: the new node's
+// parent, which it returns.
+func (sc *serverConn) handshake() (*Node, bool) {
+	m, ok := sc.receive(MaxFrame, false, nil)
+	if !ok {
+		return nil, false
 	}
 	hello, ok := m.(Hello)
 	if !ok {
-		fail(EventProtocol, nil, fmt.Errorf("expected hello, got %q", m.Type()))
-		return
+		sc.fail(EventProtocol, nil, fmt.Errorf("expected hello, got %q", m.Type()))
+		return nil, false
 	}
 	if hello.Min > Version || hello.Max < MinVersion {
-		fail(EventRefused, nil, refuse("no common protocol version: the inner permwrap speaks %d..%d, this one %d..%d", hello.Min, hello.Max, MinVersion, Version))
-		return
+		sc.fail(EventRefused, nil, refuse("no common protocol version: the inner permwrap speaks %d..%d, this one %d..%d", hello.Min, hello.Max, MinVersion, Version))
+		return nil, false
 	}
 	version := min(hello.Max, Version)
-	parent, err := s.tree.Place(peer)
+	parent, err := sc.s.tree.Place(sc.peer)
 	if err != nil {
-		fail(EventRefused, nil, err)
-		return
+		sc.fail(EventRefused, nil, err)
+		return nil, false
 	}
-	if err := WriteMessage(c, Welcome{Version: version, Parent: parent.Label(), MaxRegister: MaxRegisterFrame}); err != nil {
-		s.event(Event{Kind: EventProtocol, Peer: peer, Err: err})
-		return
+	if err := WriteMessage(sc.c, Welcome{Version: version, Parent: parent.Label(), MaxRegister: MaxRegisterFrame}); err != nil {
+		sc.event(EventProtocol, nil, err)
+		return nil, false
 	}
+	return parent, true
+}
 
-	// register
-	m, err = s.read(r, MaxRegisterFrame, true)
-	if errors.Is(err, io.EOF) {
-		s.event(Event{Kind: EventProbe, Peer: peer, Node: parent})
-		return
-	}
-	if err != nil {
-		fail(EventProtocol, nil, err)
-		return
+// register reads the inner's register, registers its node (a child of
+// parent, with the knocker as its keeper) and answers registered.
+func (sc *serverConn) register(parent *Node) (*Node, bool) {
+	m, ok := sc.receive(MaxRegisterFrame, true, parent)
+	if !ok {
+		return nil, false
 	}
 	reg, ok := m.(Register)
 	if !ok {
-		fail(EventProtocol, nil, fmt.Errorf("expected register, got %q", m.Type()))
-		return
+		sc.fail(EventProtocol, nil, fmt.Errorf("expected register, got %q", m.Type()))
+		return nil, false
 	}
-	n, warns, err := s.tree.Register(peer, SpecOf(reg))
+	n, warns, err := sc.s.tree.Register(sc.peer, SpecOf(reg))
 	if err != nil {
-		fail(EventRefused, nil, err)
-		return
+		sc.fail(EventRefused, nil, err)
+		return nil, false
 	}
-	var sink *Sink
-	if n.WantsLog() {
-		sink = newSink(s.opts.SinkBuffer)
+	if err := WriteMessage(sc.c, registeredMessage(n, warns)); err != nil {
+		// The node exists and its keeper will have no children: it is
+		// settled like any node whose keeper leaves.
+		sc.event(EventProtocol, n, err)
+		return nil, false
 	}
+	return n, true
+}
+
+// registeredMessage is the answer to a registration: the node's id and
+// label, the chain of labels from the root, and the configuration's
+// warnings (at most MaxWarnings).
+func registeredMessage(n *Node, warns []engine.Warning) Registered {
 	out := Registered{Node: uint32(n.ID()), Label: n.Label()}
 	for _, x := range n.Chain() {
 		out.Chain = append(out.Chain, x.Label())
@@ -329,16 +380,19 @@ func (s *Server) serve(c net.Conn, r io.Reader, peer Peer) {
 		}
 		out.Warnings = append(out.Warnings, elideString(sanitizeText(w.String()), MaxReasonBytes))
 	}
-	if err := WriteMessage(c, out); err != nil {
-		// The node exists and its keeper will have no children: it is
-		// settled like any node whose keeper leaves.
-		s.event(Event{Kind: EventProtocol, Peer: peer, Node: n, Err: err})
-		return
+	return out
+}
+
+// admit counts a registered connection as no longer pending and, when
+// its node asked for records, starts sending them from the node's sink
+// (nil when it did not).
+func (s *Server) admit(c net.Conn, n *Node) *Sink {
+	var sink *Sink
+	if n.WantsLog() {
+		sink = newSink(s.opts.SinkBuffer)
 	}
-	_ = c.SetDeadline(time.Time{})
 	s.mu.Lock()
 	s.pending--
-	registered = true
 	if sink != nil && !s.closed {
 		s.sinks[n] = sink
 		s.wg.Add(1)
@@ -348,53 +402,70 @@ func (s *Server) serve(c net.Conn, r io.Reader, peer Peer) {
 		}()
 	}
 	s.mu.Unlock()
-	s.event(Event{Kind: EventRegistered, Peer: peer, Node: n})
-	s.kickJanitor()
-	defer func() {
-		s.mu.Lock()
-		delete(s.sinks, n)
-		s.mu.Unlock()
-		if sink != nil {
-			// What is queued still goes out before the connection is
-			// closed (the keeper reads until then), for a while.
-			sink.close()
-			select {
-			case <-sink.done:
-			case <-time.After(sinkDrainTimeout):
-			}
-		}
-		s.kickJanitor()
-	}()
+	return sink
+}
 
-	// From here the inner only says done (or closes).
+// awaitDone serves a registered node's connection: from here the inner
+// only says done (or closes).
+func (sc *serverConn) awaitDone(n *Node) {
 	unknown := 0
 	for {
-		m, err := s.read(r, MaxFrame, false)
+		m, err := sc.s.read(sc.r, MaxFrame, false)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				s.event(Event{Kind: EventClosed, Peer: peer, Node: n})
+				sc.event(EventClosed, n, nil)
 			} else {
-				s.event(Event{Kind: EventProtocol, Peer: peer, Node: n, Err: err})
+				sc.event(EventProtocol, n, err)
 			}
 			return
 		}
 		switch m.(type) {
 		case Done:
-			if err := s.tree.KeeperDone(n); err != nil {
-				s.event(Event{Kind: EventProtocol, Peer: peer, Node: n, Err: err})
+			if err := sc.s.tree.KeeperDone(n); err != nil {
+				sc.event(EventProtocol, n, err)
 				continue
 			}
-			s.event(Event{Kind: EventDone, Peer: peer, Node: n})
+			sc.event(EventDone, n, nil)
 		case *Unknown:
-			if unknown++; unknown > s.opts.MaxUnknown {
-				s.event(Event{Kind: EventProtocol, Peer: peer, Node: n, Err: fmt.Errorf("more than %d messages of unknown types", s.opts.MaxUnknown)})
+			if unknown++; unknown > sc.s.opts.MaxUnknown {
+				sc.event(EventProtocol, n, fmt.Errorf("more than %d messages of unknown types", sc.s.opts.MaxUnknown))
 				return
 			}
 		default:
-			s.event(Event{Kind: EventProtocol, Peer: peer, Node: n, Err: fmt.Errorf("unexpected %q after registration", m.Type())})
+			sc.event(EventProtocol, n, fmt.Errorf("unexpected %q after registration", m.Type()))
 			return
 		}
 	}
+}
+
+// drainSink forgets the node's sink once its connection is done with
+// and kicks the janitor, which may settle the node. What is queued still
+// goes out before the connection is closed (the keeper reads until then),
+// for a while.
+func (s *Server) drainSink(n *Node, sink *Sink) {
+	s.mu.Lock()
+	delete(s.sinks, n)
+	s.mu.Unlock()
+	if sink != nil {
+		sink.close()
+		select {
+		case <-sink.done:
+		case <-time.After(sinkDrainTimeout):
+		}
+	}
+	s.kickJanitor()
+}
+
+// closeConn forgets a connection that serve is done with (and its
+// pending slot, if it never registered) and closes it.
+func (s *Server) closeConn(c net.Conn, registered bool) {
+	s.mu.Lock()
+	if !registered {
+		s.pending--
+	}
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.Close()
 }
 
 // read reads one message. With skipUnknown, messages of unknown types are

@@ -79,6 +79,26 @@ func readStageSpec(v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// startStage starts a helper stage (arg: KeeperArg or ExecArg) and
+// writes its spec into the pipe it reads, specW's other end. The
+// descriptors only the stage keeps (that other end among them) are
+// closed here once it has them, or failed to start.
+func startStage(self, arg string, attr *os.ProcAttr, spec []byte, specW *os.File, theirs ...*os.File) (*os.Process, error) {
+	proc, err := os.StartProcess(self, []string{"permwrap", arg}, attr)
+	for _, f := range theirs {
+		f.Close()
+	}
+	if err != nil {
+		specW.Close()
+		return nil, err
+	}
+	go func() {
+		_, _ = specW.Write(spec)
+		specW.Close()
+	}()
+	return proc, nil
+}
+
 // forwardedSignals are passed on to the command, as the root passes
 // them on.
 var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
