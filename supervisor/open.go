@@ -25,18 +25,19 @@ const resolveValid = unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS | unix.RE
 
 // decodeOpen is open/openat. An O_PATH open in the flags register is
 // continued without reading anything (answer.go explains why).
-func decodeOpen(dirArg, pathArg, flagsArg, modeArg int) decodeFunc {
+func decodeOpen(a openArgs) decodeFunc {
 	return func(d *decoder) (decoded, error) {
-		flags := int(uint32(d.arg(flagsArg)))
+		flags := int(uint32(d.arg(a.flags)))
 		if flags&unix.O_PATH != 0 {
 			return continued{}, nil // grants no access; every use of the fd is judged
 		}
-		return d.open(dirArg, pathArg, flags, uint32(d.arg(modeArg)), 0)
+		return d.open(a.dirfd, a.path, flags, uint32(d.arg(a.mode)), 0)
 	}
 }
 
 func decodeCreat(d *decoder) (decoded, error) {
-	return d.open(argNone, 0, unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(d.arg(1)), 0)
+	a := creatPositions
+	return d.open(a.dirfd, a.path, unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(d.arg(a.mode)), 0)
 }
 
 // decodeOpenat2 reads struct open_how {u64 flags; u64 mode; u64 resolve}

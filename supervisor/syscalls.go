@@ -78,8 +78,15 @@ const (
 	execStop
 )
 
-// openArgs are the argument positions of an open (argNone: absent).
+// openArgs are the argument positions of an open (argNone: absent): what
+// its decoder reads, and what the benchmark's emulation reads (OpenArgs).
 type openArgs struct{ dirfd, path, flags, mode int }
+
+var (
+	openPositions   = openArgs{dirfd: argNone, path: 0, flags: 1, mode: 2}
+	openatPositions = openArgs{dirfd: 0, path: 1, flags: 2, mode: 3}
+	creatPositions  = openArgs{dirfd: argNone, path: 0, flags: argNone, mode: 1} // flags: O_CREAT|O_WRONLY|O_TRUNC
+)
 
 // bpfRefusal is a class of calls refused in BPF: errno when any of when
 // holds (every call when when is empty), and why (for docs/kernel.md,
@@ -117,10 +124,10 @@ const archSetFS = 0x1002
 
 var syscalls = []sysRow{
 	// Opens: every open is a read and/or write intent.
-	{nr: unix.SYS_OPEN, name: "open", when: readOnlyOpensSkippable(1), decode: decodeOpen(argNone, 0, 1, 2), open: &openArgs{argNone, 0, 1, 2}},
-	{nr: unix.SYS_OPENAT, name: "openat", when: readOnlyOpensSkippable(2), decode: decodeOpen(0, 1, 2, 3), open: &openArgs{0, 1, 2, 3}},
+	{nr: unix.SYS_OPEN, name: "open", when: readOnlyOpensSkippable(openPositions.flags), decode: decodeOpen(openPositions), open: &openPositions},
+	{nr: unix.SYS_OPENAT, name: "openat", when: readOnlyOpensSkippable(openatPositions.flags), decode: decodeOpen(openatPositions), open: &openatPositions},
 	{nr: unix.SYS_OPENAT2, name: "openat2", decode: decodeOpenat2},
-	{nr: unix.SYS_CREAT, name: "creat", decode: decodeCreat, open: &openArgs{argNone, 0, argNone, 1}},
+	{nr: unix.SYS_CREAT, name: "creat", decode: decodeCreat, open: &creatPositions},
 
 	// Exec: judged, continued, verified (execverify.go).
 	{nr: unix.SYS_EXECVE, name: "execve", decode: decodeExec(argNone, 0, 1, argNone), role: passRole},
@@ -467,10 +474,10 @@ const oTmpfileBit = 0x400000
 // __O_TMPFILE. libseccomp has no "masked not-equal", so each way is its
 // own alternative (with O_PATH clear in the same mask); what matches none
 // is allowed.
-func readOnlyOpensSkippable(flagsArg uint) func(bool) []notify.Match {
+func readOnlyOpensSkippable(flagsArg int) func(bool) []notify.Match {
 	return func(skipReads bool) []notify.Match {
 		noPath := func(mask, value uint64) notify.Match {
-			return notify.Match{{Arg: flagsArg, Op: notify.CmpMaskedEqual, Mask: mask | unix.O_PATH, Value: value}}
+			return notify.Match{{Arg: uint(flagsArg), Op: notify.CmpMaskedEqual, Mask: mask | unix.O_PATH, Value: value}}
 		}
 		if !skipReads {
 			return []notify.Match{noPath(0, 0)}
