@@ -13,13 +13,13 @@ import (
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
-// This file and the calls' perform methods (calls.go) are where a
-// notification is answered. An allowed call is performed by the
+// This file and the calls' perform methods (each beside its call:
+// open.go, names.go, meta.go, ...) are where a notification is answered. An allowed call is performed by the
 // supervisor on exactly the paths that were resolved and checked (pinned
 // by fds), never continued: a continued call would make the kernel
 // re-read pointer arguments a second thread may have changed since the
-// check. Six kinds of call are continued, and none of them on a decision that
-// read memory:
+// check. Seven kinds of call are continued, and none of them on a decision
+// that read memory:
 //   - execve/execveat, which cannot be emulated: continued, then verified
 //     (execverify.go);
 //   - open/openat with O_PATH in the flags *register* (decodeOpen): the
@@ -40,9 +40,15 @@ import (
 //     Nothing is read or judged;
 //   - recvfrom asking for the sender's address, notified only so the
 //     supervisor can look at the datagram it will receive (a DNS answer
-//     teaches a name, dns.go). Nothing is read from memory or judged.
-// Their decoders return `continued`; handle (loop.go) continues them
-// before anything is judged or logged.
+//     teaches a name, dns.go). Nothing is read from memory or judged;
+//   - the calls on other processes (prlimit64, setpriority, sched_*, ...;
+//     process.go), decided on registers (the pid, the which, whether a
+//     new limit is given) and /proc (the tree, the caller's
+//     capabilities), never on the memory a pointer names: a new rlimit
+//     the kernel reads after the continue changes nothing decided.
+// The first six decode to `continued`, which handle (loop.go) continues
+// before anything is judged or logged; the process calls are decided
+// and recorded, then continued by their perform.
 
 // answer completes a performed call: 0, or the errno of err.
 func (s *supervisor) answer(id uint64, err error) {

@@ -24,23 +24,24 @@ import (
 //     target's credentials, changes nothing.
 //  5. perform: an allowed call carried out using only what was decoded,
 //     and the notification answered (q: the receiving goroutine's Quiet,
-//     when the call is handled inline; nil elsewhere). It reports
-//     changed, having answered nothing, when what the call was decided on
-//     changed under it (a file that existed vanished before it was
-//     opened): decide then decides it again, once.
-//  6. close: the pinned fds released.
+//     when the call is handled inline; nil elsewhere).
+//  6. changed, right after perform: what the call was decided on changed
+//     under it (a file that existed vanished before it was opened), and
+//     perform answered nothing: decide decides it again, once.
+//  7. close: the pinned fds released.
 type call interface {
 	judge(p *engine.Policy) verdict
 	lookAtContent() contentFact
 	judgeContent(p *engine.Policy, v verdict, f contentFact) verdict
 	kernelAnswer() kernelAnswer
-	perform(s *supervisor, id uint64, q *notify.Quiet) (changed bool)
+	perform(s *supervisor, id uint64, q *notify.Quiet)
+	changed() bool
 	close()
 }
 
 // callDefaults are the steps of a call that does not take them: its
-// answer never depends on content, and the kernel has nothing to say
-// before perform. (Every call closes what it pinned: close has no
+// answer never depends on content, the kernel has nothing to say before
+// perform, and perform never finds its object changed. (Every call closes what it pinned: close has no
 // default.)
 type callDefaults struct{}
 
@@ -49,6 +50,7 @@ func (callDefaults) judgeContent(_ *engine.Policy, v verdict, _ contentFact) ver
 	return v
 }
 func (callDefaults) kernelAnswer() kernelAnswer { return kernelAnswer{} }
+func (callDefaults) changed() bool              { return false }
 
 // direct is what a decoder makes of a notification that needs no
 // decision: answered at once, nothing judged or logged (a continued call,

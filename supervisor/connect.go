@@ -86,14 +86,13 @@ func (c *connectCall) judge(p *engine.Policy) verdict {
 // (the TCP handshake's retries, SO_SNDTIMEO, a Unix listener's full
 // backlog). That stalls only the tree's own calls, and no decision
 // depends on it.
-func (c *connectCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *connectCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	c.done.Store(true)
 	if c.nonblock {
 		c.connect(s, id)
 		return
 	}
 	go c.connect(s, id)
-	return false
 }
 
 func (c *connectCall) connect(s *supervisor, id uint64) {

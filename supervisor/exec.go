@@ -165,9 +165,8 @@ func (c *execCall) judge(p *engine.Policy) verdict {
 	return verdict{result: d.Result, access: "exec", value: shell.RenderArgv(argv), exec: &d, argv: argv}
 }
 
-func (c *execCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *execCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.continueExec(id, c, nil)
-	return false
 }
 
 func (c *execCall) close() { c.path.Close() }

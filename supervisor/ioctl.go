@@ -198,14 +198,13 @@ type ioctlCall struct {
 
 func (c *ioctlCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "setattr", c.obj.res) }
 
-func (c *ioctlCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *ioctlCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	h, err := c.obj.handle()
 	if err == nil {
 		err = h.Ioctl(c.cmd, c.arg)
 		h.Close()
 	}
 	s.answer(id, err)
-	return false
 }
 
 func (c *ioctlCall) close() { c.obj.res.Close() }

@@ -215,7 +215,14 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 		a.answerDirect(s, n)
 		return
 	}
-	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: c.(call), quiet: q}
+	cl, ok := c.(call)
+	if !ok {
+		// A decoder that made neither: refused, never a panic of the worker.
+		d.release()
+		s.fail(n, row, &refusal{errno: unix.EACCES, why: fmt.Sprintf("permwrap decoded %s into nothing it can decide (%T)", row.name, c)})
+		return
+	}
+	r := &request{id: n.ID, tid: int(n.Pid), th: d.takeThread(), call: cl, quiet: q}
 	// Which permwrap node the caller is in (one atomic load while no
 	// inner permwrap has registered).
 	if !s.placeRequest(r) {
@@ -302,7 +309,8 @@ func (s *supervisor) perform(r *request, record bool) (again bool) {
 		// in 300 here).
 		r.exe = r.th.Exe()
 	}
-	return r.call.perform(s, r.id, r.quiet) && s.l.IDValid(r.id) == nil
+	r.call.perform(s, r.id, r.quiet)
+	return r.call.changed() && s.l.IDValid(r.id) == nil
 }
 
 // answered fails a request that could change nothing with the kernel's

@@ -173,9 +173,8 @@ type truncateCall struct {
 
 func (c *truncateCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "truncate", c.path) }
 
-func (c *truncateCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *truncateCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, pin.Truncate(c.path, c.length))
-	return false
 }
 
 func (c *truncateCall) close() { c.path.Close() }
@@ -188,11 +187,10 @@ type chmodCall struct {
 
 func (c *chmodCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "chmod", c.obj.res) }
 
-func (c *chmodCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *chmodCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fchmod(c.mode) },
 		func(r *pin.Resolved) error { return pin.Chmod(r, c.mode) }))
-	return false
 }
 
 func (c *chmodCall) close() { c.obj.res.Close() }
@@ -205,11 +203,10 @@ type chownCall struct {
 
 func (c *chownCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "chown", c.obj.res) }
 
-func (c *chownCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *chownCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fchown(c.uid, c.gid) },
 		func(r *pin.Resolved) error { return pin.Chown(r, c.uid, c.gid) }))
-	return false
 }
 
 func (c *chownCall) close() { c.obj.res.Close() }
@@ -222,11 +219,10 @@ type utimesCall struct {
 
 func (c *utimesCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "utimes", c.obj.res) }
 
-func (c *utimesCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *utimesCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Futimens(c.times) },
 		func(r *pin.Resolved) error { return pin.Utimens(r, c.times) }))
-	return false
 }
 
 func (c *utimesCall) close() { c.obj.res.Close() }
@@ -241,11 +237,10 @@ type setxattrCall struct {
 
 func (c *setxattrCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "setxattr", c.obj.res) }
 
-func (c *setxattrCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *setxattrCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fsetxattr(c.name, c.value, c.flags) },
 		func(r *pin.Resolved) error { return pin.Setxattr(r, c.name, c.value, c.flags) }))
-	return false
 }
 
 func (c *setxattrCall) close() { c.obj.res.Close() }
@@ -260,11 +255,10 @@ func (c *removexattrCall) judge(p *engine.Policy) verdict {
 	return writeVerdict(p, "removexattr", c.obj.res)
 }
 
-func (c *removexattrCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *removexattrCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, onObject(c.obj,
 		func(h *pin.Handle) error { return h.Fremovexattr(c.name) },
 		func(r *pin.Resolved) error { return pin.Removexattr(r, c.name) }))
-	return false
 }
 
 func (c *removexattrCall) close() { c.obj.res.Close() }

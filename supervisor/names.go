@@ -176,9 +176,8 @@ func (c *unlinkCall) judge(p *engine.Policy) verdict {
 	return writeVerdict(p, "unlink", c.path)
 }
 
-func (c *unlinkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *unlinkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, pin.Unlink(c.path, c.dir))
-	return false
 }
 
 func (c *unlinkCall) close() { c.path.Close() }
@@ -198,9 +197,8 @@ func (c *renameCall) judge(p *engine.Policy) verdict {
 	return moveVerdict(p, engine.MoveRename, "rename", c.from, c.to)
 }
 
-func (c *renameCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *renameCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, pin.Rename(c.from, c.to, c.flags))
-	return false
 }
 
 func (c *renameCall) close() { closeAll(c.from, c.to) }
@@ -229,9 +227,8 @@ func (c *linkCall) judge(p *engine.Policy) verdict {
 	return v
 }
 
-func (c *linkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *linkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, pin.Link(c.from, c.to, c.flags))
-	return false
 }
 
 func (c *linkCall) close() { closeAll(c.from, c.to) }
@@ -262,9 +259,8 @@ func (c *mkdirCall) judge(p *engine.Policy) verdict {
 		touched: [2]touch{{engine.AccessWrite, c.path.Path}}}
 }
 
-func (c *mkdirCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *mkdirCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, pin.Mkdir(c.path, c.mode, c.umask))
-	return false
 }
 
 func (c *mkdirCall) close() { c.path.Close() }
@@ -278,9 +274,8 @@ type mknodCall struct {
 
 func (c *mknodCall) judge(p *engine.Policy) verdict { return writeVerdict(p, "mknod", c.path) }
 
-func (c *mknodCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *mknodCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, pin.Mknod(c.path, c.mode, c.dev, c.umask))
-	return false
 }
 
 func (c *mknodCall) close() { c.path.Close() }
@@ -315,9 +310,8 @@ func (c *symlinkCall) judge(p *engine.Policy) verdict {
 	return verdict{result: res, access: "symlink", value: link, touched: [2]touch{{engine.AccessWrite, link}}}
 }
 
-func (c *symlinkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *symlinkCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	s.answer(id, pin.Symlink(c.target, c.at))
-	return false
 }
 
 func (c *symlinkCall) close() { c.at.Close() }
@@ -342,7 +336,7 @@ func (c *bindCall) judge(p *engine.Policy) verdict {
 	return writeVerdict(p, "bind", c.at)
 }
 
-func (c *bindCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *bindCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	h, err := pin.OpenHandle(c.tid, c.sock, nil)
 	if err == nil {
 		err = h.Bind(c.addr, c.at, c.cwd, c.umask)
@@ -365,7 +359,6 @@ func (c *bindCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed b
 		return
 	}
 	s.answer(id, err)
-	return false
 }
 
 func (c *bindCall) close() { closeAll(c.at, c.cwd) }

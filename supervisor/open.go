@@ -191,14 +191,8 @@ func (c *openCall) openFlags() int {
 // without a receiver; if its target dies meanwhile, a FIFO open is
 // released by opening the other end (unblockFIFO), so nothing is left
 // waiting for ever.
-func (c *openCall) perform(s *supervisor, id uint64, q *notify.Quiet) (changed bool) {
+func (c *openCall) perform(s *supervisor, id uint64, q *notify.Quiet) {
 	c.quiet = q
-	c.performOpen(s, id)
-	changed, c.retry = c.retry, false
-	return changed
-}
-
-func (c *openCall) performOpen(s *supervisor, id uint64) {
 	if c.opened == nil && c.access&engine.AccessWrite == 0 && c.flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
 		s.respondErr(id, unix.EEXIST) // it existed: O_EXCL fails
 		return
@@ -343,6 +337,14 @@ func (s *supervisor) unblockFIFO(id uint64, path *pin.Resolved, flags int, done 
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// changed: perform found the file gone and asks for a second decision,
+// once (retried).
+func (c *openCall) changed() bool {
+	ch := c.retry
+	c.retry = false
+	return ch
 }
 
 func (c *openCall) close() {

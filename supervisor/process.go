@@ -106,9 +106,8 @@ func (c *processCall) judge(*engine.Policy) verdict {
 
 // perform continues the call: what it acts on was checked from registers
 // alone (see above).
-func (c *processCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *processCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	_ = s.l.Continue(id)
-	return false
 }
 func (c *processCall) close() {}
 

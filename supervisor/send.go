@@ -399,7 +399,7 @@ func (c *sendCall) judge(p *engine.Policy) verdict {
 // waiting (MSG_DONTWAIT, which changes nothing when there is room); only
 // one that would wait is finished off the receiving pool, blocking as the
 // target's own call would have.
-func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed bool) {
+func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	c.done.Store(true)
 	st := &sendState{valid: func() bool { return s.l.IDValid(id) == nil }}
 	if n, err, wait := c.sendFrom(st, false); !wait {
@@ -410,7 +410,6 @@ func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) (changed b
 		n, err, _ := c.sendFrom(st, true)
 		c.finish(s, id, n, err)
 	}()
-	return false
 }
 
 func (c *sendCall) finish(s *supervisor, id uint64, n int, err error) {
