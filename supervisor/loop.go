@@ -195,7 +195,7 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 	if !s.execs.check(n) {
 		return
 	}
-	row := rows[n.Nr]
+	row := rowOf(n.Nr)
 	if row == nil || row.decode == nil {
 		s.fail(n, row, &refusal{errno: unix.ENOSYS, why: "a syscall permwrap does not watch"})
 		return

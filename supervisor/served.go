@@ -40,7 +40,7 @@ const ArgNone = argNone
 // false when nr is no open the table knows to emulate (open, openat,
 // creat). For benchmark tools that emulate opens.
 func OpenArgs(nr int32) (dirfd, path, flags, mode int, ok bool) {
-	r := rows[nr]
+	r := rowOf(nr)
 	if r == nil || r.open == nil {
 		return ArgNone, ArgNone, ArgNone, ArgNone, false
 	}

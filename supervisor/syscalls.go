@@ -342,9 +342,14 @@ var ioctlRefusals = []bpfRefusal{
 	{errno: unix.EPERM, why: "TIOCLINUX can paste into a console", when: []notify.Match{intEquals(1, unix.TIOCLINUX)}},
 }
 
-// rows indexes the table by syscall number.
-var rows = func() map[int32]*sysRow {
-	m := make(map[int32]*sysRow, len(syscalls))
+// rows indexes the table by syscall number (rowOf): a slice, so that the
+// lookups every notification makes (handle, keepRole) are an index.
+var rows = func() []*sysRow {
+	top := int32(0)
+	for _, r := range syscalls {
+		top = max(top, r.nr)
+	}
+	m := make([]*sysRow, top+1)
 	for i := range syscalls {
 		r := &syscalls[i]
 		if m[r.nr] != nil {
@@ -363,6 +368,14 @@ var rows = func() map[int32]*sysRow {
 	}
 	return m
 }()
+
+// rowOf is the table's row of syscall nr, nil when it has none.
+func rowOf(nr int32) *sysRow {
+	if nr < 0 || int(nr) >= len(rows) {
+		return nil
+	}
+	return rows[nr]
+}
 
 // cwdCalls are the syscalls the table says change the cwd.
 func cwdCalls() []int {
@@ -406,13 +419,13 @@ func filterOptions(skipReads bool) notify.FilterOptions {
 // verification stop; the supervisor keeps the stop of an exec verified
 // already, keepRole in loop.go).
 func keepsRole(n *notify.Notif) bool {
-	r := rows[n.Nr]
+	r := rowOf(n.Nr)
 	return r == nil || r.role == keepRole
 }
 
 // isExecStop reports whether nr is the exec verification stop.
 func isExecStop(nr int32) bool {
-	r := rows[nr]
+	r := rowOf(nr)
 	return r != nil && r.role == execStop
 }
 

@@ -45,7 +45,7 @@ func TestFilterIsTheTable(t *testing.T) {
 		}
 		const notif, allow = unix.SECCOMP_RET_USER_NOTIF, unix.SECCOMP_RET_ALLOW
 		for nr := int32(0); nr < maxSyscallNr; nr++ {
-			row := rows[nr]
+			row := rowOf(nr)
 			switch {
 			case row == nil:
 				want("no row", nr, [6]uint64{}, allow)
@@ -89,8 +89,8 @@ func TestFilterIsTheTable(t *testing.T) {
 		want("fanotify_init with fids", unix.SYS_FANOTIFY_INIT, [6]uint64{0x200}, allow)
 		want("fanotify_init with fds", unix.SYS_FANOTIFY_INIT, [6]uint64{0x4}, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
 		for _, nr := range []int32{unix.SYS_SCHED_SETAFFINITY, unix.SYS_SCHED_SETSCHEDULER, unix.SYS_SCHED_SETPARAM, unix.SYS_SCHED_SETATTR, unix.SYS_PRLIMIT64} {
-			want(rows[nr].name+" on itself", nr, [6]uint64{0, 7, 0}, allow)
-			want(rows[nr].name+" on another", nr, [6]uint64{1234}, notif)
+			want(rowOf(nr).name+" on itself", nr, [6]uint64{0, 7, 0}, allow)
+			want(rowOf(nr).name+" on another", nr, [6]uint64{1234}, notif)
 		}
 		want("prlimit64 RLIMIT_CORE set on itself", unix.SYS_PRLIMIT64, [6]uint64{0, unix.RLIMIT_CORE, 0x1000}, notif)
 		want("prlimit64 RLIMIT_CORE get on itself", unix.SYS_PRLIMIT64, [6]uint64{0, unix.RLIMIT_CORE, 0, 0x1000}, allow)
@@ -225,8 +225,17 @@ func TestTableRowsAreComplete(t *testing.T) {
 			t.Errorf("row %q is syscall %d, which is %q", r.name, r.nr, got)
 		}
 	}
-	if len(rows) != len(syscalls) {
-		t.Errorf("%d rows indexed, %d in the table", len(rows), len(syscalls))
+	indexed := 0
+	for _, r := range rows {
+		if r != nil {
+			indexed++
+		}
+	}
+	if indexed != len(syscalls) {
+		t.Errorf("%d rows indexed, %d in the table", indexed, len(syscalls))
+	}
+	if rowOf(-1) != nil || rowOf(int32(len(rows))) != nil || rowOf(1<<30) != nil {
+		t.Error("rowOf out of the table's range found a row")
 	}
 }
 
