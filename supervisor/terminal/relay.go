@@ -201,20 +201,36 @@ func (r *Relay) setSizeLocked() {
 func (r *Relay) copyOut() {
 	defer close(r.done)
 	buf := make([]byte, 32<<10)
+	fds := []unix.PollFd{{Fd: int32(r.ptmxFd), Events: unix.POLLIN}}
 	for {
+		// Wait for output without taking it: until it is read below, under
+		// the lock, it is unread for a notice (safeLocked), so no notice
+		// is shown ahead of output the agent wrote before it. (Read
+		// outside the lock, a chunk the relay held but had not relayed
+		// yet was invisible to that check: under load a notice came
+		// first.)
+		fds[0].Revents = 0
+		if _, err := host.Poll(fds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return
+		}
+		r.mu.Lock()
+		for r.paused {
+			r.cond.Wait()
+		}
+		// Only this goroutine reads the master: what poll saw is there,
+		// so the read does not wait (a hang-up answers EIO at once).
 		n, err := host.Read(r.ptmxFd, buf)
 		if n > 0 {
-			r.mu.Lock()
-			for r.paused {
-				r.cond.Wait()
-			}
 			r.sampleCanonLocked()
 			r.relayLocked(buf[:n])
 			r.outSeq++
 			r.lastOut = time.Now()
 			r.flushNotesLocked(true)
-			r.mu.Unlock()
 		}
+		r.mu.Unlock()
 		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
 			return // EIO once every holder of the slave is gone
 		}
