@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -61,49 +62,135 @@ func StillBound(b BoundUnix) (bool, error) {
 // unreachable: a connect to it is refused (ECONNREFUSED) by the kernel.
 // A socket bound in another network namespace is not in the dump.
 func FileBound(f FileID) (bool, error) {
-	s, err := diagAsk(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, [2]uint32{^uint32(0), ^uint32(0)})
+	found := false
+	err := unixDump(udiagShowVFS, func(r Receiver) bool {
+		found = r.File == f
+		return !found
+	})
+	return found, err
+}
+
+// UnixReceiver reports the socket bound to the socket file f that a
+// connect or a send to it would reach: a listening socket, or a
+// datagram socket (a dump, as FileBound). A connection a listener
+// accepted carries its listener's file too, and is passed over; so is a
+// stream socket bound but not listening (a connect is refused). ok is
+// false when no socket would receive.
+func UnixReceiver(f FileID) (r Receiver, ok bool, err error) {
+	err = unixDump(udiagShowVFS|udiagShowName|udiagShowUID, func(s Receiver) bool {
+		if s.File == f && receives(s) {
+			r, ok = s, true
+		}
+		return !ok
+	})
 	if err != nil {
-		return false, err
+		return Receiver{}, false, err
+	}
+	return r, ok, nil
+}
+
+// AbstractReceiver reports the socket bound to the abstract name (the
+// bytes after the leading NUL, compared exactly) that a connect or a
+// send from a socket of type typ would reach: the kernel keeps one
+// abstract namespace a socket type (a stream and a datagram socket may
+// hold the same name), and, as UnixReceiver, takes a listening socket
+// or a datagram socket.
+func AbstractReceiver(name string, typ int) (r Receiver, ok bool, err error) {
+	err = unixDump(udiagShowName|udiagShowUID, func(s Receiver) bool {
+		if s.Abstract && s.Name == name && s.Type == typ && receives(s) {
+			r, ok = s, true
+		}
+		return !ok
+	})
+	if err != nil {
+		return Receiver{}, false, err
+	}
+	return r, ok, nil
+}
+
+// receives: a Unix socket that takes connections or datagrams at its
+// address.
+func receives(s Receiver) bool {
+	return s.Listening || s.Type == unix.SOCK_DGRAM
+}
+
+// unixDump asks for every Unix socket of the namespace, with what show
+// says, and calls each until it returns false. The dump is read to its
+// end either way (the netlink socket is closed after).
+func unixDump(show uint32, each func(Receiver) bool) error {
+	s, err := diagAsk(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, show, [2]uint32{^uint32(0), ^uint32(0)})
+	if err != nil {
+		return err
 	}
 	defer unix.Close(s)
-	le := binary.LittleEndian
 	buf := make([]byte, 32<<10)
-	found := false
+	more := true
 	for {
 		n, _, err := unix.Recvfrom(s, buf, 0)
-		if err != nil {
-			return false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		if err == unix.EINTR {
+			continue
 		}
-		for m := buf[:n]; len(m) >= sizeofNlmsghdr; {
-			l := int(le.Uint32(m[0:]))
-			if l < sizeofNlmsghdr || l > len(m) {
-				return false, fmt.Errorf("%w: bad answer length", ErrNoSockDiag)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		}
+		done, err := unixDumpPart(buf[:n], func(r Receiver) bool {
+			if more {
+				more = each(r)
 			}
-			switch le.Uint16(m[4:]) {
-			case unix.NLMSG_DONE:
-				return found, nil
-			case unix.NLMSG_ERROR:
-				_, _, err := parseUnixDiag(m[:l])
-				if err == nil {
-					err = fmt.Errorf("%w: error answer", ErrNoSockDiag)
-				}
-				return false, err
-			}
-			if b, ok, err := parseUnixDiag(m[:l]); err != nil {
-				return false, err
-			} else if ok && b.File == f {
-				found = true // read on to the end of the dump
-			}
-			m = m[min(len(m), (l+3)&^3):]
+			return true
+		})
+		if done || err != nil {
+			return err
 		}
 	}
+}
+
+// unixDumpPart reads one datagram of a dump: its messages, each given to
+// each; done at NLMSG_DONE.
+func unixDumpPart(m []byte, each func(Receiver) bool) (done bool, err error) {
+	le := binary.LittleEndian
+	for len(m) >= sizeofNlmsghdr {
+		l := int(le.Uint32(m[0:]))
+		if l < sizeofNlmsghdr || l > len(m) {
+			return false, fmt.Errorf("%w: bad answer length", ErrNoSockDiag)
+		}
+		switch le.Uint16(m[4:]) {
+		case unix.NLMSG_DONE:
+			return true, nil
+		case unix.NLMSG_ERROR:
+			err := errorAnswer(m[sizeofNlmsghdr:l])
+			if errors.Is(err, unix.ENOENT) {
+				err = fmt.Errorf("%w: error answer", ErrNoSockDiag)
+			}
+			return false, err
+		case sockDiagByFamily:
+			r, _, err := parseUnixMsg(m[sizeofNlmsghdr:l])
+			if err != nil {
+				return false, err
+			}
+			if !each(r) {
+				return false, nil
+			}
+		default:
+			return false, fmt.Errorf("%w: answer of type %d", ErrNoSockDiag, le.Uint16(m[4:]))
+		}
+		m = m[min(len(m), (l+3)&^3):]
+	}
+	if len(m) != 0 {
+		return false, fmt.Errorf("%w: trailing bytes", ErrNoSockDiag)
+	}
+	return false, nil
 }
 
 // Netlink and sock_diag wire constants (linux/sock_diag.h, unix_diag.h).
 const (
 	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY
+	udiagShowName    = 0x1
 	udiagShowVFS     = 0x2
+	udiagShowUID     = 0x40
+	unixDiagName     = 0 // UNIX_DIAG_NAME attribute
 	unixDiagVFS      = 1 // UNIX_DIAG_VFS attribute
+	unixDiagUID      = 7 // UNIX_DIAG_UID attribute
 	sizeofNlmsghdr   = 16
 	sizeofUnixReq    = 24 // struct unix_diag_req
 	sizeofUnixMsg    = 16 // struct unix_diag_msg
@@ -112,7 +199,7 @@ const (
 // unixDiag asks for one Unix socket by inode (and cookie, or none).
 func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	var b BoundUnix
-	s, err := diagAsk(unix.NLM_F_REQUEST, ino, cookie)
+	s, err := diagAsk(unix.NLM_F_REQUEST, ino, udiagShowVFS, cookie)
 	if err != nil {
 		return b, false, err
 	}
@@ -125,9 +212,9 @@ func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	return parseUnixDiag(buf[:n])
 }
 
-// diagAsk sends one unix_diag request (with the file each socket is
-// bound to) and returns the netlink socket to read the answer from.
-func diagAsk(flags uint16, ino uint32, cookie [2]uint32) (int, error) {
+// diagAsk sends one unix_diag request (with what show says of each
+// socket: UDIAG_SHOW_*) and returns the netlink socket to read the answer from.
+func diagAsk(flags uint16, ino, show uint32, cookie [2]uint32) (int, error) {
 	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
@@ -142,7 +229,7 @@ func diagAsk(flags uint16, ino uint32, cookie [2]uint32) (int, error) {
 	r[0] = unix.AF_UNIX             // sdiag_family; sdiag_protocol and pad stay 0
 	le.PutUint32(r[4:], 0xffffffff) // udiag_states: any
 	le.PutUint32(r[8:], ino)
-	le.PutUint32(r[12:], udiagShowVFS)
+	le.PutUint32(r[12:], show)
 	le.PutUint32(r[16:], cookie[0])
 	le.PutUint32(r[20:], cookie[1])
 	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
@@ -153,55 +240,69 @@ func diagAsk(flags uint16, ino uint32, cookie [2]uint32) (int, error) {
 }
 
 // parseUnixDiag reads the answer to one request: an error, or one
-// unix_diag_msg with its attributes.
+// unix_diag_msg with its attributes; ok says it names a file.
 func parseUnixDiag(m []byte) (BoundUnix, bool, error) {
-	var b BoundUnix
-	le := binary.LittleEndian
-	if len(m) < sizeofNlmsghdr {
-		return b, false, fmt.Errorf("%w: short answer", ErrNoSockDiag)
+	typ, body, err := oneMessage(m)
+	if err != nil {
+		return BoundUnix{}, false, err
 	}
-	l := int(le.Uint32(m[0:]))
-	typ := le.Uint16(m[4:])
-	if l < sizeofNlmsghdr || l > len(m) {
-		return b, false, fmt.Errorf("%w: bad answer length", ErrNoSockDiag)
-	}
-	m = m[:l]
 	switch typ {
 	case unix.NLMSG_ERROR:
-		if len(m) < sizeofNlmsghdr+4 {
-			return b, false, fmt.Errorf("%w: short error", ErrNoSockDiag)
-		}
-		if e := int32(le.Uint32(m[sizeofNlmsghdr:])); e < 0 {
-			return b, false, unix.Errno(-e)
-		}
-		return b, false, unix.ENOENT
+		return BoundUnix{}, false, errorAnswer(body)
 	case sockDiagByFamily:
 	default:
-		return b, false, fmt.Errorf("%w: answer of type %d", ErrNoSockDiag, typ)
+		return BoundUnix{}, false, fmt.Errorf("%w: answer of type %d", ErrNoSockDiag, typ)
 	}
-	body := m[sizeofNlmsghdr:]
+	r, hasFile, err := parseUnixMsg(body)
+	if err != nil {
+		return BoundUnix{}, false, err
+	}
+	return BoundUnix{Cookie: r.Cookie, Ino: r.Ino, File: r.File}, hasFile, nil
+}
+
+// parseUnixMsg reads a struct unix_diag_msg and the attributes asked
+// for; hasFile says UNIX_DIAG_VFS was among them. An attribute whose
+// length runs past the message is an error.
+func parseUnixMsg(body []byte) (r Receiver, hasFile bool, err error) {
+	le := binary.LittleEndian
 	if len(body) < sizeofUnixMsg {
-		return b, false, fmt.Errorf("%w: short message", ErrNoSockDiag)
+		return r, false, fmt.Errorf("%w: short message", ErrNoSockDiag)
 	}
-	b.Ino = le.Uint32(body[4:])
-	b.Cookie = uint64(le.Uint32(body[8:])) | uint64(le.Uint32(body[12:]))<<32
+	r.Family, r.Type, r.State = int(body[0]), int(body[1]), body[2]
+	r.Listening = r.State == tcpListen
+	r.Ino = le.Uint32(body[4:])
+	r.Cookie = uint64(le.Uint32(body[8:])) | uint64(le.Uint32(body[12:]))<<32
 	for a := body[sizeofUnixMsg:]; len(a) >= 4; {
 		alen := int(le.Uint16(a[0:]))
-		atyp := le.Uint16(a[2:])
+		atyp := le.Uint16(a[2:]) & 0x3fff // without NLA_F_NESTED, NLA_F_NET_BYTEORDER
 		if alen < 4 || alen > len(a) {
-			break
+			return Receiver{}, false, fmt.Errorf("%w: bad attribute length", ErrNoSockDiag)
 		}
-		if atyp == unixDiagVFS && alen >= 12 {
+		v := a[4:alen]
+		switch {
+		case atyp == unixDiagVFS && len(v) >= 8:
 			// struct unix_diag_vfs { u32 udiag_vfs_ino; u32 udiag_vfs_dev; },
 			// the device as the kernel's own dev_t (major << 20 | minor),
 			// not stat's encoding.
-			kdev := le.Uint32(a[8:])
-			b.File = FileID{Dev: unix.Mkdev(kdev>>20, kdev&0xfffff), Ino: uint64(le.Uint32(a[4:]))}
-			return b, true, nil
+			kdev := le.Uint32(v[4:])
+			r.File = FileID{Dev: unix.Mkdev(kdev>>20, kdev&0xfffff), Ino: uint64(le.Uint32(v[0:]))}
+			hasFile = true
+		case atyp == unixDiagName && len(v) > 0:
+			// sun_path as bound: an abstract name after its NUL, a
+			// path with its terminating NUL.
+			if v[0] == 0 {
+				r.Name, r.Abstract = string(v[1:]), true
+			} else if i := bytes.IndexByte(v, 0); i >= 0 {
+				r.Name = string(v[:i])
+			} else {
+				r.Name = string(v)
+			}
+		case atyp == unixDiagUID && len(v) >= 4:
+			r.UID, r.HasUID = le.Uint32(v), true
 		}
 		a = a[min(len(a), (alen+3)&^3):]
 	}
-	return b, false, nil
+	return r, hasFile, nil
 }
 
 // ProbeSockDiag reports whether the kernel can say which file a bound
