@@ -63,7 +63,7 @@ func StillBound(b BoundUnix) (bool, error) {
 // A socket bound in another network namespace is not in the dump.
 func FileBound(f FileID) (bool, error) {
 	found := false
-	err := unixDump(udiagShowVFS, func(r Receiver) bool {
+	err := unixDump(udiagShowVFS, anyState, func(r Receiver) bool {
 		found = r.File == f
 		return !found
 	})
@@ -77,7 +77,7 @@ func FileBound(f FileID) (bool, error) {
 // stream socket bound but not listening (a connect is refused). ok is
 // false when no socket would receive.
 func UnixReceiver(f FileID) (r Receiver, ok bool, err error) {
-	err = unixDump(udiagShowVFS|udiagShowName|udiagShowUID, func(s Receiver) bool {
+	err = unixDump(udiagShowVFS|udiagShowName|udiagShowUID, receiverStates, func(s Receiver) bool {
 		if s.File == f && receives(s) {
 			r, ok = s, true
 		}
@@ -96,7 +96,7 @@ func UnixReceiver(f FileID) (r Receiver, ok bool, err error) {
 // hold the same name), and, as UnixReceiver, takes a listening socket
 // or a datagram socket.
 func AbstractReceiver(name string, typ int) (r Receiver, ok bool, err error) {
-	err = unixDump(udiagShowName|udiagShowUID, func(s Receiver) bool {
+	err = unixDump(udiagShowName|udiagShowUID, receiverStates, func(s Receiver) bool {
 		if s.Abstract && s.Name == name && s.Type == typ && receives(s) {
 			r, ok = s, true
 		}
@@ -109,16 +109,29 @@ func AbstractReceiver(name string, typ int) (r Receiver, ok bool, err error) {
 }
 
 // receives: a Unix socket that takes connections or datagrams at its
-// address.
+// address: listening, or a datagram socket connected to nobody (one
+// connected to a peer takes that peer's datagrams only: the kernel
+// answers another sender EPERM, unix_may_send).
 func receives(s Receiver) bool {
-	return s.Listening || s.Type == unix.SOCK_DGRAM
+	return s.Listening || s.Type == unix.SOCK_DGRAM && s.State == tcpClose
 }
 
-// unixDump asks for every Unix socket of the namespace, with what show
-// says, and calls each until it returns false. The dump is read to its
-// end either way (the netlink socket is closed after).
-func unixDump(show uint32, each func(Receiver) bool) error {
-	s, err := diagAsk(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, show, [2]uint32{^uint32(0), ^uint32(0)})
+// States of a dump (udiag_states, a mask of TCP_* states): every
+// socket, or only those that may receive (receives), which leaves
+// connected streams — most of a desktop's Unix sockets — out of the
+// answer.
+const (
+	tcpClose       = 7 // TCP_CLOSE: an unconnected Unix socket
+	anyState       = 0xffffffff
+	receiverStates = 1<<tcpListen | 1<<tcpClose
+)
+
+// unixDump asks for the Unix sockets of the namespace in states (a
+// mask), with what show says, and calls each until it returns false.
+// The dump is read to its end either way (the netlink socket is closed
+// after).
+func unixDump(show, states uint32, each func(Receiver) bool) error {
+	s, err := diagAsk(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, show, states, [2]uint32{^uint32(0), ^uint32(0)})
 	if err != nil {
 		return err
 	}
@@ -199,7 +212,7 @@ const (
 // unixDiag asks for one Unix socket by inode (and cookie, or none).
 func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 	var b BoundUnix
-	s, err := diagAsk(unix.NLM_F_REQUEST, ino, udiagShowVFS, cookie)
+	s, err := diagAsk(unix.NLM_F_REQUEST, ino, udiagShowVFS, anyState, cookie)
 	if err != nil {
 		return b, false, err
 	}
@@ -214,7 +227,7 @@ func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
 
 // diagAsk sends one unix_diag request (with what show says of each
 // socket: UDIAG_SHOW_*) and returns the netlink socket to read the answer from.
-func diagAsk(flags uint16, ino, show uint32, cookie [2]uint32) (int, error) {
+func diagAsk(flags uint16, ino, show, states uint32, cookie [2]uint32) (int, error) {
 	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
@@ -226,8 +239,8 @@ func diagAsk(flags uint16, ino, show uint32, cookie [2]uint32) (int, error) {
 	le.PutUint16(req[6:], flags)
 	le.PutUint32(req[8:], 1) // seq
 	r := req[sizeofNlmsghdr:]
-	r[0] = unix.AF_UNIX             // sdiag_family; sdiag_protocol and pad stay 0
-	le.PutUint32(r[4:], 0xffffffff) // udiag_states: any
+	r[0] = unix.AF_UNIX // sdiag_family; sdiag_protocol and pad stay 0
+	le.PutUint32(r[4:], states)
 	le.PutUint32(r[8:], ino)
 	le.PutUint32(r[12:], show)
 	le.PutUint32(r[16:], cookie[0])
