@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -112,7 +113,7 @@ func InetReceiver(proto int, dst netip.AddrPort) (Receiver, bool, error) {
 		a = netip.IPv6Loopback()
 	}
 	req := inetExactReq(proto, a, dst.Port(), loopbackIfindex)
-	b := make([]byte, 1024)
+	b := make([]byte, 2048)
 	n, err := diagExchange(req, b)
 	if err != nil {
 		return Receiver{}, false, err
@@ -169,25 +170,66 @@ func inetExactReq(proto int, a netip.Addr, port uint16, ifindex uint32) []byte {
 
 // diagExchange sends one sock_diag request and reads its one answer
 // into b (an exact request is answered by a single message: the socket,
-// or an error).
+// or an error). The netlink socket is kept for the next exchange (a
+// socket and its close are half the cost of a lookup): a few are kept,
+// and one is closed, not kept, after any error or an answer to another
+// request, so no stale answer can wait in a kept one.
 func diagExchange(req, b []byte) (int, error) {
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	s, err := takeDiagSock()
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
 	}
-	defer unix.Close(s)
+	seq := diagSeq.Add(1)
+	binary.LittleEndian.PutUint32(req[8:], seq)
+	n, err := exchange(s, req, b)
+	if err != nil || n < sizeofNlmsghdr || binary.LittleEndian.Uint32(b[8:]) != seq {
+		unix.Close(s)
+		if err == nil {
+			err = fmt.Errorf("%w: an answer to another request", ErrNoSockDiag)
+		}
+		return 0, err
+	}
+	putDiagSock(s)
+	return n, nil
+}
+
+func exchange(s int, req, b []byte) (int, error) {
 	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
 	}
 	for {
-		n, _, err := unix.Recvfrom(s, b, 0)
-		if err == unix.EINTR {
+		n, _, err := unix.Recvfrom(s, b, unix.MSG_TRUNC)
+		switch {
+		case err == unix.EINTR:
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return 0, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		case n > len(b):
+			return 0, fmt.Errorf("%w: an answer of %d bytes", ErrNoSockDiag, n)
 		}
 		return n, nil
+	}
+}
+
+var (
+	diagSeq   atomic.Uint32
+	diagSocks = make(chan int, 4) // kept NETLINK_SOCK_DIAG sockets
+)
+
+func takeDiagSock() (int, error) {
+	select {
+	case s := <-diagSocks:
+		return s, nil
+	default:
+		return unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	}
+}
+
+func putDiagSock(s int) {
+	select {
+	case diagSocks <- s:
+	default:
+		unix.Close(s)
 	}
 }
 

@@ -2,6 +2,7 @@ package pin
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -335,6 +336,17 @@ func TestUnixReceiver(t *testing.T) {
 	if dc, _ := idOf(t, d); err != nil || !ok || r.Cookie != dc || r.Type != unix.SOCK_DGRAM {
 		t.Errorf("a datagram socket: %+v %v %v", r, ok, err)
 	}
+	// Connected to a peer, it takes that peer's datagrams only.
+	peer := socketFd(t, unix.AF_UNIX, unix.SOCK_DGRAM)
+	if err := unix.Connect(d, &unix.SockaddrUnix{Name: dpath}); err != nil { // to itself
+		t.Fatal(err)
+	}
+	if err := unix.Sendto(peer, []byte("x"), 0, &unix.SockaddrUnix{Name: dpath}); err != unix.EPERM {
+		t.Errorf("a send to a datagram socket connected to another: %v, want EPERM", err)
+	}
+	if r, ok, err := UnixReceiver(FileID{Dev: st.Dev, Ino: st.Ino}); ok || err != nil {
+		t.Errorf("a connected datagram socket: %+v %v %v, want none", r, ok, err)
+	}
 	// A stream socket bound but not listening receives nothing.
 	npath := filepath.Join(dir, "n.sock")
 	n := socketFd(t, unix.AF_UNIX, unix.SOCK_STREAM)
@@ -391,6 +403,41 @@ func TestAbstractReceiver(t *testing.T) {
 		r, ok, err := AbstractReceiver(base, unix.SOCK_DGRAM)
 		if c, _ := idOf(t, d); err != nil || !ok || r.Cookie != c {
 			t.Errorf("the datagram socket of a shared name: %+v %v %v", r, ok, err)
+		}
+	}
+}
+
+// Lookups from many goroutines share the kept netlink sockets: each gets
+// its own answer.
+func TestInetReceiverConcurrent(t *testing.T) {
+	needInetDiag(t, unix.IPPROTO_TCP)
+	a, pa := inetSock(t, unix.SOCK_STREAM, "127.0.0.1:0")
+	b, pb := inetSock(t, unix.SOCK_DGRAM, "127.0.0.1:0")
+	ca, _ := idOf(t, a)
+	cb, _ := idOf(t, b)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 300 {
+				proto, dst, want := unix.IPPROTO_TCP, ap("127.0.0.1", pa), ca
+				if (g+i)%2 == 1 {
+					proto, dst, want = unix.IPPROTO_UDP, ap("127.0.0.1", pb), cb
+				}
+				if (g+i)%5 == 0 { // none
+					dst = ap("127.0.0.2", dst.Port())
+				}
+				r, ok, err := InetReceiver(proto, dst)
+				if err != nil || ok != ((g+i)%5 != 0) || ok && r.Cookie != want {
+					errs <- fmt.Errorf("%d %s: %s %v %v, want cookie %d", proto, dst, r, ok, err, want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
