@@ -11,7 +11,8 @@ import "github.com/permwrap/permwrap/internal/procfs"
 // with unreadable > 0 is "not among those we could see". A socket may
 // be held by several processes (inherited, passed), or by none (its fd
 // closed while a connection was being accepted, or held only in a
-// message in flight).
+// message in flight). The supervisor is among the holders while it
+// holds a Handle of the socket.
 func Holders(ino uint32, limit int) (pids []int, unreadable int, err error) {
 	return procfs.SocketHolders(procfs.Root, ino, limit)
 }
