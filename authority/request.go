@@ -269,6 +269,16 @@ type netJSON struct {
 	Port  uint16   `json:"port,omitempty"`
 	Names []string `json:"names,omitempty"`
 	Path  string   `json:"path,omitempty"`
+	// Service is what serves a destination on this machine.
+	Service *serviceJSON `json:"service,omitempty"`
+}
+
+type serviceJSON struct {
+	// Tree: the session's own server; otherwise a process outside.
+	Tree    bool   `json:"tree"`
+	Exe     string `json:"exe,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Cmdline string `json:"cmdline,omitempty"`
 }
 
 func netToJSON(n *engine.NetIntent) *netJSON {
@@ -281,6 +291,9 @@ func netToJSON(n *engine.NetIntent) *netJSON {
 	}
 	if len(n.Names) > 0 {
 		j.Names = capList(n.Names)
+	}
+	if s := n.Service; s != nil {
+		j.Service = &serviceJSON{Tree: s.Tree, Exe: elide(s.Exe, maxItemBytes), PID: s.PID, Cmdline: elide(s.Cmdline, maxItemBytes)}
 	}
 	return j
 }

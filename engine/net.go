@@ -58,7 +58,47 @@ type NetIntent struct {
 	// PID is the process that asked, for people and the log. It is never
 	// used to decide.
 	PID int
+	// Service is who serves the destination on this machine, when it is
+	// on this machine (a Unix socket, a loopback or local address) and
+	// permwrap looked; nil otherwise.
+	Service *NetService
 }
+
+// NetService is what serves a destination on this machine: a socket the
+// sandboxed tree itself bound, or a process outside the sandbox, which
+// may act for whoever connects (a tmux server runs commands, a database
+// hands out data), so the spelling `<outside:PROGRAM>` is judged too.
+type NetService struct {
+	// Tree: a socket the tree bound (permwrap performed the bind or
+	// listen) receives the connection.
+	Tree bool
+	// Exe is the executable of a process holding the receiving socket
+	// ("" when no holder could be read: another user's process, another
+	// namespace).
+	Exe string
+	// PID is that process, Cmdline its command line, for people; neither
+	// decides.
+	PID     int
+	Cmdline string
+}
+
+// OutsideValue is the spelling of a destination a process outside the
+// sandbox serves: `<outside:/usr/bin/tmux>`, `<outside:/usr/bin/redis-server>:6379`,
+// `<outside>:5432` when the program is unknown.
+func (in NetIntent) OutsideValue() string {
+	s := OutsideHost
+	if e := in.Service.Exe; e != "" && e[0] == '/' && !strings.ContainsAny(e, "<>\x00") && len(e) <= 4096 {
+		s = "<outside:" + e + ">"
+	}
+	if in.Proto != ProtoUnix {
+		s += ":" + strconv.Itoa(int(in.Port))
+	}
+	return s
+}
+
+// outside reports whether a process outside the sandbox serves the
+// destination.
+func (in NetIntent) outside() bool { return in.Service != nil && !in.Service.Tree }
 
 // maxNetNames bounds how many cached names are judged for one address.
 const maxNetNames = 8
@@ -114,11 +154,17 @@ func (in NetIntent) Validate() error {
 }
 
 // Spellings returns the values the intent is judged on, each a check on
-// the net surface: the host asked for, the cached names, the address,
-// and `<nameserver>` for a configured name server.
+// the net surface: the host asked for, the cached names, the address
+// (for a loopback address, also the other family's loopback: loopback
+// is one host), `<nameserver>` for a configured name server, and last,
+// for a service outside the sandbox, `<outside:PROGRAM>` (OutsideValue).
 func (in NetIntent) Spellings() []Check {
 	if in.Proto == ProtoUnix {
-		return []Check{{SurfaceNet, "unix:" + in.Path}}
+		out := []Check{{SurfaceNet, "unix:" + in.Path}}
+		if in.outside() {
+			out = append(out, Check{SurfaceNet, in.OutsideValue()})
+		}
+		return out
 	}
 	port := ":" + strconv.Itoa(int(in.Port))
 	var out []Check
@@ -137,10 +183,21 @@ func (in NetIntent) Spellings() []Check {
 		addName(n)
 	}
 	if in.Addr.IsValid() {
-		out = append(out, Check{SurfaceNet, netip.AddrPortFrom(normalizeAddr(in.Addr), in.Port).String()})
+		a := normalizeAddr(in.Addr)
+		out = append(out, Check{SurfaceNet, netip.AddrPortFrom(a, in.Port).String()})
+		if a.IsLoopback() {
+			for _, l := range [...]netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()} {
+				if l != a {
+					out = append(out, Check{SurfaceNet, netip.AddrPortFrom(l, in.Port).String()})
+				}
+			}
+		}
 	}
 	if in.Nameserver {
 		out = append(out, Check{SurfaceNet, NameserverHost + port})
+	}
+	if in.outside() {
+		out = append(out, Check{SurfaceNet, in.OutsideValue()})
 	}
 	return out
 }
@@ -163,7 +220,7 @@ func (in NetIntent) Target() string {
 // "tcp 140.82.112.3:443 (no name known)", "unix /run/docker.sock".
 func (in NetIntent) String() string {
 	if in.Proto == ProtoUnix {
-		return "unix " + in.Path
+		return "unix " + in.Path + in.Service.String()
 	}
 	s := in.Proto.String() + " " + in.Target()
 	switch {
@@ -171,10 +228,55 @@ func (in NetIntent) String() string {
 		s += " (" + in.Addr.WithZone("").String() + ")"
 	case in.Host == "" && len(in.Names) > 0:
 		s += " (resolved from " + strings.Join(in.Names, ", ") + ")"
-	case in.Host == "":
+	case in.Host == "" && in.Service == nil:
 		s += " (no name known)"
 	}
-	return s
+	return s + in.Service.String()
+}
+
+// maxCmdlineShown bounds the command line a service is shown with.
+const maxCmdlineShown = 120
+
+// String is what serves the destination, for the prompt and the log:
+// ", served by this session", ", served outside the sandbox by
+// /usr/bin/tmux (pid 812: tmux new -s work)"; "" for nil.
+func (s *NetService) String() string {
+	switch {
+	case s == nil:
+		return ""
+	case s.Tree:
+		return ", served by this session"
+	case s.Exe == "" && s.PID == 0:
+		return ", served outside the sandbox by a process permwrap cannot see"
+	}
+	var b strings.Builder
+	b.WriteString(", served outside the sandbox by ")
+	if s.Exe != "" {
+		b.WriteString(s.Exe)
+	} else {
+		b.WriteString("a process")
+	}
+	if s.PID > 0 {
+		fmt.Fprintf(&b, " (pid %d", s.PID)
+		if c := strings.Map(printableRune, s.Cmdline); c != "" {
+			if len(c) > maxCmdlineShown {
+				c = c[:maxCmdlineShown] + "…"
+			}
+			b.WriteString(": ")
+			b.WriteString(c)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// printableRune keeps a command line on one line for a person: control
+// characters become '?'.
+func printableRune(r rune) rune {
+	if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+		return '?'
+	}
+	return r
 }
 
 // NetSpelling is how one spelling of a connection was judged.
@@ -213,7 +315,9 @@ func (d NetDecision) Reason(in NetIntent) string {
 	return b.String()
 }
 
-// DecideNet decides a connection. Each spelling (the host asked for, the
+// DecideNet decides a connection. A destination the sandboxed tree
+// itself serves (Service.Tree) is allowed where the policy would ask.
+// Each spelling (the host asked for, the
 // names permwrap resolved to the address, the address, `<nameserver>`)
 // is evaluated through the usual layers; a name rule matches only names
 // and an address rule only addresses. The spellings then compose
@@ -240,6 +344,16 @@ func (p *Policy) DecideNet(in NetIntent) NetDecision {
 		anyPart = anyPart || part
 		d.Spellings[i] = NetSpelling{Result: evals[i].Result, Part: part}
 	}
+	if in.outside() {
+		// The `<outside…>` spelling is last, and a tier below the others:
+		// a rule naming the destination itself (its address, name or
+		// socket path) is more specific than one about who serves it, so
+		// the outside spelling takes part only when no other does.
+		last := len(checks) - 1
+		if d.Spellings[last].Part && anyPartBefore(d.Spellings[:last]) {
+			d.Spellings[last].Part = false
+		}
+	}
 	best := -1
 	for i := range evals {
 		if anyPart && !d.Spellings[i].Part {
@@ -253,7 +367,23 @@ func (p *Policy) DecideNet(in NetIntent) NetDecision {
 		}
 	}
 	d.Result = evals[best].Result
+	if d.Result.Action == Ask && in.Service != nil && in.Service.Tree {
+		// A server the session itself started: nothing outside the
+		// sandbox acts on the connection. A deny still holds.
+		c := Check{Surface: SurfaceNet, Value: in.Target()}
+		d.Result = Result{Action: Allow, Check: c, Layer: LayerBuiltin,
+			Rule: Rule{Surface: SurfaceNet, Action: Allow, Origin: OriginBuiltin, Reason: "a socket this session's own processes bound"}}
+	}
 	return d
+}
+
+func anyPartBefore(s []NetSpelling) bool {
+	for _, x := range s {
+		if x.Part {
+			return true
+		}
+	}
+	return false
 }
 
 func takesPart(e *evaluation) bool {
@@ -280,7 +410,11 @@ func (p *Policy) ExplainNet(in NetIntent) DecisionExplanation {
 		ex := p.Explain(c)
 		text := ex.String()
 		if !d.Spellings[i].Part {
-			text = strings.Replace(text, "\n", "\n  abstains: only a rule for any host matched; a rule naming a host decides\n", 1)
+			why := "only a rule for any host matched; a rule naming a host decides"
+			if e := p.evaluate(c, assumeSecret); strings.HasPrefix(c.Value, "<outside") && takesPart(&e) {
+				why = "a rule naming the destination itself decides before one about who serves it"
+			}
+			text = strings.Replace(text, "\n", "\n  abstains: "+why+"\n", 1)
 		}
 		b.WriteString(text)
 	}
@@ -362,6 +496,13 @@ func SuggestNetPattern(r Result) string {
 	}
 	if strings.HasPrefix(v, "unix:@") {
 		return "unix:@" + QuoteGlob(v[len("unix:@"):])
+	}
+	if d, ok := parseOutsideValue(v); ok && d.path != "" {
+		s := "<outside:" + QuoteGlob(d.path) + ">"
+		if d.port != 0 {
+			s += ":" + strconv.Itoa(int(d.port))
+		}
+		return s
 	}
 	return v
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -326,13 +327,13 @@ func TestDecideNetComposes(t *testing.T) {
 		{"several cached names: the most restrictive of them",
 			NetIntent{Proto: ProtoTCP, Port: 443, Addr: mustAddr("140.82.112.3"), Names: []string{"github.com", "evil.example"}}, Deny, "evil.example:443", []bool{true, true, false}},
 		{"a loopback address with an unknown name: the address rule allows",
-			NetIntent{Proto: ProtoTCP, Host: "foo.test", Port: 8080, Addr: mustAddr("127.0.0.2")}, Allow, "127.0.0.2:8080", []bool{false, true}},
+			NetIntent{Proto: ProtoTCP, Host: "foo.test", Port: 8080, Addr: mustAddr("127.0.0.2")}, Allow, "127.0.0.2:8080", []bool{false, true, true, false}},
 		{"a denied name to loopback stays denied",
-			NetIntent{Proto: ProtoTCP, Host: "evil.example", Port: 80, Addr: mustAddr("127.0.0.2")}, Deny, "evil.example:80", []bool{true, true}},
+			NetIntent{Proto: ProtoTCP, Host: "evil.example", Port: 80, Addr: mustAddr("127.0.0.2")}, Deny, "evil.example:80", []bool{true, true, true, false}},
 		{"connect to 0.0.0.0 is judged as the loopback it reaches",
-			NetIntent{Proto: ProtoTCP, Port: 5432, Addr: mustAddr("0.0.0.0")}, Allow, "127.0.0.1:5432", []bool{true}},
-		{"connect to :: is judged as ::1",
-			NetIntent{Proto: ProtoTCP, Port: 5432, Addr: mustAddr("::")}, Ask, "[::1]:5432", []bool{true}},
+			NetIntent{Proto: ProtoTCP, Port: 5432, Addr: mustAddr("0.0.0.0")}, Allow, "127.0.0.1:5432", []bool{true, false}},
+		{"loopback is one host: a rule on 127.0.0.0/8 speaks for ::1",
+			NetIntent{Proto: ProtoTCP, Port: 5432, Addr: mustAddr("::")}, Allow, "127.0.0.1:5432", []bool{false, true}},
 		{"an IPv4-mapped address is the IPv4 address",
 			NetIntent{Proto: ProtoTCP, Port: 80, Addr: mustAddr("::ffff:169.254.169.254")}, Deny, "169.254.169.254:80", []bool{true}},
 		{"a name server on 53",
@@ -520,6 +521,7 @@ func TestDefaultNet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	served := func(in NetIntent, s *NetService) NetIntent { in.Service = s; return in }
 	tcp := func(host string, port uint16, addr string) NetIntent {
 		in := NetIntent{Proto: ProtoTCP, Host: host, Port: port}
 		if addr != "" {
@@ -531,11 +533,23 @@ func TestDefaultNet(t *testing.T) {
 		in   NetIntent
 		want Action
 	}{
-		{tcp("", 8080, "127.0.0.1"), Allow},
-		{tcp("", 5432, "127.0.0.53"), Allow},
-		{tcp("", 22, "::1"), Allow},
-		{tcp("localhost", 3000, ""), Allow},
-		{tcp("", 3000, "0.0.0.0"), Allow},
+		// Loopback: the session's own servers are allowed, services
+		// outside ask, and so does loopback nobody looked at.
+		{served(tcp("", 8080, "127.0.0.1"), &NetService{Tree: true}), Allow},
+		{served(tcp("", 5432, "127.0.0.53"), &NetService{Tree: true}), Allow},
+		{served(tcp("", 22, "::1"), &NetService{Tree: true}), Allow},
+		{served(tcp("", 3000, "0.0.0.0"), &NetService{Tree: true}), Allow},
+		{served(tcp("", 6379, "127.0.0.1"), &NetService{Exe: "/usr/bin/redis-server"}), Ask},
+		{served(tcp("", 5432, "::1"), &NetService{}), Ask},
+		{tcp("", 8080, "127.0.0.1"), Ask},
+		{served(NetIntent{Proto: ProtoUDP, Port: 53, Addr: mustAddr("127.0.0.53"), Nameserver: true}, &NetService{Exe: "/usr/lib/systemd/systemd-resolved"}), Allow},
+		{served(NetIntent{Proto: ProtoUnix, Path: "/tmp/tmux-1000/default"}, &NetService{Tree: true}), Allow},
+		{served(NetIntent{Proto: ProtoUnix, Path: "/tmp/tmux-1000/default"}, &NetService{Exe: "/usr/bin/tmux"}), Ask},
+		{served(NetIntent{Proto: ProtoUnix, Path: "@/tmp/dbus-XYZ"}, &NetService{Exe: "/usr/bin/dbus-daemon"}), Ask},
+		{served(NetIntent{Proto: ProtoUnix, Path: "@some-abstract"}, &NetService{Exe: "/usr/bin/x"}), Ask},
+		{served(NetIntent{Proto: ProtoUnix, Path: "/run/systemd/journal/socket"}, &NetService{Exe: "/usr/lib/systemd/systemd-journald"}), Allow},
+		{served(NetIntent{Proto: ProtoUnix, Path: "/run/nscd/socket"}, &NetService{}), Allow},
+		{served(NetIntent{Proto: ProtoUnix, Path: "/run/docker.sock"}, &NetService{Tree: true}), Deny},
 		{tcp("", 80, "169.254.169.254"), Deny},
 		{tcp("", 80, "::ffff:169.254.169.254"), Deny},
 		{tcp("", 80, "fd00:ec2::254"), Deny},
@@ -568,7 +582,7 @@ func TestDefaultNet(t *testing.T) {
 		{NetIntent{Proto: ProtoTCP, Port: 443, Addr: mustAddr("140.82.112.3"), Names: []string{"github.com"}}, Allow},
 		{NetIntent{Proto: ProtoUnix, Path: "/home/u/src/proj/.lsp.sock"}, Allow},
 		{NetIntent{Proto: ProtoUnix, Path: "/run/systemd/journal/socket"}, Allow},
-		{NetIntent{Proto: ProtoUnix, Path: "@some-abstract"}, Allow},
+		{NetIntent{Proto: ProtoUnix, Path: "@some-abstract"}, Allow}, // nobody looked (explain)
 		{NetIntent{Proto: ProtoUnix, Path: "/run/docker.sock"}, Deny},
 		{NetIntent{Proto: ProtoUnix, Path: "/var/run/docker.sock"}, Deny},
 		{NetIntent{Proto: ProtoUnix, Path: "/run/user/1000/bus"}, Ask},
@@ -611,6 +625,103 @@ func TestNetIntentText(t *testing.T) {
 	} {
 		if !strings.Contains(ex, want) {
 			t.Errorf("explanation lacks %q:\n%s", want, ex)
+		}
+	}
+}
+
+// A destination on this machine that a process outside the sandbox
+// serves is judged on `<outside:PROGRAM>` too, a tier below the
+// destination's own spellings.
+func TestDecideNetOutside(t *testing.T) {
+	src := `{"permission": {"net": {
+		"*": "ask",
+		"unix:*": "allow",
+		"<outside>": {"action": "ask", "reason": "acts for its caller"},
+		"<outside:tmux>": {"action": "deny", "reason": "runs commands"},
+		"<outside:/usr/bin/ollama>:*": "allow",
+		"unix:/run/systemd/journal/*": "allow",
+		"127.0.0.1:11434": "allow",
+		"<nameserver>:53": "allow",
+		"[::1]:9000": "deny"
+	}}}`
+	p, _ := compile(t, src)
+	out := func(exe string) *NetService { return &NetService{Exe: exe, PID: 42, Cmdline: "x"} }
+	tests := []struct {
+		name string
+		in   NetIntent
+		want Action
+		from string
+	}{
+		{"a socket path rule beats <outside>",
+			NetIntent{Proto: ProtoUnix, Path: "/run/systemd/journal/socket", Service: out("/usr/lib/systemd/systemd-journald")}, Allow, "unix:/run/systemd/journal/socket"},
+		{"by the serving program; unix:* abstains",
+			NetIntent{Proto: ProtoUnix, Path: "/tmp/tmux-0/default", Service: out("/usr/bin/tmux")}, Deny, "<outside:/usr/bin/tmux>"},
+		{"an abstract socket outside asks",
+			NetIntent{Proto: ProtoUnix, Path: "@/tmp/dbus-abc", Service: out("/usr/bin/dbus-daemon")}, Ask, "<outside:/usr/bin/dbus-daemon>"},
+		{"the tree's own socket: unix:* decides",
+			NetIntent{Proto: ProtoUnix, Path: "/tmp/tmux-0/default", Service: &NetService{Tree: true}}, Allow, "unix:/tmp/tmux-0/default"},
+		{"nobody looked: unix:* decides",
+			NetIntent{Proto: ProtoUnix, Path: "/run/x.sock"}, Allow, "unix:/run/x.sock"},
+		{"a loopback service outside asks",
+			NetIntent{Proto: ProtoTCP, Addr: mustAddr("127.0.0.1"), Port: 6379, Service: out("/usr/bin/redis-server")}, Ask, "<outside:/usr/bin/redis-server>:6379"},
+		{"an unknown program: <outside>",
+			NetIntent{Proto: ProtoTCP, Addr: mustAddr("127.0.0.1"), Port: 5432, Service: &NetService{}}, Ask, "<outside>:5432"},
+		{"an address rule beats <outside>",
+			NetIntent{Proto: ProtoTCP, Addr: mustAddr("127.0.0.1"), Port: 11434, Service: out("/usr/bin/redis-server")}, Allow, "127.0.0.1:11434"},
+		{"loopback is one host: a rule on [::1] holds for 127.0.0.1",
+			NetIntent{Proto: ProtoTCP, Addr: mustAddr("127.0.0.1"), Port: 9000, Service: out("/usr/bin/ollama")}, Deny, "[::1]:9000"},
+		{"the name server outside is allowed",
+			NetIntent{Proto: ProtoUDP, Addr: mustAddr("127.0.0.53"), Port: 53, Nameserver: true, Service: out("/usr/lib/systemd/systemd-resolved")}, Allow, "<nameserver>:53"},
+		{"a program allow",
+			NetIntent{Proto: ProtoTCP, Addr: mustAddr("::1"), Port: 8080, Service: out("/usr/bin/ollama")}, Allow, "<outside:/usr/bin/ollama>:8080"},
+		{"served by the tree: an ask becomes allow",
+			NetIntent{Proto: ProtoTCP, Addr: mustAddr("127.0.0.1"), Port: 6379, Service: &NetService{Tree: true}}, Allow, "127.0.0.1:6379"},
+		{"served by the tree: a deny stands",
+			NetIntent{Proto: ProtoTCP, Addr: mustAddr("::1"), Port: 9000, Service: &NetService{Tree: true}}, Deny, "[::1]:9000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := p.DecideNet(tt.in)
+			if d.Result.Action != tt.want || d.Result.Check.Value != tt.from {
+				t.Errorf("%v from %q (%v), want %v from %q", d.Result.Action, d.Result.Check.Value, d.Result.Rule, tt.want, tt.from)
+			}
+		})
+	}
+}
+
+func TestOutsidePatterns(t *testing.T) {
+	good := map[string][]string{ // pattern: values it matches (and the rest of all values it must not)
+		"<outside>":                       {"<outside>", "<outside:/usr/bin/tmux>", "<outside>:80", "<outside:/x>:80", "<outside:/usr/bin/x>:80"},
+		"<outside>:80":                    {"<outside>:80", "<outside:/x>:80", "<outside:/usr/bin/x>:80"},
+		"<outside:tmux>":                  {"<outside:/usr/bin/tmux>"},
+		"<outside:/usr/bin/*>:*":          {"<outside:/usr/bin/tmux>", "<outside:/usr/bin/x>:80"},
+		"<outside:/usr/bin/redis-server>": {},
+	}
+	values := []string{"<outside>", "<outside:/usr/bin/tmux>", "<outside>:80", "<outside:/x>:80", "<outside:/usr/bin/x>:80",
+		"127.0.0.1:80", "unix:/usr/bin/tmux", "tmux:80"}
+	for pat, want := range good {
+		np, err := compileNetPattern(pat, Env{})
+		if err != nil {
+			t.Fatalf("%s: %v", pat, err)
+		}
+		for _, v := range values {
+			if got := np.matchValue(v); got != slices.Contains(want, v) {
+				t.Errorf("%s matches %s: %v", pat, v, got)
+			}
+		}
+	}
+	for _, bad := range []string{"<outside", "<outside:>", "<outside:bin/tmux>", "<outside>:0", "<outsider>", "<outside>x", "<outside>:", "<outside:a>:1-2"} {
+		if _, err := compileNetPattern(bad, Env{}); err == nil {
+			t.Errorf("%s compiled", bad)
+		}
+	}
+	// The suggestion for "allow for this session" compiles back to the
+	// spelling, even for a program whose path holds glob characters.
+	for _, v := range []string{"<outside:/opt/a[1]/srv*>:80", "<outside:/usr/bin/tmux>", "<outside>:5432"} {
+		pat := SuggestNetPattern(Result{Check: Check{SurfaceNet, v}})
+		np, err := compileNetPattern(pat, Env{})
+		if err != nil || !np.matchValue(v) {
+			t.Errorf("suggestion %q for %q: %v", pat, v, err)
 		}
 	}
 }

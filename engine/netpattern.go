@@ -22,6 +22,9 @@ import (
 //	unix:~/.ssh/agent/*      the path surfaces; a name without '/' is its
 //	unix:*.sock              last component anywhere)
 //	unix:@/tmp/.X11-unix/*   an abstract Unix socket by name
+//	<outside>  <outside>:6379  a service on this machine that a process
+//	<outside:tmux>             outside the sandbox serves (by the serving
+//	<outside:/usr/bin/redis-server>:*  program: a path pattern as for unix:)
 //
 // No port (or `:*`) means any port. A name pattern matches only names, an
 // address pattern only addresses; see net.go for how the names and the
@@ -40,11 +43,17 @@ const (
 	hostPrefix                        // a CIDR prefix
 	hostNameserver                    // `<nameserver>`
 	hostUnix                          // `unix:PATH` or `unix:@NAME`
+	hostOutside                       // `<outside>` or `<outside:PROGRAM>`
 )
 
 // NameserverHost is the host that stands for the name servers the
 // system is configured with (/etc/resolv.conf).
 const NameserverHost = "<nameserver>"
+
+// OutsideHost is the host that stands for a service on this machine
+// served by a process outside the sandbox; `<outside:PROGRAM>` names the
+// serving program's executable.
+const OutsideHost = "<outside>"
 
 // netPattern is a compiled net-surface pattern.
 type netPattern struct {
@@ -57,6 +66,8 @@ type netPattern struct {
 	unixPath *pathPattern
 	abstract *globMatcher
 	absSpec  specificity
+	// hostOutside: the serving program's executable (nil: any program).
+	served *pathPattern
 }
 
 // NetPatternError is a net pattern that does not compile, with the byte
@@ -93,6 +104,9 @@ func compileNetPattern(raw string, env Env) (*netPattern, error) {
 	}
 	if rest, ok := strings.CutPrefix(raw, "unix:"); ok {
 		return compileUnixPattern(rest, 5, env)
+	}
+	if strings.HasPrefix(raw, "<outside") {
+		return compileOutsidePattern(raw, env)
 	}
 	host, hostOff, portStr, portOff, err := splitHostPort(raw)
 	if err != nil {
@@ -202,7 +216,7 @@ func (np *netPattern) parseHost(host string, off int) error {
 		np.kind = hostNameserver
 		return nil
 	case strings.HasPrefix(host, "<"):
-		return netErr(off, "unknown special host %q (want %s)", host, NameserverHost)
+		return netErr(off, "unknown special host %q (want %s, %s or <outside:PROGRAM>)", host, NameserverHost, OutsideHost)
 	case strings.Contains(host, "/"):
 		p, err := netip.ParsePrefix(host)
 		if err != nil {
@@ -345,6 +359,56 @@ func compileUnixPattern(rest string, off int, env Env) (*netPattern, error) {
 	return np, nil
 }
 
+// compileOutsidePattern compiles `<outside>`, `<outside:PROGRAM>`, each
+// with an optional `:PORT` (no port, or `:*`, is any port; a Unix socket
+// has none). PROGRAM is a path pattern over the serving program's
+// executable, as for unix: (a name without '/' is that name anywhere).
+func compileOutsidePattern(raw string, env Env) (*netPattern, error) {
+	np := &netPattern{kind: hostOutside}
+	end := strings.LastIndexByte(raw, '>')
+	if end < 0 {
+		return nil, netErr(0, "missing > after %s", raw)
+	}
+	host, rest := raw[:end+1], raw[end+1:]
+	switch {
+	case rest == "":
+	case rest[0] != ':':
+		return nil, netErr(end+1, "unexpected %q after >: want :PORT or nothing", rest)
+	case rest == ":":
+		return nil, netErr(end+1, "missing port after ':'")
+	case rest != ":*":
+		port, err := parsePort(rest[1:], end+2)
+		if err != nil {
+			return nil, err
+		}
+		np.port = port
+	}
+	if host == OutsideHost {
+		return np, nil
+	}
+	prog, ok := strings.CutPrefix(host, "<outside:")
+	if !ok {
+		return nil, netErr(0, "unknown special host %q (want %s or <outside:PROGRAM>)", host, OutsideHost)
+	}
+	prog = prog[:len(prog)-1]
+	if prog == "" {
+		return nil, netErr(len("<outside:"), "empty program after <outside: (write <outside> for any program)")
+	}
+	exp, err := expandPattern(prog, env)
+	if err != nil {
+		return nil, netErr(len("<outside:"), "%v", err)
+	}
+	if !strings.HasPrefix(exp, "/") && !strings.HasPrefix(exp, "*") && strings.Contains(exp, "/") {
+		return nil, netErr(len("<outside:"), "program %q is relative: write an absolute path (or a name without '/', which matches that name anywhere)", prog)
+	}
+	pp, err := compilePathPattern(exp)
+	if err != nil {
+		return nil, netErr(len("<outside:"), "%v", err)
+	}
+	np.served = pp
+	return np, nil
+}
+
 // netDestKind is what one spelling of a destination is.
 type netDestKind uint8
 
@@ -354,6 +418,7 @@ const (
 	destAddr
 	destNameserver
 	destUnix
+	destOutside // a service outside the sandbox; path is its program ("" unknown)
 )
 
 // netDest is one spelling of a destination, parsed from its value.
@@ -362,7 +427,7 @@ type netDest struct {
 	name string // destName
 	addr netip.Addr
 	port uint16
-	path string // destUnix: "/path" or "@abstract"
+	path string // destUnix: "/path" or "@abstract"; destOutside: the program
 }
 
 // parseNetValue reads a value of the net surface as the engine writes
@@ -374,6 +439,9 @@ func parseNetValue(v string) (netDest, bool) {
 			return netDest{}, false
 		}
 		return netDest{kind: destUnix, path: rest}, true
+	}
+	if strings.HasPrefix(v, "<outside") {
+		return parseOutsideValue(v)
 	}
 	i := strings.LastIndexByte(v, ':')
 	if i <= 0 {
@@ -411,6 +479,33 @@ func parseNetValue(v string) (netDest, bool) {
 	return d, true
 }
 
+// parseOutsideValue reads `<outside>`, `<outside:/usr/bin/tmux>`, each
+// with an optional `:PORT` (OutsideValue writes them).
+func parseOutsideValue(v string) (netDest, bool) {
+	d := netDest{kind: destOutside}
+	end := strings.LastIndexByte(v, '>')
+	if end < 0 {
+		return netDest{}, false
+	}
+	if rest := v[end+1:]; rest != "" {
+		p, err := strconv.ParseUint(strings.TrimPrefix(rest, ":"), 10, 16)
+		if err != nil || rest[0] != ':' || len(rest) > 6 {
+			return netDest{}, false
+		}
+		d.port = uint16(p)
+	}
+	host := v[:end+1]
+	if host == OutsideHost {
+		return d, true
+	}
+	prog, ok := strings.CutPrefix(host, "<outside:")
+	if !ok || len(prog) < 2 || prog[0] != '/' {
+		return netDest{}, false
+	}
+	d.path = prog[:len(prog)-1]
+	return d, true
+}
+
 // match reports whether the pattern matches the destination.
 func (np *netPattern) match(d *netDest) bool {
 	switch np.kind {
@@ -427,8 +522,13 @@ func (np *netPattern) match(d *netDest) bool {
 			return np.abstract.match(name)
 		}
 		return np.unixPath != nil && np.unixPath.match(d.path)
+	case hostOutside:
+		if d.kind != destOutside || np.port != 0 && d.port != np.port {
+			return false
+		}
+		return np.served == nil || d.path != "" && np.served.match(d.path)
 	}
-	if d.kind == destUnix || np.port != 0 && d.port != np.port {
+	if d.kind == destUnix || d.kind == destOutside || np.port != 0 && d.port != np.port {
 		return false
 	}
 	switch np.kind {
@@ -449,10 +549,14 @@ func (np *netPattern) matchValue(v string) bool {
 	return ok && np.match(&d)
 }
 
-// namesHost reports whether the pattern names a host (or a socket),
-// rather than standing for every host: only such rules take part when
-// several spellings of one connection are composed (see DecideNet).
-func (np *netPattern) namesHost() bool { return np.kind != hostAny }
+// namesHost reports whether the pattern names a host (or a socket, or
+// the services outside the sandbox), rather than standing for every
+// host: only such rules take part when several spellings of one
+// connection are composed (see DecideNet). `unix:*` and `unix:**` stand
+// for every Unix socket, as `*` does for every host.
+func (np *netPattern) namesHost() bool {
+	return np.kind != hostAny && !(np.kind == hostUnix && np.unixPath != nil && np.unixPath.anyValue)
+}
 
 // netRank is the first key of the specificity order: exact hosts, then
 // partial ones (wildcard names, CIDR prefixes, socket path patterns),
@@ -493,6 +597,13 @@ func netMoreSpecific(a, b *netPattern) bool {
 	case hostPrefix:
 		if a.prefix.Bits() != b.prefix.Bits() {
 			return a.prefix.Bits() > b.prefix.Bits()
+		}
+	case hostOutside:
+		if (a.served != nil) != (b.served != nil) {
+			return a.served != nil
+		}
+		if a.served != nil && a.served.spec != b.served.spec {
+			return a.served.spec.moreSpecific(b.served.spec)
 		}
 	case hostUnix:
 		sa, sb := a.unixSpec(), b.unixSpec()

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,8 @@ const attackPolicy = `{
     "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny", ".env": "deny", "~/.ssh/**": "deny" },
     "write": { "*": "allow", "${WORKSPACE}/secret/**": "deny", "${WORKSPACE}/protected/**": "deny", "**/.git/hooks/**": "deny", "${WORKSPACE}/area/conf.d/**": "deny" },
     "exec":  { "*": "allow", "${WORKSPACE}/forbidden/**": "deny", "denied-tool": "deny" },
-    "bash":  { "*": "allow", "git push *": "ask" }
+    "bash":  { "*": "allow", "git push *": "ask" },
+    "net":   { "*": "allow", "<outside>": "ask" }
   }
 }`
 
@@ -119,6 +121,10 @@ type attack struct {
 	// prepare adds to the workspace what the attack needs but should not
 	// have to create itself.
 	prepare func(t *testing.T, s *sandbox)
+	// outside starts services outside the tree that hand the secret's
+	// token to whoever connects, and passes their addresses as the first
+	// arguments (outsideServices).
+	outside bool
 }
 
 var attacks = []attack{
@@ -235,6 +241,7 @@ var attacks = []attack{
 
 	// Processes outside the tree.
 	{name: "proc_other_process", effects: changesVictim, controlFile: "twin-ok", victim: true},
+	{name: "net_outside_service", effects: leaksSecret, controlOut: 2, outside: true},
 	{name: "exec_race_ptrace_poke", effects: runsForbidden},
 }
 
@@ -325,6 +332,8 @@ type attackSetup struct {
 	before map[string]string
 	remote string // the remote's main branch, when a.git
 	victim *victim
+	// services are the addresses of the outside services (a.outside).
+	services []string
 }
 
 func newAttackSetup(t *testing.T, bin string, a attack) *attackSetup {
@@ -364,6 +373,9 @@ func newAttackSetup(t *testing.T, bin string, a attack) *attackSetup {
 		t.Fatal(err)
 	}
 	as := &attackSetup{s: s, token: token}
+	if a.outside {
+		as.services = outsideServices(t, token)
+	}
 	if a.git {
 		as.remote = setupGitRemote(t, s)
 	}
@@ -554,6 +566,7 @@ func runAttack(t *testing.T, bin string, a attack) {
 		if as.victim != nil {
 			v = append(v, strconv.Itoa(as.victim.pid))
 		}
+		v = append(v, as.services...)
 		if a.args != nil {
 			v = append(v, a.args(t, as.s)...)
 		}
@@ -868,4 +881,55 @@ func coreDumpUnavailable() string {
 		return "kernel.core_pattern is " + strconv.Quote(p) + ": cores are not written to the working directory"
 	}
 	return ""
+}
+
+// outsideServices starts, in the test process (outside any tree), the
+// services net_outside_service reaches: each hands the token to whoever
+// connects, as a service acting for its caller would hand over what the
+// caller may not read. It returns P Q NAME PATH U R (see the attack).
+func outsideServices(t *testing.T, token string) []string {
+	t.Helper()
+	answer := func(l net.Listener) {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(token + "\n"))
+			c.Close()
+		}
+	}
+	listen := func(network, addr string) net.Listener {
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			t.Fatalf("outside service on %s %s: %v", network, addr, err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go answer(l)
+		return l
+	}
+	port := func(l net.Listener) string { return strconv.Itoa(l.Addr().(*net.TCPAddr).Port) }
+	p := listen("tcp4", "127.0.0.1:0")
+	q := listen("tcp6", "[::1]:0")
+	r := listen("tcp4", "127.0.0.2:0")
+	name := fmt.Sprintf("permwrap-attack-%d-%s", os.Getpid(), hex.EncodeToString([]byte(t.Name()))[:8])
+	listen("unix", "@"+name)
+	path := filepath.Join(t.TempDir(), "svc.sock")
+	listen("unix", path)
+	u, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			_, from, err := u.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			u.WriteTo([]byte(token+"\n"), from)
+		}
+	}()
+	return []string{port(p), port(q), name, path, strconv.Itoa(u.LocalAddr().(*net.UDPAddr).Port), port(r)}
 }

@@ -22,7 +22,8 @@ type connectCall struct {
 	addr      []byte
 	t         netTarget
 	net       *netState
-	// unheard: the Unix socket file is bound by no socket (judge).
+	// unheard: an ask about a Unix socket file no socket is bound to
+	// is answered ECONNREFUSED (judge).
 	unheard bool
 	handedOff
 }
@@ -37,7 +38,7 @@ func decodeConnect(d *decoder) (decoded, error) {
 		var ds dest
 		if ds, err = parseDest(addr, si, true); err == nil {
 			var t netTarget
-			if t, err = d.target(ds, si, tgid); err == nil {
+			if t, err = d.target(ds, h, si, tgid); err == nil {
 				var nb bool
 				if nb, err = h.Nonblocking(); err == nil {
 					return &connectCall{tid: d.tid, tgid: tgid, h: h, si: si, nonblock: nb, addr: addr, t: t, net: d.net}, nil
@@ -52,24 +53,22 @@ func decodeConnect(d *decoder) (decoded, error) {
 }
 
 // judge is the destination's answer, except that an ask about a Unix
-// socket file no socket is bound to is not put to anyone: nothing listens
-// there, and nothing ever can (bind creates a new file, it never takes
-// over an existing one), so the kernel would refuse the connection
+// socket file no socket is bound to is not put to anyone: nothing
+// listens there, and nothing ever can (bind creates a new file, it never
+// takes over an existing one), so the kernel would refuse the connection
 // (ECONNREFUSED), and permwrap answers that without connecting. This is
 // the stale socket a tmux or screen server leaves behind when it exits:
 // a tmux client inside the tree tries the default socket first, and
-// starts its own server (which is the tree's, see netTarget.own) only on
+// starts its own server (which is the tree's, see netlocal.go) only on
 // ECONNREFUSED — an ask, or a denial headless, would stop it there.
 // A file whose socket is in another network namespace looks unbound
 // (sock_diag sees one namespace): it is refused rather than asked about,
 // never connected.
 func (c *connectCall) judge(p *engine.Policy) verdict {
 	v := c.t.judge(p, "connect")
-	if v.result.Action == engine.Ask && c.t.unix != nil && !c.t.own && c.t.unix.Stat.Ino <= 0xffffffff {
-		if bound, err := pin.FileBound(c.t.unix.ID()); err == nil && !bound {
-			c.unheard = true
-			v.result = allowBuiltin(c.t.intent, "no socket is bound to this file: the kernel refuses the connection")
-		}
+	if v.result.Action == engine.Ask && c.t.unheard {
+		c.unheard = true
+		v.result = allowBuiltin(c.t.intent, "no socket is bound to this file: the kernel refuses the connection")
 	}
 	return v
 }
@@ -102,11 +101,18 @@ func (c *connectCall) connect(s *supervisor, id uint64) {
 		err = unix.ECONNREFUSED
 	} else if c.t.unix != nil {
 		err = c.h.ConnectUnix(c.t.unix)
+	} else if c.t.reached != nil {
+		err = c.h.Connect(c.t.reached)
 	} else {
 		err = c.h.Connect(c.addr)
 	}
 	if c.t.proxy && (err == nil || errors.Is(err, unix.EINPROGRESS)) {
 		c.registerWithProxy()
+	}
+	if err == nil && c.si.Type == unix.SOCK_DGRAM {
+		// A datagram socket is bound by its connect: replies to it
+		// reach the tree's own socket (netlocal.go).
+		s.net.own.record(c.h)
 	}
 	s.answer(id, err)
 }
@@ -139,3 +145,33 @@ func (c *connectCall) close() {
 		c.release()
 	}
 }
+
+// listen: performed on the target's socket and recorded as the tree's
+// own (netlocal.go); nothing is judged.
+type listenCall struct {
+	callDefaults
+	h       *pin.Handle
+	backlog int
+}
+
+func decodeListen(d *decoder) (decoded, error) {
+	h, _, _, err := d.socketOf(d.fdArg(0))
+	if err != nil {
+		return nil, err
+	}
+	return &listenCall{h: h, backlog: int(int32(d.arg(1)))}, nil
+}
+
+func (c *listenCall) judge(*engine.Policy) verdict {
+	return verdict{result: allowUnchecked(""), access: "listen", quiet: true}
+}
+
+func (c *listenCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
+	err := c.h.Listen(c.backlog)
+	if err == nil {
+		s.net.own.record(c.h)
+	}
+	s.answer(id, err)
+}
+
+func (c *listenCall) close() { c.h.Close() }

@@ -340,8 +340,8 @@ func (c *bindCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	h, err := pin.OpenHandle(c.tid, c.sock, nil)
 	if err == nil {
 		err = h.Bind(c.addr, c.at, c.cwd, c.umask)
-		if err == nil && c.at != nil {
-			s.net.own.record(h) // a socket file the tree's own server listens on
+		if err == nil {
+			s.net.own.record(h) // a socket the tree's own server receives on
 		}
 		if err == nil && inetPort(c.addr) == 53 && s.net.tree != nil {
 			// The tree serves DNS: it could answer its own queries, so

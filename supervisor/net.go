@@ -64,6 +64,9 @@ type dest struct {
 	// path is the AF_UNIX path as given (destUnixPath), or "@name" with
 	// NUL bytes shown as '@' (destUnixAbstract).
 	path string
+	// abstract is the abstract name as the kernel keeps it: every byte
+	// after the leading NUL (destUnixAbstract).
+	abstract string
 }
 
 // nameMatters reports whether the kernel uses a send's destination for
@@ -170,7 +173,7 @@ func parseUnix(b []byte) (dest, error) {
 	}
 	name := b[2:]
 	if name[0] == 0 {
-		return dest{kind: destUnixAbstract, path: "@" + strings.ReplaceAll(string(name[1:]), "\x00", "@")}, nil
+		return dest{kind: destUnixAbstract, path: "@" + strings.ReplaceAll(string(name[1:]), "\x00", "@"), abstract: string(name[1:])}, nil
 	}
 	if i := strings.IndexByte(string(name), 0); i >= 0 {
 		name = name[:i]
@@ -186,8 +189,16 @@ type netTarget struct {
 	intent *engine.NetIntent // nil: nothing to judge (no destination, local)
 	// proxy: the destination is permwrap's own egress proxy.
 	proxy bool
-	// own: a Unix socket the tree itself bound (netState.own).
-	own bool
+	// unheard: a Unix socket file no socket permwrap can see is bound to
+	// (a server gone, or in another network namespace): an ask about it
+	// is answered as the kernel answers a stale socket (connectCall).
+	unheard bool
+	// nobody: nothing on this machine receives this datagram (no socket
+	// is bound to its local address and port).
+	nobody bool
+	// reached is the address the call is performed with, when it is not
+	// the one given (the unspecified address: unspecifiedDest).
+	reached []byte
 }
 
 // protoOf is the transport a socket speaks, for the log and the prompt.
@@ -206,22 +217,44 @@ func protoOf(si pin.SockInfo) engine.NetProto {
 // target resolves a parsed destination for judging. An AF_UNIX path is
 // resolved as connect resolves it (relative to the thread's cwd, the
 // last symlink followed) and pinned; the kernel's own failures (no such
-// file, not a socket) are answered without judging, as they reveal
-// nothing stat could not.
-func (d *decoder) target(ds dest, si pin.SockInfo, tgid int) (netTarget, error) {
+// file, not a socket, nothing listening) are answered without judging,
+// as they reveal nothing a probe could not. A destination on this
+// machine is judged with what serves it (netlocal.go).
+func (d *decoder) target(ds dest, h *pin.Handle, si pin.SockInfo, tgid int) (netTarget, error) {
 	t := netTarget{d: ds}
 	switch ds.kind {
 	case destInet:
+		if a := ds.ap.Addr(); a.Unmap().IsUnspecified() {
+			to, err := unspecifiedDest(h, si, a)
+			if err != nil {
+				return t, &refusal{errno: pin.Errno(err), why: "reading the socket's own address", err: err}
+			}
+			ds.ap = netip.AddrPortFrom(to, ds.ap.Port())
+			t.d, t.reached = ds, sockaddrInet(ds.ap, si)
+		}
 		a := ds.ap.Addr()
 		in := &engine.NetIntent{Proto: protoOf(si), Addr: a, Port: ds.ap.Port(), PID: tgid}
 		if d.net != nil {
 			in.Names = d.net.names(a)
 			in.Nameserver = d.net.ns.is(a)
 			t.proxy = d.net.isProxy(ds.ap)
+			if !t.proxy && in.Proto != engine.ProtoICMP && d.net.isLocal(a) {
+				var err error
+				if in.Service, t.nobody, err = d.net.inetService(h, si, ds.ap); err != nil {
+					return t, err
+				}
+			}
 		}
 		t.intent = in
 	case destUnixAbstract:
 		t.intent = &engine.NetIntent{Proto: engine.ProtoUnix, Path: ds.path, PID: tgid}
+		if d.net != nil {
+			svc, err := d.net.abstractService(h, si, ds.abstract)
+			if err != nil {
+				return t, err
+			}
+			t.intent.Service = svc
+		}
 	case destUnixPath:
 		r, err := d.resolve(unix.AT_FDCWD, ds.path, pin.FollowLast)
 		if err != nil {
@@ -236,7 +269,7 @@ func (d *decoder) target(ds dest, si pin.SockInfo, tgid int) (netTarget, error) 
 		t.unix = r
 		t.intent = &engine.NetIntent{Proto: engine.ProtoUnix, Path: r.Path, PID: tgid}
 		if d.net != nil {
-			t.own = d.net.own.owns(r)
+			t.intent.Service, t.unheard = d.net.fileService(r)
 		}
 	}
 	return t, nil
@@ -252,8 +285,8 @@ func (t *netTarget) judge(p *engine.Policy, access string) verdict {
 		return verdict{result: allowBuiltin(t.intent, "permwrap's egress proxy"), access: access, quiet: true}
 	}
 	v := verdict{result: p.DecideNet(*t.intent).Result, access: access, value: netValue(t.intent), net: t.intent}
-	if t.own && v.result.Action == engine.Ask {
-		v.result = allowBuiltin(t.intent, "a Unix socket this session's own processes bound")
+	if v.result.Action == engine.Ask && t.nobody {
+		v.result = allowBuiltin(t.intent, "nothing on this machine is bound to this address and port: the datagram reaches no one")
 	}
 	return v
 }
@@ -261,7 +294,7 @@ func (t *netTarget) judge(p *engine.Policy, access string) verdict {
 // netValue is a destination as the denial line and the log show it.
 func netValue(in *engine.NetIntent) string {
 	s := in.String()
-	if in.Proto != engine.ProtoUnix && in.Host == "" && len(in.Names) == 0 {
+	if in.Proto != engine.ProtoUnix && in.Host == "" && len(in.Names) == 0 && in.Service == nil {
 		s += " — use a host name through the proxy"
 	}
 	return s

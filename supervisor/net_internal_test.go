@@ -188,12 +188,17 @@ func TestNetTargetJudge(t *testing.T) {
 	if v.quiet || v.result.Action != engine.Ask || v.net != in || v.value != "tcp 10.0.0.1:80 (no name known) — use a host name through the proxy" {
 		t.Errorf("an address: %+v", v)
 	}
-	own := &engine.NetIntent{Proto: engine.ProtoUnix, Path: "/run/own/s"}
-	if v := (&netTarget{intent: own, own: true}).judge(p, "connect"); v.result.Action != engine.Allow || v.result.Rule.Origin != engine.OriginBuiltin {
+	tree := &engine.NetService{Tree: true}
+	own := &engine.NetIntent{Proto: engine.ProtoUnix, Path: "/run/own/s", Service: tree}
+	if v := (&netTarget{intent: own}).judge(p, "connect"); v.result.Action != engine.Allow || v.result.Rule.Origin != engine.OriginBuiltin {
 		t.Errorf("the tree's own socket where a rule asks: %+v", v)
 	}
-	denied := &engine.NetIntent{Proto: engine.ProtoUnix, Path: "/run/denied"}
-	if v := (&netTarget{intent: denied, own: true}).judge(p, "connect"); v.result.Action != engine.Deny {
+	denied := &engine.NetIntent{Proto: engine.ProtoUnix, Path: "/run/denied", Service: tree}
+	if v := (&netTarget{intent: denied}).judge(p, "connect"); v.result.Action != engine.Deny {
 		t.Errorf("the tree's own socket where a rule denies: %+v", v)
+	}
+	udp := &engine.NetIntent{Proto: engine.ProtoUDP, Addr: netip.MustParseAddr("127.0.0.1"), Port: 9}
+	if v := (&netTarget{intent: udp, nobody: true}).judge(p, "sendto"); v.result.Action != engine.Allow {
+		t.Errorf("a datagram nothing receives, where a rule asks: %+v", v)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/notify/host"
-	"github.com/permwrap/permwrap/notify/pin"
 	"github.com/permwrap/permwrap/supervisor/egress"
 )
 
@@ -25,7 +24,15 @@ type netState struct {
 	proxy *egress.Proxy      // nil: not running
 	peers *egress.ExactPeers // the proxy's view of who connected to it
 	ns    nameservers
-	own   ownSockets
+	own   ownSockets // the sockets the tree bound (netlocal.go)
+	local localAddrs
+	// holders: who serves a socket outside the tree, by its cookie.
+	holders holderCache
+	// unixFiles: which socket is bound to a socket file, by the file.
+	unixFiles unixFileCache
+	// home is permwrap's network namespace (SO_NETNS_COOKIE), where
+	// its socket lookups see; 0 when it cannot be told.
+	home  uint64
 	sends sendLog
 	// tree: the names the tree itself resolved (dns.go); nil: none are
 	// learned.
@@ -134,75 +141,6 @@ func parseResolvConf(b []byte) map[netip.Addr]bool {
 		}
 	}
 	return out
-}
-
-// ownSockets are the Unix socket files the tree bound (bind is performed
-// by the supervisor, so it sees every one), by file. A connection to one
-// of them reaches a server the tree itself runs — a tmux server started
-// inside the tree at /tmp/tmux-UID/default, where the default policy asks
-// because an outside tmux server would run what it is sent — and is
-// allowed where a unix: rule would only ask. The file must still be the
-// one the tree's socket is bound to, asked of the kernel by the socket's
-// cookie: a socket file an outside server bound later at the same path,
-// or that reuses the inode number, is not the tree's.
-type ownSockets struct {
-	mu sync.Mutex
-	m  map[pin.FileID]pin.BoundUnix
-}
-
-// maxOwnSockets bounds the record; past it the oldest are not tracked
-// (they ask as the policy says).
-const maxOwnSockets = 4096
-
-// record notes the file h's socket was just bound to.
-func (o *ownSockets) record(h *pin.Handle) {
-	b, ok, err := h.BoundFile()
-	if err != nil || !ok {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = map[pin.FileID]pin.BoundUnix{}
-	}
-	if len(o.m) >= maxOwnSockets {
-		o.pruneLocked()
-	}
-	if len(o.m) < maxOwnSockets {
-		o.m[b.File] = b
-	}
-}
-
-// pruneLocked forgets sockets that are gone.
-func (o *ownSockets) pruneLocked() {
-	for id, b := range o.m {
-		if ok, err := pin.StillBound(b); err == nil && !ok {
-			delete(o.m, id)
-		}
-	}
-}
-
-// owns reports whether the socket file r is one the tree bound and is
-// still bound by the tree's socket.
-func (o *ownSockets) owns(r *pin.Resolved) bool {
-	if r == nil || !r.Exists || r.Stat.Ino > 0xffffffff { // sock_diag reports 32-bit inode numbers
-		return false
-	}
-	o.mu.Lock()
-	b, ok := o.m[r.ID()]
-	o.mu.Unlock()
-	if !ok {
-		return false
-	}
-	still, err := pin.StillBound(b)
-	if err == nil && !still {
-		o.mu.Lock()
-		if o.m[r.ID()] == b {
-			delete(o.m, r.ID())
-		}
-		o.mu.Unlock()
-	}
-	return err == nil && still
 }
 
 // sendLog keeps the review log from recording every allowed datagram: a

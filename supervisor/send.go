@@ -198,11 +198,34 @@ func (c *sendCall) destination(d *decoder, m *sendMsg, tgid int) error {
 	if err != nil {
 		return err
 	}
-	if m.t, err = d.target(ds, c.si, tgid); err != nil {
+	if m.t, err = d.target(ds, c.h, c.si, tgid); err != nil {
 		return err
 	}
 	m.snd.Unix = m.t.unix
+	if m.t.reached != nil {
+		if hasPktinfo(m.snd.Control) {
+			// The source it names would become the destination.
+			return &refusal{errno: unix.EPERM, why: "a datagram to the unspecified address with a source address (IP_PKTINFO) goes where permwrap cannot predict"}
+		}
+		m.snd.Name = m.t.reached
+	}
 	return nil
+}
+
+// hasPktinfo reports whether control messages set a source address
+// (IP_PKTINFO, IPV6_PKTINFO).
+func hasPktinfo(control []byte) bool {
+	msgs, err := unix.ParseSocketControlMessage(control)
+	if err != nil {
+		return len(control) > 0
+	}
+	for _, cm := range msgs {
+		if cm.Header.Level == unix.IPPROTO_IP && cm.Header.Type == unix.IP_PKTINFO ||
+			cm.Header.Level == unix.IPPROTO_IPV6 && cm.Header.Type == unix.IPV6_PKTINFO {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeMsghdr reads one struct msghdr at addr: the destination, the
@@ -414,6 +437,11 @@ func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 
 func (c *sendCall) finish(s *supervisor, id uint64, n int, err error) {
 	defer c.release()
+	if c.si.Type == unix.SOCK_DGRAM && c.si.Domain != unix.AF_NETLINK {
+		// A datagram socket is bound by its first send: replies to it
+		// reach the tree's own socket (netlocal.go).
+		s.net.own.record(c.h)
+	}
 	if err != nil {
 		s.respondErr(id, errnoOf(err))
 		return

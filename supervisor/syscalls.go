@@ -219,6 +219,10 @@ var syscalls = []sysRow{
 	// judge); sendmsg and sendmmsg keep theirs in memory, so every call is
 	// read. Which sockets can exist at all is decided in BPF (socket).
 	{nr: unix.SYS_CONNECT, name: "connect", decode: decodeConnect},
+	// listen judges nothing: it is performed by permwrap so the socket is
+	// known as the tree's own server (netlocal.go), whether bound
+	// explicitly or by the listen itself.
+	{nr: unix.SYS_LISTEN, name: "listen", decode: decodeListen},
 	{nr: unix.SYS_SENDTO, name: "sendto", when: always(ptrNotNull(4)), decode: decodeSendto},
 	{nr: unix.SYS_SENDMSG, name: "sendmsg", decode: decodeSendmsg},
 	{nr: unix.SYS_SENDMMSG, name: "sendmmsg", decode: decodeSendmmsg},

@@ -10,6 +10,7 @@ import (
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/engine/shell"
 	"github.com/permwrap/permwrap/forwarding"
+	"github.com/permwrap/permwrap/supervisor"
 )
 
 const explainAbout = `Show how the effective policy decides one access: the decision, the
@@ -81,6 +82,13 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintln(stderr, "permwrap explain: net:", err)
 			return exitInternal
+		}
+		// A destination on this machine is looked up as it is now: who
+		// serves it decides whether `<outside…>` rules apply.
+		var note string
+		in.Service, note = supervisor.LookupService(in)
+		if note != "" {
+			fmt.Fprintln(stdout, "note:", note)
 		}
 		explainIn = func(p *engine.Policy) engine.DecisionExplanation { return p.ExplainNet(in) }
 	default:

@@ -104,6 +104,12 @@ func (h *Handle) Connect(addr []byte) error {
 	return asCred(h.cred, func() error { return h.connect(addr) })
 }
 
+// Listen makes the target's socket listen, as listen(2) would for it
+// (the same socket: a listen on a duplicate is the socket's). A socket
+// not yet bound is bound to a free port or abstract name first, as the
+// kernel does for any listen.
+func (h *Handle) Listen(backlog int) error { return unix.Listen(h.fd(), backlog) }
+
 func (h *Handle) connect(addr []byte) error {
 	return retry(func() error { return rawConnect(h.fd(), addr) })
 }
