@@ -912,7 +912,11 @@ func outsideServices(t *testing.T, token string) []string {
 	p := listen("tcp4", "127.0.0.1:0")
 	q := listen("tcp6", "[::1]:0")
 	r := listen("tcp4", "127.0.0.2:0")
-	name := fmt.Sprintf("permwrap-attack-%d-%s", os.Getpid(), hex.EncodeToString([]byte(t.Name()))[:8])
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := "permwrap-attack-" + hex.EncodeToString(raw[:])
 	listen("unix", "@"+name)
 	path := filepath.Join(t.TempDir(), "svc.sock")
 	listen("unix", path)

@@ -231,6 +231,7 @@ func buildScript(actions []*action) []ms.Step {
 func runActions(t *testing.T, e *env, a *agent, actions ...*action) (*ms.Server, result, []map[string]any) {
 	t.Helper()
 	srv := startModel(t, buildScript(actions))
+	e.allowModel(srv.URL)
 	a.setup(e, srv.URL)
 	e.logPath = filepath.Join(e.base, fmt.Sprintf("review-%d.jsonl", time.Now().UnixNano()))
 	r := e.runWrapped(a.env(srv.URL), 8*time.Minute, a.headless("Follow the e2e script.")...)

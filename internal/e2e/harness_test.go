@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -101,6 +102,29 @@ type env struct {
 	logPath   string
 	secret    string // a marker inside ~/.ssh/id_rsa
 	bashrc    string // ~/.bashrc as written
+	// modelPolicy is a --policy scope that allows the scripted model
+	// server: it runs outside the sandbox on loopback, where the default
+	// policy asks (a person with a local model server writes the same
+	// rule).
+	modelPolicy string
+}
+
+// allowModel lets the agent reach the scripted model at url (see
+// modelPolicy).
+func (e *env) allowModel(url string) {
+	host := strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://")
+	host, _, _ = strings.Cut(host, "/")
+	e.modelPolicy = filepath.Join(e.base, "model-policy.jsonc")
+	e.writeFile(e.modelPolicy, `{"permission": {"net": {"`+host+`": "allow"}}}`, 0o644)
+}
+
+// wrapArgs is `permwrap --log … --workspace … [--policy model] --`.
+func (e *env) wrapArgs() []string {
+	args := []string{permwrapBin, "--log", e.logPath, "--workspace", e.ws}
+	if e.modelPolicy != "" {
+		args = append(args, "--policy", e.modelPolicy)
+	}
+	return append(args, "--")
 }
 
 func newEnv(t *testing.T, policy string) *env {
@@ -210,7 +234,7 @@ type result struct {
 // denied), in the workspace.
 func (e *env) runWrapped(extraEnv []string, timeout time.Duration, argv ...string) result {
 	e.t.Helper()
-	args := append([]string{permwrapBin, "--log", e.logPath, "--workspace", e.ws, "--"}, argv...)
+	args := append(e.wrapArgs(), argv...)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = e.ws
 	cmd.Env = append(e.baseEnv(), extraEnv...)

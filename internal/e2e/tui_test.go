@@ -190,10 +190,11 @@ func tuiRun(t *testing.T, a *tuiAgent, policy string) {
 	bash := &action{name: "shell tool", steps: a.bash(bashCmd)}
 	actions := []*action{write, edit, bash}
 	srv := startModel(t, buildScript(actions))
+	e.allowModel(srv.URL)
 	a.setup(e, srv.URL)
 	env := append(e.baseEnv(), "TERM=xterm-256color", "LC_ALL=C.UTF-8")
 	env = append(env, a.env(e, srv.URL)...)
-	argv := append([]string{permwrapBin, "--log", e.logPath, "--workspace", e.ws, "--"}, a.interactive("Follow the e2e script.")...)
+	argv := append(e.wrapArgs(), a.interactive("Follow the e2e script.")...)
 	tm := startTerm(t, e.base, e.ws, env, argv)
 
 	// Each action's result waits at the model until the test has
