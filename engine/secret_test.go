@@ -210,10 +210,21 @@ func FuzzLooksSecret(f *testing.F) {
 		if len(head) > SecretScanLimit {
 			head = head[:SecretScanLimit]
 		}
-		start := time.Now()
-		got := LooksSecret(path, head)
-		if took, bound := time.Since(start), 200*time.Millisecond+time.Duration(len(head))*2*time.Microsecond; took > bound {
-			t.Fatalf("%d bytes took %v (bound %v)", len(head), took, bound)
+		// The time bound: 2µs a byte (the slowest input measured, deep
+		// JSON, takes 0.15µs uninstrumented) plus 200ms. A machine that
+		// stalls the fuzzer's worker for a moment is not the classifier:
+		// it fails only if the best of three tries is over.
+		var got bool
+		took := time.Duration(1 << 62)
+		for try := 0; try < 3; try++ {
+			start := time.Now()
+			got = LooksSecret(path, head)
+			if took = min(took, time.Since(start)); took <= 200*time.Millisecond+time.Duration(len(head))*2*time.Microsecond {
+				break
+			}
+			if try == 2 {
+				t.Fatalf("%d bytes took %v at best", len(head), took)
+			}
 		}
 		if got != LooksSecret(path, head) {
 			t.Fatal("not deterministic")
