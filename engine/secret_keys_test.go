@@ -90,7 +90,7 @@ func secretForms(t testing.TB) map[string][]byte {
 	f := map[string][]byte{}
 	for _, n := range []string{"test-only-rsa.key", "test-only-rsa-pkcs1.pem", "test-only-ec-sec1.pem", "test-only-ec.key",
 		"test-only-ed25519.key", "test-only-x25519.key", "test-only-dsa.key", "test-only-dh.key", "test-only-rsa-encrypted.pem",
-		"test-only-ssh-ed25519", "test-only-ssh-rsa", "test-only-ssh-encrypted", "test-only-putty.ppk"} {
+		"test-only-ssh-ed25519", "test-only-ssh-rsa", "test-only-ssh-encrypted", "test-only-putty.ppk", "test-only-pgp-secret.asc"} {
 		f[n] = fixture(t, n)
 	}
 	for _, k := range []string{"rsa", "ec", "ed25519", "x25519", "dsa", "dh"} {
@@ -143,7 +143,7 @@ func mustJSON(s string) string {
 func publicForms(t testing.TB) map[string][]byte {
 	f := map[string][]byte{}
 	for _, n := range []string{"test-only-cert.pem", "test-only.csr", "test-only-ssh-ed25519.pub", "test-only-ssh-rsa.pub", "test-only-putty-pub.txt",
-		"test-only-cert-dump.txt", "test-only-csr-dump.txt"} {
+		"test-only-cert-dump.txt", "test-only-csr-dump.txt", "test-only-pgp-public.asc"} {
 		f[n] = fixture(t, n)
 	}
 	for _, k := range []string{"rsa", "ec", "ed25519", "x25519", "dsa", "dh"} {

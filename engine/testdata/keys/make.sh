@@ -1,7 +1,7 @@
 #!/bin/sh
 # Makes the key fixtures of engine/secret_keys_test.go. Every key here was
 # made for the tests only and protects nothing ("test-only" in each name).
-# Run from this directory: sh make.sh (needs openssl, ssh-keygen, puttygen).
+# Run from this directory: sh make.sh (needs openssl, ssh-keygen, puttygen, gpg).
 set -eu
 rm -f test-only-*
 o() { openssl "$@" 2>/dev/null; }
@@ -40,3 +40,9 @@ rm -f test-only-ssh-encrypted.pub
 puttygen test-only-ssh-ed25519 -o test-only-putty.ppk -O private
 puttygen test-only-ssh-ed25519 -o test-only-putty-pub.txt -O public
 # JWKs are made by the test (Go's crypto), age identities too.
+# PGP: an Ed25519 key without a passphrase, armoured, and its public key.
+G=$(mktemp -d)
+gpg --homedir "$G" --batch --quiet --pinentry-mode loopback --passphrase '' --quick-gen-key 'test-only <test-only@example.invalid>' ed25519 sign never
+gpg --homedir "$G" --batch --pinentry-mode loopback --passphrase '' --armor --export-secret-keys test-only@example.invalid > test-only-pgp-secret.asc
+gpg --homedir "$G" --armor --export test-only@example.invalid > test-only-pgp-public.asc
+rm -rf "$G"
