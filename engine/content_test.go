@@ -156,3 +156,43 @@ func TestContentHotPathDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultPolicyKeyForms: the default policy's content rules (`*.pem`,
+// `*.key`, `id_*` ask when the content looks secret) ask for private keys
+// that carry no PEM private key block, and let their public twins
+// through: what the read_key_* attacks show under their own policy.
+func TestDefaultPolicyKeyForms(t *testing.T) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := fixture(t, "test-only-cert.pem")
+	der := fixture(t, "test-only-rsa-pkcs1.der")
+	chain := certBundle(t, 200<<10)
+	tests := []struct {
+		name, path string
+		content    []byte
+		want       Action
+	}{
+		{"cert then openssl pkey -text", "/home/u/src/proj/certs/server.pem", append(append([]byte{}, cert...), fixture(t, "test-only-rsa-dump.txt")...), Ask},
+		{"200 KB of certificates then an EC dump", "/home/u/src/proj/certs/chain.pem", append(append([]byte{}, chain...), fixture(t, "test-only-ec-dump.txt")...), Ask},
+		{"bare base64 DER", "/home/u/src/proj/deploy/tls.key", []byte(b64lines(der, 0)), Ask},
+		{"raw DER", "/home/u/src/proj/deploy/tls.key", der, Ask},
+		{"SSH key without armour", "/home/u/src/proj/ci/id_ed25519_ci", secretForms(t)["openssh body without armour"], Ask},
+		{"the certificate", "/home/u/src/proj/certs/server.pem", cert, Allow},
+		{"the chain", "/home/u/src/proj/certs/chain.pem", chain, Allow},
+		{"x509 -text with the PEM", "/home/u/src/proj/certs/server.pem", append(fixture(t, "test-only-cert-dump.txt"), cert...), Allow},
+		{"a public key", "/home/u/src/proj/certs/pub.pem", fixture(t, "test-only-ec-pub.pem"), Allow},
+		{"an SSH public key", "/home/u/src/proj/ci/id_ed25519_ci.pub", fixture(t, "test-only-ssh-ed25519.pub"), Allow},
+	}
+	for _, tt := range tests {
+		r := p.DecidePath(AccessRead, tt.path)
+		if !r.DependsOnContent {
+			t.Errorf("%s: %s does not depend on content under the default policy: %v", tt.name, tt.path, r)
+			continue
+		}
+		if got := p.DecidePathContent(AccessRead, tt.path, LooksSecret(tt.path, tt.content)); got.Action != tt.want {
+			t.Errorf("%s: %s decided %v, want %v", tt.name, tt.path, got, tt.want)
+		}
+	}
+}

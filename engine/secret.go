@@ -21,9 +21,12 @@ const SecretScanLimit = 1 << 20
 // It errs towards "secret": anything it cannot positively read as public
 // is secret. By format (the file name, case-insensitively):
 //
-//   - any file: a private key block (`-----BEGIN … PRIVATE KEY-----`, PGP
-//     private key blocks, PuTTY and age keys) is secret, and so is a
-//     buffer of SecretScanLimit bytes or more;
+//   - any file: private key material anywhere in head, in any of the
+//     forms FindPrivateKey knows (PEM, PGP, OpenSSH, PuTTY and age keys,
+//     `openssl -text` dumps of private keys, private JWKs, DER private
+//     keys raw or in base64), is secret, and so is a buffer of
+//     SecretScanLimit bytes or more. A marker without a key after it
+//     (a comment naming "-----BEGIN RSA PRIVATE KEY-----") is not;
 //   - key material (`*.pem`, `*.key`, `*.crt`, `*.cer`, `*.der`, `*.pub`,
 //     `*.csr`, `*.ppk`, `*.asc`, `*.gpg`, `id_*`, `ssh_host_*`): public
 //     only when empty, or text made of PEM blocks of public kinds
@@ -43,7 +46,10 @@ const SecretScanLimit = 1 << 20
 //     references, booleans and empty values are not secret), or a URL
 //     with a password (`https://user:pass@host`).
 func LooksSecret(path string, head []byte) bool {
-	if len(head) >= SecretScanLimit || hasPrivateKeyMarker(head) {
+	if len(head) >= SecretScanLimit {
+		return true
+	}
+	if _, ok := FindPrivateKey(head); ok {
 		return true
 	}
 	switch secretFormat(asciiLower(lastComponent(path))) {
@@ -88,28 +94,6 @@ func secretFormat(base string) secretFormatKind {
 		}
 	}
 	return formatConfig
-}
-
-// privateKeyMarkers are found in private keys whatever the file is
-// called: the end of a PEM BEGIN line of any private key kind (RSA, EC,
-// DSA, OPENSSH, ENCRYPTED, PKCS#8, SSH2 ENCRYPTED), PGP secret key
-// blocks, PuTTY key files, age identities and OpenVPN static keys.
-var privateKeyMarkers = [][]byte{
-	[]byte("PRIVATE KEY-----"),
-	[]byte("PRIVATE KEY BLOCK-----"),
-	[]byte("PRIVATE KEY ----"),
-	[]byte("PuTTY-User-Key-File-"),
-	[]byte("AGE-SECRET-KEY-1"),
-	[]byte("OpenVPN Static key"),
-}
-
-func hasPrivateKeyMarker(b []byte) bool {
-	for _, m := range privateKeyMarkers {
-		if bytes.Contains(b, m) {
-			return true
-		}
-	}
-	return false
 }
 
 // publicPEMLabels are the PEM block kinds that hold no secret.

@@ -17,10 +17,17 @@ package supervisor_test
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -40,7 +47,7 @@ import (
 )
 
 // attackPolicy is the policy under attack: read of secret/, of any .env
-// and of ~/.ssh; write of secret/, protected/, area/conf.d/ (area/ itself
+// and of ~/.ssh, and of what in keys/ looks secret (a content rule); write of secret/, protected/, area/conf.d/ (area/ itself
 // is not guarded) and any .git/hooks; exec of
 // forbidden/ and of anything named denied-tool are denied, and `git push`
 // asks (denied: no terminal). Everything else is allowed, so every denial
@@ -49,7 +56,7 @@ const attackPolicy = `{
   "extends": "none",
   "permission": {
     "*": "allow",
-    "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny", ".env": "deny", "~/.ssh/**": "deny" },
+    "read":  { "*": "allow", "${WORKSPACE}/secret/**": "deny", ".env": "deny", "~/.ssh/**": "deny", "${WORKSPACE}/keys/**": {"action": "deny", "content": "secret"} },
     "write": { "*": "allow", "${WORKSPACE}/secret/**": "deny", "${WORKSPACE}/protected/**": "deny", "**/.git/hooks/**": "deny", "${WORKSPACE}/area/conf.d/**": "deny" },
     "exec":  { "*": "allow", "${WORKSPACE}/forbidden/**": "deny", "denied-tool": "deny" },
     "bash":  { "*": "allow", "git push *": "ask" },
@@ -139,6 +146,10 @@ var attacks = []attack{
 	{name: "read_symlink_proc", effects: leaksSecret, controlOut: 2},
 	{name: "read_hardlink", effects: leaksSecret | changesDenied}, // the link count of secret/key changes
 	{name: "read_rename_out", effects: leaksSecret | changesDenied},
+	// Private keys by what the bytes are (issue 28): keys/ is denied
+	// only where the content looks secret; keys/ca.pem stays readable.
+	{name: "read_key_text_dump", effects: leaksSecret, controlFile: "twin-ok", prepare: prepareKeys},
+	{name: "read_key_encoded", effects: leaksSecret, controlFile: "twin-ok", prepare: prepareKeys},
 	{name: "read_rename_parent", effects: leaksSecret | changesDenied},
 	{name: "read_exchange", effects: leaksSecret | changesDenied},
 	{name: "read_openat2", effects: leaksSecret, controlOut: 2},
@@ -243,6 +254,71 @@ var attacks = []attack{
 	{name: "proc_other_process", effects: changesVictim, controlFile: "twin-ok", victim: true},
 	{name: "net_outside_service", effects: leaksSecret, controlOut: 2, outside: true},
 	{name: "exec_race_ptrace_poke", effects: runsForbidden},
+}
+
+// prepareKeys writes keys/: ca.pem, a public certificate; server.pem,
+// that certificate followed by `openssl pkey -text -noout` output of an
+// RSA key; deploy.yaml, the key as bare base64 DER (PKCS#1) in a YAML
+// value; signing.jwk, the key as a JWK. The run's token replaces the
+// leading bytes of the private exponent in all three (the shape of a
+// key, not its arithmetic, is what the classifier judges), so only a
+// program that read the key's numbers can print it.
+func prepareKeys(t *testing.T, s *sandbox) {
+	t.Helper()
+	token := strings.TrimSpace(s.read("secret/key"))
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "attack"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	d := key.D.FillBytes(make([]byte, 256))
+	copy(d, token)
+	dp, dq := new(big.Int).Mod(key.D, new(big.Int).Sub(key.Primes[0], big.NewInt(1))), new(big.Int).Mod(key.D, new(big.Int).Sub(key.Primes[1], big.NewInt(1)))
+	nums := []struct {
+		label string
+		n     *big.Int
+	}{{"modulus", key.N}, {"privateExponent", new(big.Int).SetBytes(d)}, {"prime1", key.Primes[0]}, {"prime2", key.Primes[1]},
+		{"exponent1", dp}, {"exponent2", dq}, {"coefficient", key.Precomputed.Qinv}}
+	dump := "Private-Key: (2048 bit, 2 primes)\n"
+	for i, x := range nums {
+		if i == 1 {
+			dump += "publicExponent: 65537 (0x10001)\n"
+		}
+		b := x.n.Bytes()
+		if b[0]&0x80 != 0 {
+			b = append([]byte{0}, b...)
+		}
+		dump += x.label + ":"
+		for j, c := range b {
+			if j%15 == 0 {
+				dump += "\n    "
+			}
+			dump += fmt.Sprintf("%02x", c)
+			if j < len(b)-1 {
+				dump += ":"
+			}
+		}
+		dump += "\n"
+	}
+	pkcs1, err := asn1.Marshal(struct {
+		V                     int
+		N                     *big.Int
+		E                     int
+		D, P, Q, Dp, Dq, Qinv *big.Int
+	}{0, key.N, key.E, new(big.Int).SetBytes(d), key.Primes[0], key.Primes[1], dp, dq, key.Precomputed.Qinv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := base64.RawURLEncoding.EncodeToString
+	s.write("keys/ca.pem", cert)
+	s.write("keys/server.pem", cert+dump)
+	s.write("keys/deploy.yaml", "service: web\nblob: "+base64.StdEncoding.EncodeToString(pkcs1)+"\nreplicas: 2\n")
+	s.write("keys/signing.jwk", fmt.Sprintf(`{"kty":"RSA","kid":"attack","n":%q,"e":"AQAB","d":%q,"p":%q,"q":%q}`, u(key.N.Bytes()), u(d), u(key.Primes[0].Bytes()), u(key.Primes[1].Bytes())))
 }
 
 func TestAttacks(t *testing.T) {
