@@ -78,6 +78,9 @@ func RenderFullRequest(r Request, width int) []string {
 	}
 	if r.Net != nil {
 		add("dest", r.Net.String())
+		if d := r.Net.Service.Detail(); d != "" {
+			add("serves", d)
+		}
 	}
 	for _, x := range r.Runs {
 		add("runs", x)
@@ -140,6 +143,10 @@ func requestFacts(r Request, width int) []string {
 		// The value is the spelling that decided; a person sees the whole
 		// destination: the name asked for, the address, the protocol.
 		facts = append(facts, "dest:  "+printable(r.Net.String()))
+		if d := r.Net.Service.Detail(); d != "" {
+			// Who will act on the connection, as its command line says.
+			facts = append(facts, "serves: "+elideMiddle(printable(d), width-8))
+		}
 	}
 	facts = append(facts, "why:   "+whyLine(r))
 	for i, x := range r.Runs {

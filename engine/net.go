@@ -228,7 +228,7 @@ func (in NetIntent) String() string {
 		s += " (" + in.Addr.WithZone("").String() + ")"
 	case in.Host == "" && len(in.Names) > 0:
 		s += " (resolved from " + strings.Join(in.Names, ", ") + ")"
-	case in.Host == "" && in.Service == nil:
+	case in.Host == "":
 		s += " (no name known)"
 	}
 	return s + in.Service.String()
@@ -237,9 +237,9 @@ func (in NetIntent) String() string {
 // maxCmdlineShown bounds the command line a service is shown with.
 const maxCmdlineShown = 120
 
-// String is what serves the destination, for the prompt and the log:
-// ", served by this session", ", served outside the sandbox by
-// /usr/bin/tmux (pid 812: tmux new -s work)"; "" for nil.
+// String is what serves the destination, in one short clause for the
+// denial line and the log: ", served by this session", ", served
+// outside the sandbox by /usr/bin/tmux (pid 812)"; "" for nil.
 func (s *NetService) String() string {
 	switch {
 	case s == nil:
@@ -252,22 +252,27 @@ func (s *NetService) String() string {
 	var b strings.Builder
 	b.WriteString(", served outside the sandbox by ")
 	if s.Exe != "" {
-		b.WriteString(s.Exe)
+		b.WriteString(strings.Map(printableRune, s.Exe))
 	} else {
 		b.WriteString("a process")
 	}
 	if s.PID > 0 {
-		fmt.Fprintf(&b, " (pid %d", s.PID)
-		if c := strings.Map(printableRune, s.Cmdline); c != "" {
-			if len(c) > maxCmdlineShown {
-				c = c[:maxCmdlineShown] + "…"
-			}
-			b.WriteString(": ")
-			b.WriteString(c)
-		}
-		b.WriteString(")")
+		fmt.Fprintf(&b, " (pid %d)", s.PID)
 	}
 	return b.String()
+}
+
+// Detail is the serving process's command line for the prompt, on one
+// line and bounded; "" when there is none.
+func (s *NetService) Detail() string {
+	if s == nil || s.Tree || s.Cmdline == "" {
+		return ""
+	}
+	c := []rune(strings.Map(printableRune, s.Cmdline))
+	if len(c) > maxCmdlineShown {
+		return string(c[:maxCmdlineShown]) + "…"
+	}
+	return string(c)
 }
 
 // printableRune keeps a command line on one line for a person: control
@@ -337,25 +342,33 @@ func (p *Policy) DecideNet(in NetIntent) NetDecision {
 	checks := in.Spellings()
 	evals := make([]evaluation, len(checks))
 	d := NetDecision{Spellings: make([]NetSpelling, len(checks))}
+	// The `<outside…>` spelling is last, and a tier below the others: it
+	// speaks only through a rule that names it (`*` does not), and only
+	// when no rule naming the destination itself (its address, name or
+	// socket path) does, which is more specific than one about who
+	// serves it.
+	n := len(checks)
+	if in.outside() {
+		n--
+	}
 	anyPart := false
 	for i, c := range checks {
 		evals[i] = p.evaluate(c, assumeSecret)
 		part := takesPart(&evals[i])
-		anyPart = anyPart || part
+		if i < n {
+			anyPart = anyPart || part
+		}
 		d.Spellings[i] = NetSpelling{Result: evals[i].Result, Part: part}
 	}
-	if in.outside() {
-		// The `<outside…>` spelling is last, and a tier below the others:
-		// a rule naming the destination itself (its address, name or
-		// socket path) is more specific than one about who serves it, so
-		// the outside spelling takes part only when no other does.
-		last := len(checks) - 1
-		if d.Spellings[last].Part && anyPartBefore(d.Spellings[:last]) {
-			d.Spellings[last].Part = false
+	if n < len(checks) {
+		if d.Spellings[n].Part && !anyPart {
+			d.Result = evals[n].Result
+			return d.ownServer(in)
 		}
+		d.Spellings[n].Part = false
 	}
 	best := -1
-	for i := range evals {
+	for i := range evals[:n] {
 		if anyPart && !d.Spellings[i].Part {
 			continue
 		}
@@ -367,23 +380,19 @@ func (p *Policy) DecideNet(in NetIntent) NetDecision {
 		}
 	}
 	d.Result = evals[best].Result
+	return d.ownServer(in)
+}
+
+// ownServer allows a connection to a server the session itself started
+// where the policy would ask: nothing outside the sandbox acts on it. A
+// deny still holds.
+func (d NetDecision) ownServer(in NetIntent) NetDecision {
 	if d.Result.Action == Ask && in.Service != nil && in.Service.Tree {
-		// A server the session itself started: nothing outside the
-		// sandbox acts on the connection. A deny still holds.
 		c := Check{Surface: SurfaceNet, Value: in.Target()}
 		d.Result = Result{Action: Allow, Check: c, Layer: LayerBuiltin,
 			Rule: Rule{Surface: SurfaceNet, Action: Allow, Origin: OriginBuiltin, Reason: "a socket this session's own processes bound"}}
 	}
 	return d
-}
-
-func anyPartBefore(s []NetSpelling) bool {
-	for _, x := range s {
-		if x.Part {
-			return true
-		}
-	}
-	return false
 }
 
 func takesPart(e *evaluation) bool {
@@ -411,8 +420,8 @@ func (p *Policy) ExplainNet(in NetIntent) DecisionExplanation {
 		text := ex.String()
 		if !d.Spellings[i].Part {
 			why := "only a rule for any host matched; a rule naming a host decides"
-			if e := p.evaluate(c, assumeSecret); strings.HasPrefix(c.Value, "<outside") && takesPart(&e) {
-				why = "a rule naming the destination itself decides before one about who serves it"
+			if strings.HasPrefix(c.Value, "<outside") {
+				why = "only an <outside…> rule speaks for who serves it, and only when no rule names the destination itself"
 			}
 			text = strings.Replace(text, "\n", "\n  abstains: "+why+"\n", 1)
 		}

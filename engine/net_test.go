@@ -689,6 +689,25 @@ func TestDecideNetOutside(t *testing.T) {
 	}
 }
 
+// Without an `<outside…>` rule the spelling is silent: `*` and `unix:*`
+// keep their meaning for a policy that never names the services outside.
+func TestDecideNetOutsideNeedsARule(t *testing.T) {
+	p, _ := compile(t, `{"permission": {"net": {"*": "deny", "unix:*": "allow", "127.0.0.1:8080": "allow"}}}`)
+	svc := &NetService{Exe: "/usr/bin/x", PID: 7}
+	for _, tt := range []struct {
+		in   NetIntent
+		want Action
+	}{
+		{NetIntent{Proto: ProtoUnix, Path: "/run/x.sock", Service: svc}, Allow},
+		{NetIntent{Proto: ProtoTCP, Addr: mustAddr("127.0.0.1"), Port: 8080, Service: svc}, Allow},
+		{NetIntent{Proto: ProtoTCP, Addr: mustAddr("127.0.0.1"), Port: 8081, Service: svc}, Deny},
+	} {
+		if d := p.DecideNet(tt.in); d.Result.Action != tt.want || strings.HasPrefix(d.Result.Check.Value, "<outside") {
+			t.Errorf("%v: %v from %q, want %v", tt.in, d.Result.Action, d.Result.Check.Value, tt.want)
+		}
+	}
+}
+
 func TestOutsidePatterns(t *testing.T) {
 	good := map[string][]string{ // pattern: values it matches (and the rest of all values it must not)
 		"<outside>":                       {"<outside>", "<outside:/usr/bin/tmux>", "<outside>:80", "<outside:/x>:80", "<outside:/usr/bin/x>:80"},
@@ -699,6 +718,17 @@ func TestOutsidePatterns(t *testing.T) {
 	}
 	values := []string{"<outside>", "<outside:/usr/bin/tmux>", "<outside>:80", "<outside:/x>:80", "<outside:/usr/bin/x>:80",
 		"127.0.0.1:80", "unix:/usr/bin/tmux", "tmux:80"}
+	for _, any := range []string{"*", "*:80", "unix:*"} {
+		np, err := compileNetPattern(any, Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values[:5] {
+			if np.matchValue(v) {
+				t.Errorf("%s matches %s: a rule for any host must not speak for who serves it", any, v)
+			}
+		}
+	}
 	for pat, want := range good {
 		np, err := compileNetPattern(pat, Env{})
 		if err != nil {

@@ -510,7 +510,10 @@ func parseOutsideValue(v string) (netDest, bool) {
 func (np *netPattern) match(d *netDest) bool {
 	switch np.kind {
 	case hostAny:
-		return np.port == 0 || d.kind != destUnix && d.port == np.port
+		// The services outside the sandbox are named only by
+		// `<outside…>` rules: `*` stands for any host, not for who
+		// serves it.
+		return d.kind != destOutside && (np.port == 0 || d.kind != destUnix && d.port == np.port)
 	case hostUnix:
 		if d.kind != destUnix {
 			return false

@@ -269,15 +269,41 @@ func sockaddrInet(ap netip.AddrPort, si pin.SockInfo) []byte {
 	return b
 }
 
-// sameNetns reports whether h's socket lives in permwrap's own network
-// namespace, where its lookups see. A socket the tree made in a network
-// namespace of its own reaches services permwrap cannot look up.
-func (n *netState) sameNetns(h *pin.Handle) bool {
+// netnsKind is where a socket lives, for the lookups.
+type netnsKind uint8
+
+const (
+	netnsUnknown netnsKind = iota // cannot be told (no SO_NETNS_COOKIE)
+	netnsHome                     // permwrap's own: its lookups see there
+	netnsTree                     // one the tree made
+)
+
+// netnsOf says where h's socket lives. setns is refused in the sandbox
+// (syscalls.go), so a socket in another network namespace than
+// permwrap's is in one the tree created (unshare, clone): a new
+// namespace holds nothing but what the tree puts in it, so a
+// destination on "this machine" there is served by the tree.
+func (n *netState) netnsOf(h *pin.Handle) netnsKind {
 	if n.home == 0 {
-		return false
+		return netnsUnknown
 	}
 	c, err := h.NetnsCookie()
-	return err == nil && c == n.home
+	switch {
+	case err != nil || c == 0:
+		return netnsUnknown
+	case c == n.home:
+		return netnsHome
+	}
+	return netnsTree
+}
+
+// elsewhere is the service of a destination in a namespace permwrap
+// does not look into: the tree's own, or unknown (never the tree's).
+func elsewhere(k netnsKind) *engine.NetService {
+	if k == netnsTree {
+		return &engine.NetService{Tree: true}
+	}
+	return &engine.NetService{}
 }
 
 // inetService says who receives a connection or datagram to ap, a local
@@ -286,8 +312,8 @@ func (n *netState) sameNetns(h *pin.Handle) bool {
 // which the kernel would report through SO_ERROR); a datagram nothing is
 // bound for reaches no one (nobody).
 func (n *netState) inetService(h *pin.Handle, si pin.SockInfo, ap netip.AddrPort) (svc *engine.NetService, nobody bool, err error) {
-	if !n.sameNetns(h) {
-		return &engine.NetService{}, false, nil
+	if k := n.netnsOf(h); k != netnsHome {
+		return elsewhere(k), false, nil
 	}
 	rc, lerr := inetReceiver(si, ap)
 	svc, found := n.service(rc, lerr)
@@ -303,8 +329,8 @@ func (n *netState) inetService(h *pin.Handle, si pin.SockInfo, ap netip.AddrPort
 // abstractService says who holds the abstract name. A name nobody holds
 // is refused as the kernel refuses it.
 func (n *netState) abstractService(h *pin.Handle, si pin.SockInfo, name string) (*engine.NetService, error) {
-	if !n.sameNetns(h) {
-		return &engine.NetService{}, nil // abstract names belong to a network namespace
+	if k := n.netnsOf(h); k != netnsHome {
+		return elsewhere(k), nil // abstract names belong to a network namespace
 	}
 	r, ok, err := pin.AbstractReceiver(name, si.Type)
 	svc, found := n.service(receiver{r, ok}, err)
