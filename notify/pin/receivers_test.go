@@ -195,6 +195,25 @@ func TestInetReceiverTCP(t *testing.T) {
 		sa, _ := unix.Getsockname(c)
 		wantReceiver(t, tcp, ap("127.0.0.1", uint16(sa.(*unix.SockaddrInet4).Port)), -1)
 		wantReceiver(t, tcp, ap("127.0.0.1", p), l)
+		// The request's peer, the unspecified address: a connect to
+		// it is routed to loopback, so no connection has it as peer.
+		for _, typ := range []int{unix.SOCK_STREAM, unix.SOCK_DGRAM} {
+			z := socketFd(t, unix.AF_INET, typ)
+			if err := unix.Connect(z, &unix.SockaddrInet4{Port: int(p)}); err != nil {
+				t.Fatal(err)
+			}
+			peer, err := unix.Getpeername(z)
+			if err != nil || peer.(*unix.SockaddrInet4).Addr != [4]byte{127, 0, 0, 1} {
+				t.Errorf("type %d connected to 0.0.0.0: peer %+v %v, want 127.0.0.1", typ, peer, err)
+			}
+		}
+		z6 := socketFd(t, unix.AF_INET6, unix.SOCK_DGRAM)
+		if err := unix.Connect(z6, &unix.SockaddrInet6{Port: int(p)}); err != nil {
+			t.Fatal(err)
+		}
+		if peer, err := unix.Getpeername(z6); err != nil || peer.(*unix.SockaddrInet6).Addr != netip.IPv6Loopback().As16() {
+			t.Errorf("connected to ::: peer %+v %v, want ::1", peer, err)
+		}
 	})
 	t.Run("bound to lo", func(t *testing.T) {
 		fd := socketFd(t, unix.AF_INET, unix.SOCK_STREAM)
