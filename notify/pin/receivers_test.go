@@ -426,18 +426,33 @@ func TestAbstractReceiver(t *testing.T) {
 	}
 }
 
-// Lookups from many goroutines share the kept netlink sockets: each gets
-// its own answer.
+// Lookups from many goroutines share the kept netlink sockets, exact
+// requests and dumps (stopped early, at the socket sought, and read to
+// their end all the same): each gets its own answer.
 func TestInetReceiverConcurrent(t *testing.T) {
 	needInetDiag(t, unix.IPPROTO_TCP)
 	a, pa := inetSock(t, unix.SOCK_STREAM, "127.0.0.1:0")
 	b, pb := inetSock(t, unix.SOCK_DGRAM, "127.0.0.1:0")
 	ca, _ := idOf(t, a)
 	cb, _ := idOf(t, b)
+	name := "permwrap-test-" + filepath.Base(t.TempDir())
+	abs := unixSock(t, unix.SOCK_STREAM, "@"+name)
+	cabs, _ := idOf(t, abs)
+	for range 200 { // sockets after the one sought, in the dump
+		unixSock(t, unix.SOCK_STREAM, "")
+	}
 	errs := make(chan error, 8)
 	for g := range 8 {
 		go func() {
 			for i := range 300 {
+				if i%7 == 0 {
+					r, ok, err := AbstractReceiver(name, unix.SOCK_STREAM)
+					if err != nil || !ok || r.Cookie != cabs {
+						errs <- fmt.Errorf("abstract: %s %v %v, want cookie %d", r, ok, err, cabs)
+						return
+					}
+					continue
+				}
 				proto, dst, want := unix.IPPROTO_TCP, ap("127.0.0.1", pa), ca
 				if (g+i)%2 == 1 {
 					proto, dst, want = unix.IPPROTO_UDP, ap("127.0.0.1", pb), cb
