@@ -195,6 +195,25 @@ func TestInetReceiverTCP(t *testing.T) {
 		sa, _ := unix.Getsockname(c)
 		wantReceiver(t, tcp, ap("127.0.0.1", uint16(sa.(*unix.SockaddrInet4).Port)), -1)
 		wantReceiver(t, tcp, ap("127.0.0.1", p), l)
+		// The request's peer, the unspecified address: a connect to
+		// it is routed to loopback, so no connection has it as peer.
+		for _, typ := range []int{unix.SOCK_STREAM, unix.SOCK_DGRAM} {
+			z := socketFd(t, unix.AF_INET, typ)
+			if err := unix.Connect(z, &unix.SockaddrInet4{Port: int(p)}); err != nil {
+				t.Fatal(err)
+			}
+			peer, err := unix.Getpeername(z)
+			if err != nil || peer.(*unix.SockaddrInet4).Addr != [4]byte{127, 0, 0, 1} {
+				t.Errorf("type %d connected to 0.0.0.0: peer %+v %v, want 127.0.0.1", typ, peer, err)
+			}
+		}
+		z6 := socketFd(t, unix.AF_INET6, unix.SOCK_DGRAM)
+		if err := unix.Connect(z6, &unix.SockaddrInet6{Port: int(p)}); err != nil {
+			t.Fatal(err)
+		}
+		if peer, err := unix.Getpeername(z6); err != nil || peer.(*unix.SockaddrInet6).Addr != netip.IPv6Loopback().As16() {
+			t.Errorf("connected to ::: peer %+v %v, want ::1", peer, err)
+		}
 	})
 	t.Run("bound to lo", func(t *testing.T) {
 		fd := socketFd(t, unix.AF_INET, unix.SOCK_STREAM)
@@ -407,18 +426,33 @@ func TestAbstractReceiver(t *testing.T) {
 	}
 }
 
-// Lookups from many goroutines share the kept netlink sockets: each gets
-// its own answer.
+// Lookups from many goroutines share the kept netlink sockets, exact
+// requests and dumps (stopped early, at the socket sought, and read to
+// their end all the same): each gets its own answer.
 func TestInetReceiverConcurrent(t *testing.T) {
 	needInetDiag(t, unix.IPPROTO_TCP)
 	a, pa := inetSock(t, unix.SOCK_STREAM, "127.0.0.1:0")
 	b, pb := inetSock(t, unix.SOCK_DGRAM, "127.0.0.1:0")
 	ca, _ := idOf(t, a)
 	cb, _ := idOf(t, b)
+	name := "permwrap-test-" + filepath.Base(t.TempDir())
+	abs := unixSock(t, unix.SOCK_STREAM, "@"+name)
+	cabs, _ := idOf(t, abs)
+	for range 200 { // sockets after the one sought, in the dump
+		unixSock(t, unix.SOCK_STREAM, "")
+	}
 	errs := make(chan error, 8)
 	for g := range 8 {
 		go func() {
 			for i := range 300 {
+				if i%7 == 0 {
+					r, ok, err := AbstractReceiver(name, unix.SOCK_STREAM)
+					if err != nil || !ok || r.Cookie != cabs {
+						errs <- fmt.Errorf("abstract: %s %v %v, want cookie %d", r, ok, err, cabs)
+						return
+					}
+					continue
+				}
 				proto, dst, want := unix.IPPROTO_TCP, ap("127.0.0.1", pa), ca
 				if (g+i)%2 == 1 {
 					proto, dst, want = unix.IPPROTO_UDP, ap("127.0.0.1", pb), cb

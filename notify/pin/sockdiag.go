@@ -131,20 +131,40 @@ const (
 // The dump is read to its end either way (the netlink socket is closed
 // after).
 func unixDump(show, states uint32, each func(Receiver) bool) error {
-	s, err := diagAsk(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, show, states, [2]uint32{^uint32(0), ^uint32(0)})
+	s, err := takeDiagSock()
 	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+	}
+	req := unixReq(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, show, states, [2]uint32{^uint32(0), ^uint32(0)})
+	seq := diagSeq.Add(1)
+	binary.LittleEndian.PutUint32(req[8:], seq)
+	err = dumpFrom(s, req, seq, each)
+	if err != nil {
+		unix.Close(s) // the rest of the dump may be waiting in it
 		return err
 	}
-	defer unix.Close(s)
+	putDiagSock(s)
+	return nil
+}
+
+// dumpFrom sends a dump request on s and reads the dump to its end.
+func dumpFrom(s int, req []byte, seq uint32, each func(Receiver) bool) error {
+	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+	}
 	buf := make([]byte, 32<<10)
 	more := true
 	for {
-		n, _, err := unix.Recvfrom(s, buf, 0)
-		if err == unix.EINTR {
+		n, _, err := unix.Recvfrom(s, buf, unix.MSG_TRUNC)
+		switch {
+		case err == unix.EINTR:
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		case n > len(buf):
+			return fmt.Errorf("%w: a dump part of %d bytes", ErrNoSockDiag, n)
+		case n >= sizeofNlmsghdr && binary.LittleEndian.Uint32(buf[8:]) != seq:
+			return fmt.Errorf("%w: an answer to another request", ErrNoSockDiag)
 		}
 		done, err := unixDumpPart(buf[:n], func(r Receiver) bool {
 			if more {
@@ -211,33 +231,22 @@ const (
 
 // unixDiag asks for one Unix socket by inode (and cookie, or none).
 func unixDiag(ino uint32, cookie [2]uint32) (BoundUnix, bool, error) {
-	var b BoundUnix
-	s, err := diagAsk(unix.NLM_F_REQUEST, ino, udiagShowVFS, anyState, cookie)
-	if err != nil {
-		return b, false, err
-	}
-	defer unix.Close(s)
 	buf := make([]byte, 4096)
-	n, _, err := unix.Recvfrom(s, buf, 0)
+	n, err := diagExchange(unixReq(unix.NLM_F_REQUEST, ino, udiagShowVFS, anyState, cookie), buf)
 	if err != nil {
-		return b, false, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
+		return BoundUnix{}, false, err
 	}
 	return parseUnixDiag(buf[:n])
 }
 
-// diagAsk sends one unix_diag request (with what show says of each
-// socket: UDIAG_SHOW_*) and returns the netlink socket to read the answer from.
-func diagAsk(flags uint16, ino, show, states uint32, cookie [2]uint32) (int, error) {
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-	if err != nil {
-		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
-	}
+// unixReq is a unix_diag request (with what show says of each socket:
+// UDIAG_SHOW_*), its sequence number left for the exchange to set.
+func unixReq(flags uint16, ino, show, states uint32, cookie [2]uint32) []byte {
 	le := binary.LittleEndian
 	req := make([]byte, sizeofNlmsghdr+sizeofUnixReq)
 	le.PutUint32(req[0:], uint32(len(req)))
 	le.PutUint16(req[4:], sockDiagByFamily)
 	le.PutUint16(req[6:], flags)
-	le.PutUint32(req[8:], 1) // seq
 	r := req[sizeofNlmsghdr:]
 	r[0] = unix.AF_UNIX // sdiag_family; sdiag_protocol and pad stay 0
 	le.PutUint32(r[4:], states)
@@ -245,11 +254,7 @@ func diagAsk(flags uint16, ino, show, states uint32, cookie [2]uint32) (int, err
 	le.PutUint32(r[12:], show)
 	le.PutUint32(r[16:], cookie[0])
 	le.PutUint32(r[20:], cookie[1])
-	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		unix.Close(s)
-		return -1, fmt.Errorf("%w: %v", ErrNoSockDiag, err)
-	}
-	return s, nil
+	return req
 }
 
 // parseUnixDiag reads the answer to one request: an error, or one
