@@ -97,7 +97,7 @@ func (c *connectCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 func (c *connectCall) connect(s *supervisor, id uint64) {
 	defer c.release()
 	var err error
-	if c.unheard {
+	if c.unheard || c.t.closed {
 		err = unix.ECONNREFUSED
 	} else if c.t.unix != nil {
 		err = c.h.ConnectUnix(c.t.unix)

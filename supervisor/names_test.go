@@ -176,7 +176,9 @@ ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
 	if sshd.hits.Load() != sshBare+1 {
 		t.Errorf("ssh to an allowed name did not reach its server under permwrap:\n%s\n%s", r.stdout, r.stderr)
 	}
-	mustContain(t, "denial line", r.stdout, "permwrap: denied connect tcp "+f.host.String()+":"+strconv.Itoa(hostPort)+" (resolved from denied.pwtest): not this one — rule net:denied.pwtest (deny")
+	// The test's server runs outside the tree: the line says who serves it.
+	mustContain(t, "denial line", r.stdout, "permwrap: denied connect tcp "+f.host.String()+":"+strconv.Itoa(hostPort)+" (resolved from denied.pwtest), served outside the sandbox by ")
+	mustContain(t, "denial line", r.stdout, "): not this one — rule net:denied.pwtest (deny")
 	var sshByName bool
 	for _, rec := range netRecords(s) {
 		if rec["event"] == "permission_request.allowed" && rec["value"] == "allowed.pwtest:"+strconv.Itoa(sshd.port) {

@@ -196,6 +196,11 @@ type netTarget struct {
 	// nobody: nothing on this machine receives this datagram (no socket
 	// is bound to its local address and port).
 	nobody bool
+	// closed: nothing on this machine listens for this stream
+	// connection. Unless the policy denies it, it is answered as the
+	// kernel answers it, ECONNREFUSED, without connecting: a listener
+	// that appears meanwhile (outside the tree) was not judged.
+	closed bool
 	// reached is the address the call is performed with, when it is not
 	// the one given (the unspecified address: unspecifiedDest).
 	reached []byte
@@ -240,7 +245,7 @@ func (d *decoder) target(ds dest, h *pin.Handle, si pin.SockInfo, tgid int) (net
 			t.proxy = d.net.isProxy(ds.ap)
 			if !t.proxy && in.Proto != engine.ProtoICMP && d.net.isLocal(a) {
 				var err error
-				if in.Service, t.nobody, err = d.net.inetService(h, si, ds.ap); err != nil {
+				if in.Service, t.nobody, t.closed, err = d.net.inetService(h, si, ds.ap); err != nil {
 					return t, err
 				}
 			}
@@ -285,7 +290,12 @@ func (t *netTarget) judge(p *engine.Policy, access string) verdict {
 		return verdict{result: allowBuiltin(t.intent, "permwrap's egress proxy"), access: access, quiet: true}
 	}
 	v := verdict{result: p.DecideNet(*t.intent).Result, access: access, value: netValue(t.intent), net: t.intent}
-	if v.result.Action == engine.Ask && t.nobody {
+	switch {
+	case v.result.Action == engine.Deny:
+	case t.closed:
+		v.result = allowBuiltin(t.intent, "nothing listens there: the kernel refuses the connection")
+		v.quiet = true
+	case v.result.Action == engine.Ask && t.nobody:
 		v.result = allowBuiltin(t.intent, "nothing on this machine is bound to this address and port: the datagram reaches no one")
 	}
 	return v

@@ -705,7 +705,8 @@ mv %[2]s/denied.sock moved.sock && echo moved || echo move-refused
 	if _, err := os.Lstat(filepath.Join(sock, "denied.sock")); err != nil {
 		t.Errorf("the denied socket was moved: %v", err)
 	}
-	mustContain(t, "denial line", r.stderr, "permwrap: denied connect unix "+sock+"/denied.sock: a daemon that acts as you")
+	mustContain(t, "denial line", r.stderr, "permwrap: denied connect unix "+sock+"/denied.sock, served outside the sandbox by ")
+	mustContain(t, "denial line", r.stderr, "): a daemon that acts as you")
 }
 
 // An ask about a new destination reaches the person's prompt, and "allow
@@ -760,7 +761,7 @@ func TestNetAskPrompt(t *testing.T) {
 func TestNetSocketSemantics(t *testing.T) {
 	prog := buildNetProg(t, "sends")
 	s := newSandbox(t, `{ "extends": "none", "permission": { "*": "allow",
-	  "net": { "*": "deny", "unix:*": "allow", "127.0.0.1:*": "allow" } } }`)
+	  "net": { "*": "deny", "unix:*": "allow", "127.0.0.1:*": "allow", "127.0.0.2": "deny" } } }`)
 	b := s.bare(prog)
 	r := s.run(prog)
 	same := []string{"rights: ok", "udp unconnected: 3 3", "sendmmsg: 3 5 5 5", "unix dgram: 2 2",

@@ -307,23 +307,24 @@ func elsewhere(k netnsKind) *engine.NetService {
 }
 
 // inetService says who receives a connection or datagram to ap, a local
-// address. A stream connection nothing listens for is refused as the
-// kernel refuses it (ECONNREFUSED, also for a non-blocking connect,
-// which the kernel would report through SO_ERROR); a datagram nothing is
-// bound for reaches no one (nobody).
-func (n *netState) inetService(h *pin.Handle, si pin.SockInfo, ap netip.AddrPort) (svc *engine.NetService, nobody bool, err error) {
+// address. A stream connection nothing listens for is closed: it is
+// refused as the kernel refuses it (ECONNREFUSED, also for a
+// non-blocking connect, which the kernel would report through
+// SO_ERROR) unless the policy denies it; a datagram nothing is bound for
+// reaches no one (nobody).
+func (n *netState) inetService(h *pin.Handle, si pin.SockInfo, ap netip.AddrPort) (svc *engine.NetService, nobody, closed bool, err error) {
 	if k := n.netnsOf(h); k != netnsHome {
-		return elsewhere(k), false, nil
+		return elsewhere(k), false, false, nil
 	}
 	rc, lerr := inetReceiver(si, ap)
 	svc, found := n.service(rc, lerr)
-	if found {
-		return svc, false, nil
+	switch {
+	case found:
+		return svc, false, false, nil
+	case si.Type == unix.SOCK_DGRAM:
+		return nil, true, false, nil
 	}
-	if si.Type == unix.SOCK_DGRAM {
-		return nil, true, nil
-	}
-	return nil, false, kernelErr(unix.ECONNREFUSED, "nothing listens on "+ap.String())
+	return nil, false, true, nil
 }
 
 // abstractService says who holds the abstract name. A name nobody holds

@@ -424,6 +424,12 @@ func (c *sendCall) judge(p *engine.Policy) verdict {
 // target's own call would have.
 func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	c.done.Store(true)
+	if len(c.msgs) > 0 && c.msgs[0].t.closed {
+		// A stream send that connects (MSG_FASTOPEN) where nothing
+		// listens (netTarget.closed).
+		c.finish(s, id, 0, unix.ECONNREFUSED)
+		return
+	}
 	st := &sendState{valid: func() bool { return s.l.IDValid(id) == nil }}
 	if n, err, wait := c.sendFrom(st, false); !wait {
 		c.finish(s, id, n, err)
