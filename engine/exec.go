@@ -342,6 +342,7 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	if shown != "" {
 		what = shown
 	}
+	what += readAs(r, poss)
 	if len(c.via) > 0 {
 		what += " (via " + strings.Join(c.via, ", ") + ")"
 	}
@@ -366,6 +367,17 @@ func (p *Policy) evaluateSpellings(certain, possible []string) Result {
 		}
 	}
 	return r
+}
+
+// readAs names the reading that decided a command when it was one of its
+// possible readings (`git send-pack …` read as `git push …`, `git pushh`
+// as the push git may autocorrect it to), so the person sees why a rule
+// for another command line applies.
+func readAs(r Result, possible []string) string {
+	if r.Check.Surface == SurfaceBash && slices.Contains(possible, r.Check.Value) {
+		return " (may run as: " + r.Check.Value + ")"
+	}
+	return ""
 }
 
 // namedByRule reports whether a rule other than the catch-all named the
@@ -399,7 +411,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 			if shown != "" {
 				what = shown
 			}
-			set.add(r, what)
+			set.add(r, what+readAs(r, poss))
 		} else {
 			set.add(r, "")
 		}

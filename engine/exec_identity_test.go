@@ -644,3 +644,73 @@ func TestSuggestedPatternsAreLiteral(t *testing.T) {
 		}
 	}
 }
+
+// TestGitPushIntents: spellings that push without the subcommand push —
+// git's autocorrection of an unknown subcommand, and its push plumbing —
+// meet a `git push *` rule as a possible reading; their twins do not.
+func TestGitPushIntents(t *testing.T) {
+	p := compileTest(t, identityPolicy)
+	for _, tc := range []struct {
+		name string
+		in   ExecIntent
+		want Action
+	}{
+		// help.autocorrect, from any configuration or the command line.
+		{"autocorrect: a substitution", gitExec("git", "pusx", "origin", "main"), Deny},
+		{"autocorrect: an extra letter", gitExec("git", "pushh", "origin", "main"), Deny},
+		{"autocorrect: a swap", gitExec("git", "psuh", "origin"), Deny},
+		{"autocorrect: -c help.autocorrect", gitExec("git", "-c", "help.autocorrect=1", "pushh"), Deny},
+		{"autocorrect: after -C", gitExec("git", "-C", ".", "puhs"), Deny},
+		{"autocorrect to send-pack", gitExec("git", "send-pak", "../r.git", "main"), Deny},
+		{"autocorrect twin: nearest is status", gitExec("git", "statsu"), Allow},
+		{"autocorrect twin: nearest is pull", gitExec("git", "pulll"), Allow},
+		{"an external subcommand far from push", gitExec("git", "lfs", "push", "origin"), Allow},
+		{"an external subcommand, git-pr", gitExec("git", "pr", "list"), Allow},
+		{"a known subcommand is not autocorrected", gitExec("git", "pull", "origin"), Allow},
+		// A dashed name runs a builtin or nothing.
+		{"argv[0] git-pusx is not autocorrected", gitExec("git-pusx", "origin"), Allow},
+		// The push plumbing.
+		{"send-pack", gitExec("git", "send-pack", "../remote.git", "main"), Deny},
+		{"send-pack after options", gitExec("git", "-C", "w", "send-pack", "--all", "../remote.git"), Deny},
+		{"http-push", gitExec("git", "http-push", "https://h/r.git", "main"), Deny},
+		{"git-send-pack dashed", ExecIntent{Path: "/usr/lib/git-core/git-send-pack", Resolved: "/usr/lib/git-core/git", Argv: []string{"git-send-pack", "../r.git", "main"}}, Deny},
+		{"argv[0] git-send-pack", gitExec("git-send-pack", "../r.git", "main"), Deny},
+		{"git-http-push program", ExecIntent{Path: "/usr/lib/git-core/git-http-push", Resolved: "/usr/lib/git-core/git-http-push", Argv: []string{"git-http-push", "https://h/r", "main"}}, Deny},
+		{"alias to send-pack", gitExec("git", "-c", "alias.sp=send-pack", "sp", "../r.git", "main"), Deny},
+		{"alias to push (already read)", gitExec("git", "-c", "alias.p=push", "p", "origin"), Deny},
+		{"plumbing twin: fetch-pack", gitExec("git", "fetch-pack", "../r.git", "main"), Allow},
+		{"plumbing twin: the remote helpers are not read as push", gitExec("git", "remote-https", "origin", "https://h/r"), Allow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.DecideExec(tc.in)
+			if d.Result.Action != tc.want {
+				t.Fatalf("got %s, want %s\n%s", d.Reason(), tc.want, spellingsOf(d))
+			}
+		})
+	}
+}
+
+// TestGitPushIntentsDefaultPolicy: the default policy's `git push *` ask
+// meets the same spellings, and its twins stay quiet.
+func TestGitPushIntentsDefaultPolicy(t *testing.T) {
+	p, _, err := Compile(Config{Env: Env{Home: "/home/u", Workspace: "/work/repo", TmpDir: "/tmp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want Action
+	}{
+		{[]string{"git", "pushh", "origin", "main"}, Ask},
+		{[]string{"git", "send-pack", "../remote.git", "main"}, Ask},
+		{[]string{"git", "http-push", "--force", "https://h/r", "main"}, Ask},
+		{[]string{"git", "status"}, Allow},
+		{[]string{"git", "statsu"}, Allow},
+		{[]string{"git", "lfs", "pull"}, Allow},
+	} {
+		d := p.DecideExec(gitExec(tc.argv...))
+		if d.Result.Action != tc.want {
+			t.Errorf("%q: got %s, want %s\n%s", tc.argv, d.Reason(), tc.want, spellingsOf(d))
+		}
+	}
+}

@@ -40,9 +40,10 @@ func commandReadings(prog, argv0 string, args []field) readings {
 		if sub, ok := GitDashed(BaseName(argv0)); ok {
 			// git dispatches on argv[0]: `git-push x` is `git push x`
 			// whatever file was executed.
-			return readings{certain: [][]field{gitLine(sub, args)}}
+			// A dashed name runs only a builtin: no autocorrection.
+			return gitIntents(readings{certain: [][]field{gitLine(sub, args)}}, false)
 		}
-		return subcommandReadings("git", args, gitGlobals, gitAliases)
+		return gitIntents(subcommandReadings("git", args, gitGlobals, gitAliases), true)
 	case strings.HasPrefix(prog, "git-") && len(prog) > 4:
 		// A dashed program: git's own builtin through a link, or an
 		// external subcommand (git-lfs), both run as `git X`.
@@ -57,7 +58,7 @@ func commandReadings(prog, argv0 string, args []field) readings {
 				r.possible = append(append(r.possible, o.certain...), o.possible...)
 			}
 		}
-		return r
+		return gitIntents(r, false)
 	case prog == "docker":
 		return subcommandReadings("docker", args, dockerGlobals, nil)
 	case strings.HasPrefix(prog, "docker-") && len(prog) > 7:
