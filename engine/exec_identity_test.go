@@ -714,3 +714,67 @@ func TestGitPushIntentsDefaultPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestLoaderEnv: code the dynamic loader loads before main, from a place
+// the tree can write, makes git judged by its strictest rule; system
+// libraries, and programs no command rule names, are not affected.
+func TestLoaderEnv(t *testing.T) {
+	// The tree may write the workspace and /tmp, not /usr.
+	p := compileTest(t, `{"permission": {
+  "exec": "allow", "read": "allow", "write": {"*": "deny", "/work/repo/**": "allow", "/tmp/**": "allow"},
+  "bash": {"*": "allow", "git push *": "deny", "git status *": "allow"}
+}}`)
+	system := func(p string) bool { return strings.HasPrefix(p, "/usr/") || strings.HasPrefix(p, "/lib") }
+	withEnv := func(in ExecIntent, env ...string) ExecIntent {
+		in.Env = env
+		in.SystemFile = system
+		return in
+	}
+	for _, tc := range []struct {
+		name string
+		in   ExecIntent
+		want Action
+		why  string // in the decider
+	}{
+		{"LD_PRELOAD in the workspace", withEnv(gitExec("git", "status", "origin"), "LD_PRELOAD=/work/repo/x.so"), Deny, "a preloaded library can change what git runs"},
+		{"LD_PRELOAD relative", withEnv(gitExec("git", "status"), "HOME=/home/u", "LD_PRELOAD=./x.so"), Deny, "/work/repo/x.so is a file the tree can write"},
+		{"LD_PRELOAD list", withEnv(gitExec("git", "status"), "LD_PRELOAD=/usr/lib/libz.so.1 /tmp/x.so"), Deny, "/tmp/x.so"},
+		{"LD_AUDIT", withEnv(gitExec("git", "status"), "LD_AUDIT=/tmp/a.so"), Deny, "an audit library"},
+		{"LD_LIBRARY_PATH to the workspace", withEnv(gitExec("git", "status"), "LD_LIBRARY_PATH=/usr/lib:/work/repo/build"), Deny, "a directory the tree can write"},
+		{"LD_LIBRARY_PATH with an empty entry is the cwd", withEnv(gitExec("git", "status"), "LD_LIBRARY_PATH=/usr/lib:"), Deny, "/work/repo"},
+		{"GCONV_PATH", withEnv(gitExec("git", "status"), "GCONV_PATH=/tmp/g"), Deny, "a character-set module"},
+		{"$ORIGIN", withEnv(gitExec("git", "status"), "LD_LIBRARY_PATH=$ORIGIN/../lib"), Deny, "$ORIGIN"},
+		{"a later duplicate counts", withEnv(gitExec("git", "status"), "LD_PRELOAD=", "LD_PRELOAD=/tmp/x.so"), Deny, ""},
+		// Twins.
+		{"system library", withEnv(gitExec("git", "status"), "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libz.so.1"), Allow, ""},
+		{"a file the policy keeps the tree from writing", withEnv(gitExec("git", "status"), "LD_PRELOAD=/opt/lib/x.so"), Allow, ""},
+		{"bare name", withEnv(gitExec("git", "status"), "LD_PRELOAD=libz.so.1"), Allow, ""},
+		{"empty", withEnv(gitExec("git", "status"), "LD_PRELOAD="), Allow, ""},
+		{"not a loader variable", withEnv(gitExec("git", "status"), "XLD_PRELOAD=/tmp/x.so", "LD_PRELOADX=/tmp/x.so"), Allow, ""},
+		{"a program no rule names", withEnv(ExecIntent{Path: "/usr/bin/make", Resolved: "/usr/bin/make", Argv: []string{"make"}, Cwd: "/work/repo"}, "LD_LIBRARY_PATH=/work/repo/build"), Allow, ""},
+		{"a build dir for the program built", withEnv(ExecIntent{Path: "./bin/app", Resolved: "/work/repo/bin/app", Argv: []string{"./bin/app"}, Cwd: "/work/repo"}, "LD_LIBRARY_PATH=/work/repo/build"), Allow, ""},
+		// The loader's own options, and its environment, for the program it runs.
+		{"ld.so --preload", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/tmp/x.so", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, "--preload"},
+		{"ld.so --audit", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--audit", "/tmp/x.so", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
+		{"ld.so --library-path", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--library-path", "/work/repo/l", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
+		{"ld.so with LD_PRELOAD", withEnv(ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "/usr/bin/git", "status"}, Cwd: "/work/repo"}, "LD_PRELOAD=/tmp/x.so"), Deny, ""},
+		{"ld.so --preload of a system library", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/usr/lib/libz.so.1", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
+		{"ld.so --preload for a program no rule names", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/tmp/x.so", "/usr/bin/make"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.DecideExec(tc.in)
+			if d.Result.Action != tc.want || !strings.Contains(d.Decider, tc.why) {
+				t.Fatalf("got %s, want %s (%q)\n%s", d.Reason(), tc.want, tc.why, spellingsOf(d))
+			}
+		})
+	}
+	// Unknown system files: the policy's write rules alone decide.
+	in := gitExec("git", "status")
+	in.Env = []string{"LD_PRELOAD=/usr/lib/x.so"}
+	if d := p.DecideExec(in); d.Result.Action != Allow {
+		t.Errorf("a library the policy does not let the tree write: %s", d.Reason())
+	}
+	if got := LoaderEnv([]string{"A=1", "LD_PRELOAD=x", "GCONV_PATH=", "LD_AUDIT", "LD_LIBRARY_PATH=y"}); !slices.Equal(got, []string{"LD_PRELOAD=x", "GCONV_PATH=", "LD_LIBRARY_PATH=y"}) {
+		t.Errorf("LoaderEnv: %q", got)
+	}
+}

@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Command identity by what is executed, not by its spelling. A rule
 // written `git push *` must meet `git -C dir push`, `git -c k=v push`,
@@ -425,6 +428,8 @@ var (
 	loaderFlags  = wordSet("--inhibit-cache")
 	loaderValues = wordSet("--library-path", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
 		"--inhibit-rpath", "--audit", "--preload", "--argv0")
+	// loaderLoads are the options that load code into the program.
+	loaderLoads = wordSet("--preload", "--audit", "--library-path")
 	loaderNoRun = wordSet("--list", "--verify", "--list-tunables", "--list-diagnostics", "--help", "--version")
 )
 
@@ -437,8 +442,8 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
 		return
 	}
-	var walk func(i, unknown int, argv0 field)
-	walk = func(i, unknown int, argv0 field) {
+	var walk func(i, unknown int, argv0 field, loads []string)
+	walk = func(i, unknown int, argv0 field, loads []string) {
 		for i < len(fs) {
 			f := fs[i]
 			if f.dyn != static || !strings.HasPrefix(f.s, "--") {
@@ -457,6 +462,11 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 				if f.s == "--argv0" {
 					argv0 = fs[i+1]
 				}
+				if loaderLoads[f.s] {
+					// A dynamic value is kept as written: its $ makes it
+					// a path permwrap cannot follow.
+					loads = append(slices.Clip(loads), f.s+"="+fs[i+1].s)
+				}
 				i += 2
 				continue
 			}
@@ -465,8 +475,8 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 				return
 			}
 			a.forks++
-			walk(i+1, unknown+1, argv0)
-			walk(i+2, unknown+1, argv0)
+			walk(i+1, unknown+1, argv0, loads)
+			walk(i+2, unknown+1, argv0, loads)
 			return
 		}
 		if i >= len(fs) {
@@ -476,7 +486,7 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 		if argv0.dyn == static {
 			name = argv0.s
 		}
-		a.innerAs(label, fs[i:], sc, innerOpts{argv0: name, inProcess: true})
+		a.innerAs(label, fs[i:], sc, innerOpts{argv0: name, inProcess: true, loads: loads})
 	}
-	walk(1, 0, field{})
+	walk(1, 0, field{}, nil)
 }
