@@ -736,8 +736,8 @@ func TestLoaderEnv(t *testing.T) {
 		want Action
 		why  string // in the decider
 	}{
-		{"LD_PRELOAD in the workspace", withEnv(gitExec("git", "status", "origin"), "LD_PRELOAD=/work/repo/x.so"), Deny, "a preloaded library can change what git runs"},
-		{"LD_PRELOAD relative", withEnv(gitExec("git", "status"), "HOME=/home/u", "LD_PRELOAD=./x.so"), Deny, "/work/repo/x.so is a file the tree can write"},
+		{"LD_PRELOAD in the workspace", withEnv(gitExec("git", "status", "origin"), "LD_PRELOAD=/work/repo/x.so"), Deny, "a preloaded library can change what git runs: LD_PRELOAD=/work/repo/x.so, a file the tree can write"},
+		{"LD_PRELOAD relative", withEnv(gitExec("git", "status"), "HOME=/home/u", "LD_PRELOAD=./x.so"), Deny, "LD_PRELOAD=./x.so: /work/repo/x.so, a file the tree can write"},
 		{"LD_PRELOAD list", withEnv(gitExec("git", "status"), "LD_PRELOAD=/usr/lib/libz.so.1 /tmp/x.so"), Deny, "/tmp/x.so"},
 		{"LD_AUDIT", withEnv(gitExec("git", "status"), "LD_AUDIT=/tmp/a.so"), Deny, "an audit library"},
 		{"LD_LIBRARY_PATH to the workspace", withEnv(gitExec("git", "status"), "LD_LIBRARY_PATH=/usr/lib:/work/repo/build"), Deny, "a directory the tree can write"},
@@ -758,6 +758,7 @@ func TestLoaderEnv(t *testing.T) {
 		{"ld.so --audit", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--audit", "/tmp/x.so", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
 		{"ld.so --library-path", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--library-path", "/work/repo/l", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
 		{"ld.so with LD_PRELOAD", withEnv(ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "/usr/bin/git", "status"}, Cwd: "/work/repo"}, "LD_PRELOAD=/tmp/x.so"), Deny, ""},
+		{"ld.so --preload in a script, a value known at run time", ExecIntent{Path: "/bin/bash", Resolved: "/usr/bin/bash", Argv: []string{"bash", "-c", `/lib64/ld-linux-x86-64.so.2 --preload "$L" /usr/bin/git status`}, Cwd: "/work/repo", SystemFile: system}, Deny, "--preload=$L"},
 		{"ld.so --preload of a system library", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/usr/lib/libz.so.1", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
 		{"ld.so --preload for a program no rule names", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/tmp/x.so", "/usr/bin/make"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
 	} {

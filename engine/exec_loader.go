@@ -86,14 +86,17 @@ func (p *Policy) untrustedLoad(entries []string, cwd string, system func(string)
 			if it == "" {
 				continue
 			}
-			if !dirs && !strings.Contains(it, "/") {
+			if !dirs && !strings.ContainsAny(it, "/$") {
 				// A bare name is searched for in the library path
 				// (LD_LIBRARY_PATH, judged on its own) and the system's
 				// directories.
 				continue
 			}
-			if why := p.untrustedPath(it, dirs, cwd, system); why != "" {
-				return name + "=" + value + ": " + why
+			if abs, why := p.untrustedPath(it, dirs, cwd, system); why != "" {
+				if abs == value {
+					return name + "=" + value + ", " + why
+				}
+				return name + "=" + value + ": " + abs + ", " + why
 			}
 		}
 	}
@@ -101,34 +104,34 @@ func (p *Policy) untrustedLoad(entries []string, cwd string, system func(string)
 }
 
 // untrustedPath says why the tree may have written the library (or, for
-// dir, a library in the directory) at file, or "".
-func (p *Policy) untrustedPath(file string, dir bool, cwd string, system func(string) bool) string {
+// dir, a library in the directory) at file, or "", with the absolute path
+// it looked at.
+func (p *Policy) untrustedPath(file string, dir bool, cwd string, system func(string) bool) (string, string) {
 	if strings.Contains(file, "$") {
-		return file + " is expanded by the loader ($ORIGIN, $LIB, $PLATFORM), which permwrap does not follow"
+		return file, "which the loader expands ($ORIGIN, $LIB, $PLATFORM) where permwrap does not follow"
 	}
 	abs := file
 	if !path.IsAbs(abs) {
 		if !path.IsAbs(cwd) {
-			return file + " is relative to a working directory permwrap does not know"
+			return file, "relative to a working directory permwrap does not know"
 		}
 		abs = path.Join(cwd, file)
 	}
 	abs = path.Clean(abs)
 	if system != nil && system(abs) {
-		return ""
+		return abs, ""
 	}
 	probe := abs
 	if dir {
 		probe = path.Join(abs, "lib.so")
 	}
 	if r := p.DecidePath(AccessWrite, probe); r.Action == Allow {
-		what := abs + " is a file"
 		if dir {
-			what = abs + " is a directory"
+			return abs, "a directory the tree can write"
 		}
-		return what + " the tree can write"
+		return abs, "a file the tree can write"
 	}
-	return ""
+	return abs, ""
 }
 
 // loaderVerb is how a person is told what the entries do.

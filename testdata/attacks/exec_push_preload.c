@@ -8,6 +8,9 @@
  *   2. LD_PRELOAD=<relative path> git status …
  *   3. LD_AUDIT=<absolute path> git status …
  *   4. the loader's option: ld.so --preload <path> /usr/bin/git status …
+ *   5. LD_LIBRARY_PATH=free/lib, where the same library is a fake
+ *      libpcre2-8.so.0 (git links it, and calls none of it to push; its
+ *      symbols are bound lazily, so none is missed)
  * Control: the same library preloaded into free/ok (a program no command
  * rule names) with PUSH_REWRITE_TWIN=../twin-ok: it runs and creates
  * ./twin-ok.
@@ -102,5 +105,14 @@ int main(int argc, char **argv)
 	remote("LD_AUDIT", spawn(git, (char *[]){ "git", STATUS, NULL }, (char *[]){ plain[0], aud, NULL }));
 	commit();
 	remote("ld.so --preload", spawn(loader(), (char *[]){ "ld.so", "--preload", lib, (char *)git, STATUS, NULL }, plain));
+	char libdir[3100], fake[3200], llp[3200];
+	snprintf(libdir, sizeof libdir, "%s/free/lib", cwd);
+	snprintf(fake, sizeof fake, "%s/libpcre2-8.so.0", libdir);
+	snprintf(llp, sizeof llp, "LD_LIBRARY_PATH=%s", libdir);
+	mkdir(libdir, 0755);
+	if (copy_file(from, fake) < 0)
+		note("copying %s: %s", from, strerror(errno));
+	commit();
+	remote("LD_LIBRARY_PATH", spawn(git, (char *[]){ "git", STATUS, NULL }, (char *[]){ plain[0], llp, NULL }));
 	return 0;
 }
