@@ -758,7 +758,7 @@ func TestLoaderEnv(t *testing.T) {
 		{"ld.so --audit", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--audit", "/tmp/x.so", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
 		{"ld.so --library-path", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--library-path", "/work/repo/l", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
 		{"ld.so with LD_PRELOAD", withEnv(ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "/usr/bin/git", "status"}, Cwd: "/work/repo"}, "LD_PRELOAD=/tmp/x.so"), Deny, ""},
-		{"ld.so --preload in a script, a value known at run time", ExecIntent{Path: "/bin/bash", Resolved: "/usr/bin/bash", Argv: []string{"bash", "-c", `/lib64/ld-linux-x86-64.so.2 --preload "$L" /usr/bin/git status`}, Cwd: "/work/repo", SystemFile: system}, Deny, "--preload=$L"},
+		{"ld.so --preload in a script, a value known at run time", ExecIntent{Path: "/bin/bash", Resolved: "/usr/bin/bash", Argv: []string{"bash", "-c", `/lib64/ld-linux-x86-64.so.2 --preload "$L" /usr/bin/git status`}, Cwd: "/work/repo", SystemFile: system}, Deny, `--preload="$L"`},
 		{"ld.so --preload of a system library", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/usr/lib/libz.so.1", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
 		{"ld.so --preload for a program no rule names", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/tmp/x.so", "/usr/bin/make"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
 	} {

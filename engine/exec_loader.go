@@ -108,7 +108,7 @@ func (p *Policy) untrustedLoad(entries []string, cwd string, system func(string)
 // it looked at.
 func (p *Policy) untrustedPath(file string, dir bool, cwd string, system func(string) bool) (string, string) {
 	if strings.Contains(file, "$") {
-		return file, "which the loader expands ($ORIGIN, $LIB, $PLATFORM) where permwrap does not follow"
+		return file, "which is expanded when it runs (a shell variable, or the loader's $ORIGIN, $LIB, $PLATFORM): permwrap does not follow it"
 	}
 	abs := file
 	if !path.IsAbs(abs) {
