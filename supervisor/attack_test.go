@@ -237,6 +237,7 @@ var attacks = []attack{
 	{name: "exec_push_autocorrect", effects: pushes, controlFile: "twin-ok", git: true},
 	{name: "exec_push_plumbing", effects: pushes, controlFile: "twin-ok", git: true},
 	{name: "exec_push_preload", effects: pushes, controlFile: "twin-ok", git: true},
+	{name: "exec_race_env_flip", effects: pushes, git: true},
 
 	// Processes outside the tree.
 	{name: "proc_other_process", effects: changesVictim, controlFile: "twin-ok", victim: true},

@@ -2,7 +2,9 @@
  * push_rewrite.so: the library of exec_push_preload. Loaded before main
  * (LD_PRELOAD, ld.so --preload, LD_AUDIT), its constructor rewrites the
  * argv git's main will read: a git judged as `git status …` runs as
- * `git push …`. With PUSH_REWRITE_TWIN=FILE in the environment it only
+ * `git push …`, and leaves no trace in the environment git's own
+ * children (git-receive-pack) get, so they are judged as clean execs.
+ * With PUSH_REWRITE_TWIN=FILE in the environment it only
  * creates FILE (the allowed twin: the library loaded and ran).
  * Built with -shared -fPIC (supervisor/attack_test.go, buildAttacks).
  */
@@ -28,6 +30,9 @@ __attribute__((constructor)) static void rewrite(int argc, char **argv, char **e
 			close(fd);
 		return;
 	}
+	unsetenv("LD_PRELOAD");
+	unsetenv("LD_AUDIT");
+	unsetenv("LD_LIBRARY_PATH");
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "status") == 0) {
 			argv[i] = "push";
