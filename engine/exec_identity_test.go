@@ -769,6 +769,19 @@ func TestLoaderEnv(t *testing.T) {
 			}
 		})
 	}
+	// Approving such an exec for the session suggests its own line, not
+	// the line of the rule that decided it.
+	ask := compileTest(t, `{"permission": {"exec": "allow", "read": "allow", "write": "allow",
+  "bash": {"*": "allow", "git push *": "ask"}}}`)
+	d := ask.DecideExec(withEnv(gitExec("git", "status"), "LD_PRELOAD=/tmp/x.so"))
+	if d.Result.Action != Ask {
+		t.Fatalf("preloaded git status under a git push ask: %s", d.Reason())
+	}
+	for _, sp := range ask.SuggestSession(d) {
+		if strings.Contains(sp.Pattern, "push") {
+			t.Errorf("session suggestion %s for a git status", sp)
+		}
+	}
 	// Unknown system files: the policy's write rules alone decide.
 	in := gitExec("git", "status")
 	in.Env = []string{"LD_PRELOAD=/usr/lib/x.so"}

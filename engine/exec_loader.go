@@ -162,6 +162,10 @@ func (p *Policy) decideLoaded(set *decisionSet, entries []string, cwd string, sy
 	if !ok {
 		return
 	}
+	// The answer is about this command line, not the rule's own line it
+	// was evaluated on: approving it for the session suggests this line,
+	// never `git push `.
+	r.Check = Check{Surface: SurfaceBash, Value: line}
 	set.add(r, line+" ("+loaderVerb(why)+" can change what "+prog+" runs: "+why+")")
 }
 
