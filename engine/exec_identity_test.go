@@ -713,6 +713,24 @@ func TestGitPushIntentsDefaultPolicy(t *testing.T) {
 			t.Errorf("%q: got %s, want %s\n%s", tc.argv, d.Reason(), tc.want, spellingsOf(d))
 		}
 	}
+	// Code loaded before main: the default policy lets the tree write the
+	// workspace and asks before writes elsewhere.
+	for _, tc := range []struct {
+		in   ExecIntent
+		env  string
+		want Action
+	}{
+		{gitExec("git", "status"), "LD_PRELOAD=/work/repo/rewrite.so", Ask},
+		{gitExec("git", "status"), "LD_LIBRARY_PATH=/work/repo/lib", Ask},
+		{gitExec("git", "status"), "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", Allow},
+		{gitExec("git", "status"), "LD_LIBRARY_PATH=/usr/local/cuda/lib64", Allow},
+		{ExecIntent{Path: "/usr/bin/make", Resolved: "/usr/bin/make", Argv: []string{"make"}, Cwd: "/work/repo"}, "LD_LIBRARY_PATH=/work/repo/build", Allow},
+	} {
+		tc.in.Env = []string{"PATH=/usr/bin", tc.env}
+		if d := p.DecideExec(tc.in); d.Result.Action != tc.want {
+			t.Errorf("%s %q: got %s, want %s", tc.env, tc.in.Argv, d.Reason(), tc.want)
+		}
+	}
 }
 
 // TestLoaderEnv: code the dynamic loader loads before main, from a place
