@@ -72,8 +72,14 @@ func gitAutocorrect(cmd string) []string {
 	}
 	best := similarityFloor
 	var out []string
+	var rows [3][]int
 	for c := range gitCommands {
-		s := gitLevenshtein(cmd, c) + 1
+		// The length difference alone costs an insertion (1) or a
+		// deletion (3) per character: past the best, c cannot win.
+		if d := len(c) - len(cmd); d > 0 && d+1 > best || d < 0 && -3*d+1 > best {
+			continue
+		}
+		s := gitLevenshtein(cmd, c, &rows) + 1
 		switch {
 		case s < best:
 			best, out = s, append(out[:0], c)
@@ -87,12 +93,17 @@ func gitAutocorrect(cmd string) []string {
 
 // gitLevenshtein is git's levenshtein.c with the weights help.c uses: the
 // cost of turning a into b, a swap of adjacent characters 0, a
-// substitution 2, an insertion 1, a deletion 3.
-func gitLevenshtein(a, b string) int {
+// substitution 2, an insertion 1, a deletion 3. rows is scratch space,
+// grown as needed.
+func gitLevenshtein(a, b string, rows *[3][]int) int {
 	const w, s, ins, del = 0, 2, 1, 3
-	row0 := make([]int, len(b)+1)
-	row1 := make([]int, len(b)+1)
-	row2 := make([]int, len(b)+1)
+	for i := range rows {
+		if cap(rows[i]) < len(b)+1 {
+			rows[i] = make([]int, len(b)+1)
+		}
+		rows[i] = rows[i][:len(b)+1]
+	}
+	row0, row1, row2 := rows[0], rows[1], rows[2]
 	for j := range row1 {
 		row1[j] = j * ins
 	}
