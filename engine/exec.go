@@ -33,6 +33,17 @@ type ExecIntent struct {
 	// {Path: "/usr/bin/env", Arg: "python3", Resolved: "/usr/bin/env"}.
 	// Empty for an ELF binary.
 	Interpreters []Interp
+	// Env holds the environment the exec passes (envp) or at least its
+	// loader entries (LoaderEnv), as read once from the caller's memory:
+	// the supervisor verifies that the kernel used the same ones. Code
+	// they load from a place the tree can write makes the program judged
+	// by its strictest command rule (exec_loader.go).
+	Env []string
+	// SystemFile reports whether the tree cannot change the file or
+	// directory at an absolute path by itself (root's, in directories
+	// only root may change, and the tree not root). nil: none is known
+	// to be; the policy's write rules still tell.
+	SystemFile func(path string) bool
 	// ReadFile reads the files a script sources (`source .venv/bin/activate`)
 	// as the target would, so that they are analysed with the script. nil:
 	// sourced parts are judged as they run.
@@ -223,6 +234,10 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 	p.decideImage(&set, &image, in.Resolved, "")
 	d.Analysis = p.decideCommand(&d, &set, execCommand{path: in.Path, resolved: in.Resolved, identity: identity,
 		argv0: argv0, args: rest}, in, ctx)
+	loads := LoaderEnv(in.Env)
+	if len(d.Units) > 0 {
+		p.decideLoaded(&set, loads, in.Cwd, in.SystemFile, identity, d.Units[0].Unit.Line)
+	}
 
 	// A #! script: the kernel runs `INTERPRETER [ARG] SCRIPT ARGS…`, once
 	// per level of the chain. Each interpreter is mapped like the script
@@ -251,6 +266,7 @@ func (p *Policy) DecideExec(in ExecIntent) ExecDecision {
 		}
 		a := p.decideCommand(&d, &set, execCommand{path: ip.Path, resolved: res, identity: shell.BaseName(res),
 			argv0: ip.Path, args: line, via: via}, in, ctx)
+		p.decideLoaded(&set, loads, in.Cwd, in.SystemFile, shell.BaseName(res), shell.RenderArgv(line)+" (via "+via[0]+")")
 		d.Analysis.Units = append(d.Analysis.Units, a.Units...)
 		d.Analysis.Redirects = append(d.Analysis.Redirects, a.Redirects...)
 		d.Analysis.Compounds = append(d.Analysis.Compounds, a.Compounds...)
@@ -342,6 +358,7 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	if shown != "" {
 		what = shown
 	}
+	what += readAs(r, poss)
 	if len(c.via) > 0 {
 		what += " (via " + strings.Join(c.via, ", ") + ")"
 	}
@@ -368,6 +385,17 @@ func (p *Policy) evaluateSpellings(certain, possible []string) Result {
 	return r
 }
 
+// readAs names the reading that decided a command when it was one of its
+// possible readings (`git send-pack …` read as `git push …`, `git pushh`
+// as the push git may autocorrect it to), so the person sees why a rule
+// for another command line applies.
+func readAs(r Result, possible []string) string {
+	if r.Check.Surface == SurfaceBash && slices.Contains(possible, r.Check.Value) {
+		return " (may run as: " + r.Check.Value + ")"
+	}
+	return ""
+}
+
 // namedByRule reports whether a rule other than the catch-all named the
 // value: what sentinels, compounds and possible readings need to count.
 func namedByRule(e evaluation) bool {
@@ -392,14 +420,20 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 			}
 			continue
 		}
-		r, sp, poss, shown := p.judgeUnit(u, in)
+		prog := p.unitProgram(u, in)
+		r, sp, poss, shown := p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
 		d.Units = append(d.Units, UnitDecision{Unit: u, Result: r, Spellings: sp, Possible: poss})
+		if u.InProcess {
+			// The loader runs it in its own process, with the libraries
+			// its environment and options name.
+			p.decideLoaded(set, append(LoaderEnv(in.Env), u.Loads...), in.Cwd, in.SystemFile, prog, u.String())
+		}
 		if set.takes(r) {
 			what := u.String()
 			if shown != "" {
 				what = shown
 			}
-			set.add(r, what)
+			set.add(r, what+readAs(r, poss))
 		} else {
 			set.add(r, "")
 		}
@@ -430,8 +464,9 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 	}
 }
 
-// judgeUnit evaluates one unit of a script or wrapper on the bash surface.
-func (p *Policy) judgeUnit(u shell.Unit, in ExecIntent) (Result, []string, []string, string) {
+// unitProgram is the program a unit runs: its name, or for a file the
+// loader runs in its own process, what the file is by content.
+func (p *Policy) unitProgram(u shell.Unit, in ExecIntent) string {
 	prog := shell.BaseName(u.Argv[0])
 	if u.InProcess && in.Identify != nil && strings.Contains(u.Argv[0], "/") {
 		if abs, ok := resolveIn(u.Argv[0], u.Dir, in.Cwd, p.env.Home); ok {
@@ -440,7 +475,7 @@ func (p *Policy) judgeUnit(u shell.Unit, in ExecIntent) (Result, []string, []str
 			}
 		}
 	}
-	return p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
+	return prog
 }
 
 // judgeSpellings evaluates a command in the spellings the analysis found

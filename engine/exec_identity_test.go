@@ -644,3 +644,169 @@ func TestSuggestedPatternsAreLiteral(t *testing.T) {
 		}
 	}
 }
+
+// TestGitPushIntents: spellings that push without the subcommand push —
+// git's autocorrection of an unknown subcommand, and its push plumbing —
+// meet a `git push *` rule as a possible reading; their twins do not.
+func TestGitPushIntents(t *testing.T) {
+	p := compileTest(t, identityPolicy)
+	for _, tc := range []struct {
+		name string
+		in   ExecIntent
+		want Action
+	}{
+		// help.autocorrect, from any configuration or the command line.
+		{"autocorrect: a substitution", gitExec("git", "pusx", "origin", "main"), Deny},
+		{"autocorrect: an extra letter", gitExec("git", "pushh", "origin", "main"), Deny},
+		{"autocorrect: a swap", gitExec("git", "psuh", "origin"), Deny},
+		{"autocorrect: -c help.autocorrect", gitExec("git", "-c", "help.autocorrect=1", "pushh"), Deny},
+		{"autocorrect: after -C", gitExec("git", "-C", ".", "puhs"), Deny},
+		{"autocorrect to send-pack", gitExec("git", "send-pak", "../r.git", "main"), Deny},
+		{"autocorrect twin: nearest is status", gitExec("git", "statsu"), Allow},
+		{"autocorrect twin: nearest is pull", gitExec("git", "pulll"), Allow},
+		{"an external subcommand far from push", gitExec("git", "lfs", "push", "origin"), Allow},
+		{"an external subcommand, git-pr", gitExec("git", "pr", "list"), Allow},
+		{"a known subcommand is not autocorrected", gitExec("git", "pull", "origin"), Allow},
+		// A dashed name runs a builtin or nothing.
+		{"argv[0] git-pusx is not autocorrected", gitExec("git-pusx", "origin"), Allow},
+		// The push plumbing.
+		{"send-pack", gitExec("git", "send-pack", "../remote.git", "main"), Deny},
+		{"send-pack after options", gitExec("git", "-C", "w", "send-pack", "--all", "../remote.git"), Deny},
+		{"http-push", gitExec("git", "http-push", "https://h/r.git", "main"), Deny},
+		{"git-send-pack dashed", ExecIntent{Path: "/usr/lib/git-core/git-send-pack", Resolved: "/usr/lib/git-core/git", Argv: []string{"git-send-pack", "../r.git", "main"}}, Deny},
+		{"argv[0] git-send-pack", gitExec("git-send-pack", "../r.git", "main"), Deny},
+		{"git-http-push program", ExecIntent{Path: "/usr/lib/git-core/git-http-push", Resolved: "/usr/lib/git-core/git-http-push", Argv: []string{"git-http-push", "https://h/r", "main"}}, Deny},
+		{"alias to send-pack", gitExec("git", "-c", "alias.sp=send-pack", "sp", "../r.git", "main"), Deny},
+		{"alias to push (already read)", gitExec("git", "-c", "alias.p=push", "p", "origin"), Deny},
+		{"plumbing twin: fetch-pack", gitExec("git", "fetch-pack", "../r.git", "main"), Allow},
+		{"plumbing twin: the remote helpers are not read as push", gitExec("git", "remote-https", "origin", "https://h/r"), Allow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.DecideExec(tc.in)
+			if d.Result.Action != tc.want {
+				t.Fatalf("got %s, want %s\n%s", d.Reason(), tc.want, spellingsOf(d))
+			}
+		})
+	}
+}
+
+// TestGitPushIntentsDefaultPolicy: the default policy's `git push *` ask
+// meets the same spellings, and its twins stay quiet.
+func TestGitPushIntentsDefaultPolicy(t *testing.T) {
+	p, _, err := Compile(Config{Env: Env{Home: "/home/u", Workspace: "/work/repo", TmpDir: "/tmp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want Action
+	}{
+		{[]string{"git", "pushh", "origin", "main"}, Ask},
+		{[]string{"git", "send-pack", "../remote.git", "main"}, Ask},
+		{[]string{"git", "http-push", "--force", "https://h/r", "main"}, Ask},
+		{[]string{"git", "status"}, Allow},
+		{[]string{"git", "statsu"}, Allow},
+		{[]string{"git", "lfs", "pull"}, Allow},
+	} {
+		d := p.DecideExec(gitExec(tc.argv...))
+		if d.Result.Action != tc.want {
+			t.Errorf("%q: got %s, want %s\n%s", tc.argv, d.Reason(), tc.want, spellingsOf(d))
+		}
+	}
+	// Code loaded before main: the default policy lets the tree write the
+	// workspace and asks before writes elsewhere.
+	for _, tc := range []struct {
+		in   ExecIntent
+		env  string
+		want Action
+	}{
+		{gitExec("git", "status"), "LD_PRELOAD=/work/repo/rewrite.so", Ask},
+		{gitExec("git", "status"), "LD_LIBRARY_PATH=/work/repo/lib", Ask},
+		{gitExec("git", "status"), "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", Allow},
+		{gitExec("git", "status"), "LD_LIBRARY_PATH=/usr/local/cuda/lib64", Allow},
+		{ExecIntent{Path: "/usr/bin/make", Resolved: "/usr/bin/make", Argv: []string{"make"}, Cwd: "/work/repo"}, "LD_LIBRARY_PATH=/work/repo/build", Allow},
+	} {
+		tc.in.Env = []string{"PATH=/usr/bin", tc.env}
+		if d := p.DecideExec(tc.in); d.Result.Action != tc.want {
+			t.Errorf("%s %q: got %s, want %s", tc.env, tc.in.Argv, d.Reason(), tc.want)
+		}
+	}
+}
+
+// TestLoaderEnv: code the dynamic loader loads before main, from a place
+// the tree can write, makes git judged by its strictest rule; system
+// libraries, and programs no command rule names, are not affected.
+func TestLoaderEnv(t *testing.T) {
+	// The tree may write the workspace and /tmp, not /usr.
+	p := compileTest(t, `{"permission": {
+  "exec": "allow", "read": "allow", "write": {"*": "deny", "/work/repo/**": "allow", "/tmp/**": "allow"},
+  "bash": {"*": "allow", "git push *": "deny", "git status *": "allow"}
+}}`)
+	system := func(p string) bool { return strings.HasPrefix(p, "/usr/") || strings.HasPrefix(p, "/lib") }
+	withEnv := func(in ExecIntent, env ...string) ExecIntent {
+		in.Env = env
+		in.SystemFile = system
+		return in
+	}
+	for _, tc := range []struct {
+		name string
+		in   ExecIntent
+		want Action
+		why  string // in the decider
+	}{
+		{"LD_PRELOAD in the workspace", withEnv(gitExec("git", "status", "origin"), "LD_PRELOAD=/work/repo/x.so"), Deny, "a preloaded library can change what git runs: LD_PRELOAD=/work/repo/x.so, a file the tree can write"},
+		{"LD_PRELOAD relative", withEnv(gitExec("git", "status"), "HOME=/home/u", "LD_PRELOAD=./x.so"), Deny, "LD_PRELOAD=./x.so: /work/repo/x.so, a file the tree can write"},
+		{"LD_PRELOAD list", withEnv(gitExec("git", "status"), "LD_PRELOAD=/usr/lib/libz.so.1 /tmp/x.so"), Deny, "/tmp/x.so"},
+		{"LD_AUDIT", withEnv(gitExec("git", "status"), "LD_AUDIT=/tmp/a.so"), Deny, "an audit library"},
+		{"LD_LIBRARY_PATH to the workspace", withEnv(gitExec("git", "status"), "LD_LIBRARY_PATH=/usr/lib:/work/repo/build"), Deny, "a directory the tree can write"},
+		{"LD_LIBRARY_PATH with an empty entry is the cwd", withEnv(gitExec("git", "status"), "LD_LIBRARY_PATH=/usr/lib:"), Deny, "/work/repo"},
+		{"GCONV_PATH", withEnv(gitExec("git", "status"), "GCONV_PATH=/tmp/g"), Deny, "a character-set module"},
+		{"$ORIGIN", withEnv(gitExec("git", "status"), "LD_LIBRARY_PATH=$ORIGIN/../lib"), Deny, "$ORIGIN"},
+		{"a later duplicate counts", withEnv(gitExec("git", "status"), "LD_PRELOAD=", "LD_PRELOAD=/tmp/x.so"), Deny, ""},
+		// Twins.
+		{"system library", withEnv(gitExec("git", "status"), "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libz.so.1"), Allow, ""},
+		{"a file the policy keeps the tree from writing", withEnv(gitExec("git", "status"), "LD_PRELOAD=/opt/lib/x.so"), Allow, ""},
+		{"bare name", withEnv(gitExec("git", "status"), "LD_PRELOAD=libz.so.1"), Allow, ""},
+		{"empty", withEnv(gitExec("git", "status"), "LD_PRELOAD="), Allow, ""},
+		{"not a loader variable", withEnv(gitExec("git", "status"), "XLD_PRELOAD=/tmp/x.so", "LD_PRELOADX=/tmp/x.so"), Allow, ""},
+		{"a program no rule names", withEnv(ExecIntent{Path: "/usr/bin/make", Resolved: "/usr/bin/make", Argv: []string{"make"}, Cwd: "/work/repo"}, "LD_LIBRARY_PATH=/work/repo/build"), Allow, ""},
+		{"a build dir for the program built", withEnv(ExecIntent{Path: "./bin/app", Resolved: "/work/repo/bin/app", Argv: []string{"./bin/app"}, Cwd: "/work/repo"}, "LD_LIBRARY_PATH=/work/repo/build"), Allow, ""},
+		// The loader's own options, and its environment, for the program it runs.
+		{"ld.so --preload", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/tmp/x.so", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, "--preload"},
+		{"ld.so --audit", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--audit", "/tmp/x.so", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
+		{"ld.so --library-path", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--library-path", "/work/repo/l", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Deny, ""},
+		{"ld.so with LD_PRELOAD", withEnv(ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "/usr/bin/git", "status"}, Cwd: "/work/repo"}, "LD_PRELOAD=/tmp/x.so"), Deny, ""},
+		{"ld.so --preload in a script, a value known at run time", ExecIntent{Path: "/bin/bash", Resolved: "/usr/bin/bash", Argv: []string{"bash", "-c", `/lib64/ld-linux-x86-64.so.2 --preload "$L" /usr/bin/git status`}, Cwd: "/work/repo", SystemFile: system}, Deny, `--preload="$L"`},
+		{"ld.so --preload of a system library", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/usr/lib/libz.so.1", "/usr/bin/git", "status"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
+		{"ld.so --preload for a program no rule names", ExecIntent{Path: "/lib64/ld-linux-x86-64.so.2", Resolved: ldso, Argv: []string{"ld.so", "--preload", "/tmp/x.so", "/usr/bin/make"}, Cwd: "/work/repo", SystemFile: system}, Allow, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.DecideExec(tc.in)
+			if d.Result.Action != tc.want || !strings.Contains(d.Decider, tc.why) {
+				t.Fatalf("got %s, want %s (%q)\n%s", d.Reason(), tc.want, tc.why, spellingsOf(d))
+			}
+		})
+	}
+	// Approving such an exec for the session suggests its own line, not
+	// the line of the rule that decided it.
+	ask := compileTest(t, `{"permission": {"exec": "allow", "read": "allow", "write": "allow",
+  "bash": {"*": "allow", "git push *": "ask"}}}`)
+	d := ask.DecideExec(withEnv(gitExec("git", "status"), "LD_PRELOAD=/tmp/x.so"))
+	if d.Result.Action != Ask {
+		t.Fatalf("preloaded git status under a git push ask: %s", d.Reason())
+	}
+	for _, sp := range ask.SuggestSession(d) {
+		if strings.Contains(sp.Pattern, "push") {
+			t.Errorf("session suggestion %s for a git status", sp)
+		}
+	}
+	// Unknown system files: the policy's write rules alone decide.
+	in := gitExec("git", "status")
+	in.Env = []string{"LD_PRELOAD=/usr/lib/x.so"}
+	if d := p.DecideExec(in); d.Result.Action != Allow {
+		t.Errorf("a library the policy does not let the tree write: %s", d.Reason())
+	}
+	if got := LoaderEnv([]string{"A=1", "LD_PRELOAD=x", "GCONV_PATH=", "LD_AUDIT", "LD_LIBRARY_PATH=y"}); !slices.Equal(got, []string{"LD_PRELOAD=x", "GCONV_PATH=", "LD_LIBRARY_PATH=y"}) {
+		t.Errorf("LoaderEnv: %q", got)
+	}
+}

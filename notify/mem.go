@@ -305,6 +305,12 @@ func (e *ExecArgs) Argv(maxArgs, maxBytes int) ([]string, error) {
 	return e.r.readArgv(e.argv, maxArgs, maxBytes)
 }
 
+// Env is the envp argument at addr, as ReadArgv(pid, addr, maxArgs,
+// maxBytes), through the same reader: its pages are often the argv's.
+func (e *ExecArgs) Env(addr uint64, maxArgs, maxBytes int) ([]string, error) {
+	return e.r.readArgv(addr, maxArgs, maxBytes)
+}
+
 // prefetch reads the pages holding a and b (either may be 0: none) in
 // one process_vm_readv and keeps those it got. A page it could not get is
 // not kept, so the read that needs it makes its own and meets the error

@@ -249,6 +249,12 @@ var attacks = []attack{
 	}},
 	{name: "exec_shebang_push", effects: pushes, controlFile: "twin-ok", git: true},
 	{name: "exec_identity_push", effects: pushes, controlFile: "twin-ok", git: true},
+	// A git push rule against git's autocorrection, its push plumbing and
+	// a library that rewrites argv before main (issue 28).
+	{name: "exec_push_autocorrect", effects: pushes, controlFile: "twin-ok", git: true},
+	{name: "exec_push_plumbing", effects: pushes, controlFile: "twin-ok", git: true},
+	{name: "exec_push_preload", effects: pushes, controlFile: "twin-ok", git: true},
+	{name: "exec_race_env_flip", effects: pushes, git: true},
 
 	// Processes outside the tree.
 	{name: "proc_other_process", effects: changesVictim, controlFile: "twin-ok", victim: true},
@@ -385,7 +391,12 @@ func buildAttacks(t *testing.T) string {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			name := strings.TrimSuffix(filepath.Base(src), ".c")
-			cmd := exec.Command(cc, "-O1", "-Wall", "-pthread", "-I", dir, "-o", filepath.Join(out, name), src)
+			args := []string{"-O1", "-Wall", "-pthread", "-I", dir, "-o", filepath.Join(out, name), src}
+			if strings.HasSuffix(name, ".so") {
+				// support/NAME.so.c: a library an attack loads.
+				args = append([]string{"-shared", "-fPIC"}, args...)
+			}
+			cmd := exec.Command(cc, args...)
 			if b, err := cmd.CombinedOutput(); err != nil {
 				mu.Lock()
 				failures = append(failures, fmt.Sprintf("%s: %v\n%s", src, err, b))

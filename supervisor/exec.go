@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"errors"
+	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -48,6 +49,17 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		if err != nil {
 			return nil, &refusal{errno: unix.E2BIG, why: "reading argv", kernel: true, err: err}
 		}
+		// The environment, read once like argv: its loader variables
+		// (LD_PRELOAD…) are judged, and verified to be what the kernel
+		// used (execverify.go). One that cannot be read is refused.
+		envp, err := args.Env(d.arg(argvArg+1), maxArgs, maxArgvBytes)
+		if err != nil {
+			errno := unix.EFAULT
+			if errors.Is(err, unix.E2BIG) {
+				errno = unix.E2BIG
+			}
+			return nil, &refusal{errno: errno, why: "the exec's environment (envp) could not be read, so what it loads cannot be judged", err: err}
+		}
 		img, err := pin.ReadImage(d.tid, r)
 		if err != nil {
 			return nil, imageRefusal(r.Path, err)
@@ -61,7 +73,7 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 			cwd, tgid = th.Cwd(), th.Tgid
 		}
 		c := &execCall{tid: d.tid, tgid: tgid, path: r, raw: raw, filename: pin.KernelFilename(dirfd, raw, int(flags)),
-			argv: argv, cwd: cwd, image: img, readFile: sourceReader(d.tid)}
+			argv: argv, loaderEnv: engine.LoaderEnv(envp), cwd: cwd, image: img, readFile: sourceReader(d.tid)}
 		if d.ids != nil {
 			c.identity = d.ids.identity(img.ID, img.Size, r)
 			c.identify = d.ids.identifier(d.tid)
@@ -144,11 +156,14 @@ type execCall struct {
 	raw      string // the path as the target passed it
 	filename string // the kernel's name for the file (what a #! interpreter receives)
 	argv     []string
-	cwd      string
-	image    pin.Image
-	identity string              // the program the image is by content ("" unknown)
-	identify func(string) string // the same for a file run inside the process (ld.so FILE)
-	readFile shell.FileReader    // reads a sourced file as the target would
+	// loaderEnv are the environment's entries that make the dynamic
+	// loader load code (engine.LoaderEnv): judged, and verified.
+	loaderEnv []string
+	cwd       string
+	image     pin.Image
+	identity  string              // the program the image is by content ("" unknown)
+	identify  func(string) string // the same for a file run inside the process (ld.so FILE)
+	readFile  shell.FileReader    // reads a sourced file as the target would
 }
 
 // judge: the engine judges the binary (exec and read), its command line
@@ -156,13 +171,38 @@ type execCall struct {
 // script each interpreter and the command line the kernel builds for it.
 func (c *execCall) judge(p *engine.Policy) verdict {
 	in := engine.ExecIntent{Path: c.raw, Resolved: c.path.Path, Argv: c.argv, Cwd: c.cwd,
-		Identity: c.identity, Identify: c.identify, ReadFile: c.readFile}
+		Identity: c.identity, Identify: c.identify, ReadFile: c.readFile, Env: c.loaderEnv, SystemFile: systemFile}
 	for _, ip := range c.image.Interps {
 		in.Interpreters = append(in.Interpreters, engine.Interp{Path: ip.Path, Arg: ip.Arg, Resolved: ip.Resolved})
 	}
 	d := p.DecideExec(in)
 	argv := displayArgv(c.raw, c.path.Path, c.argv)
 	return verdict{result: d.Result, access: "exec", value: shell.RenderArgv(argv), exec: &d, argv: argv}
+}
+
+// systemFile reports whether the tree cannot change the file or directory
+// at p by itself: it and every directory above it (symlinks resolved)
+// belong to root and are not writable by group or others, and the
+// supervisor, whose user the tree runs as, is not root (for root,
+// ownership says nothing: the policy's write rules alone tell). It is
+// asked only about libraries an exec's environment names.
+func systemFile(p string) bool {
+	if unix.Geteuid() == 0 {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil || !filepath.IsAbs(real) {
+		return false
+	}
+	for d := real; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if unix.Lstat(d, &st) != nil || st.Uid != 0 || st.Mode&0o022 != 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
 
 func (c *execCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {

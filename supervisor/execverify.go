@@ -3,6 +3,8 @@ package supervisor
 import (
 	"bytes"
 	"errors"
+	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,7 @@ type pendingExec struct {
 	pre     pin.Running // what the process ran before the exec
 	wantExe pin.FileID  // what /proc/PID/exe must become
 	wantCmd []byte      // the command line the kernel builds, NUL-terminated strings
+	wantEnv []string    // the environment's loader entries judged (engine.LoaderEnv)
 	display []string    // the command line shown, for messages (rendered only for one)
 	// done: verified, killed or gone; the poller stops and nobody acts
 	// on it again.
@@ -126,6 +129,7 @@ func (s *supervisor) continueExec(id uint64, c *execCall, refused []byte) {
 	}
 	p.pre = run
 	p.wantExe = c.image.Loaded()
+	p.wantEnv = c.loaderEnv
 	for _, a := range c.image.KernelArgv(c.filename, c.argv) {
 		p.wantCmd = append(append(p.wantCmd, a...), 0)
 	}
@@ -253,12 +257,43 @@ func (v *execVerifier) state(p *pendingExec, returned bool) (execState, error) {
 			// have happened yet. Only its end tells.
 			return execUnchanged, nil
 		}
-		return execGood, nil
+		return v.envState(p)
 	}
 	if isPre {
 		return execUnchanged, nil
 	}
 	return execBad, nil
+}
+
+// envState compares the loader entries of the environment the kernel
+// copied for p's new image with the judged ones: the kernel read envp
+// again, and another thread may have added an LD_PRELOAD since it was
+// judged. /proc/PID/environ serves every read of one open from the memory
+// of the image it was opened on, so the entries are one image's.
+func (v *execVerifier) envState(p *pendingExec) (execState, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.tgid) + "/environ")
+	if gone, xerr := p.proc.Exited(); xerr == nil && gone {
+		// What was read by pid is about this process only if it was
+		// still alive afterwards.
+		return execGone, nil
+	} else if xerr != nil && err == nil {
+		err = xerr
+	}
+	if err != nil {
+		return execUnreadable, err
+	}
+	var got []string
+	for len(b) > 0 {
+		e, rest, _ := bytes.Cut(b, []byte{0})
+		if len(e) > 2 && (e[0] == 'L' || e[0] == 'G') {
+			got = append(got, string(e))
+		}
+		b = rest
+	}
+	if !slices.Equal(engine.LoaderEnv(got), p.wantEnv) {
+		return execBad, nil
+	}
+	return execGood, nil
 }
 
 // settle decides p from its state, re-reading once before a kill (a
@@ -416,7 +451,7 @@ func (v *execVerifier) fail(p *pendingExec, what string, err error) {
 		req.Access = "exec"
 		req.Process = authority.Process{PID: p.tgid}
 		req.Node = s.nodeLabel(p.tgid)
-		reason := "the executed image or argv differs from the checked one"
+		reason := "the executed image, argv or loader environment differs from the checked one"
 		if err != nil {
 			reason = "the exec could not be verified: " + err.Error()
 		}

@@ -81,6 +81,11 @@ type Unit struct {
 	// own process (`ld.so ./prog`): no execve of it will be checked, so
 	// its identity matters here. Argv[0] names the file.
 	InProcess bool
+	// Loads are the libraries the loader's options make it load into an
+	// InProcess program: `--preload X` as "--preload=X", and --audit and
+	// --library-path the same way. A value only known at run time is
+	// kept as written.
+	Loads []string
 	// StdinArgs is set when more arguments come from stdin at run time
 	// (xargs); Line then ends with StdinArgsMarker.
 	StdinArgs bool

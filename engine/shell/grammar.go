@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Command identity by what is executed, not by its spelling. A rule
 // written `git push *` must meet `git -C dir push`, `git -c k=v push`,
@@ -40,9 +43,10 @@ func commandReadings(prog, argv0 string, args []field) readings {
 		if sub, ok := GitDashed(BaseName(argv0)); ok {
 			// git dispatches on argv[0]: `git-push x` is `git push x`
 			// whatever file was executed.
-			return readings{certain: [][]field{gitLine(sub, args)}}
+			// A dashed name runs only a builtin: no autocorrection.
+			return gitIntents(readings{certain: [][]field{gitLine(sub, args)}}, false)
 		}
-		return subcommandReadings("git", args, gitGlobals, gitAliases)
+		return gitIntents(subcommandReadings("git", args, gitGlobals, gitAliases), true)
 	case strings.HasPrefix(prog, "git-") && len(prog) > 4:
 		// A dashed program: git's own builtin through a link, or an
 		// external subcommand (git-lfs), both run as `git X`.
@@ -57,7 +61,7 @@ func commandReadings(prog, argv0 string, args []field) readings {
 				r.possible = append(append(r.possible, o.certain...), o.possible...)
 			}
 		}
-		return r
+		return gitIntents(r, false)
 	case prog == "docker":
 		return subcommandReadings("docker", args, dockerGlobals, nil)
 	case strings.HasPrefix(prog, "docker-") && len(prog) > 7:
@@ -424,6 +428,8 @@ var (
 	loaderFlags  = wordSet("--inhibit-cache")
 	loaderValues = wordSet("--library-path", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
 		"--inhibit-rpath", "--audit", "--preload", "--argv0")
+	// loaderLoads are the options that load code into the program.
+	loaderLoads = wordSet("--preload", "--audit", "--library-path")
 	loaderNoRun = wordSet("--list", "--verify", "--list-tunables", "--list-diagnostics", "--help", "--version")
 )
 
@@ -436,8 +442,8 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 		a.sentinel(SentinelOpaque, "nesting of wrappers and shells deeper than 16", sc.via)
 		return
 	}
-	var walk func(i, unknown int, argv0 field)
-	walk = func(i, unknown int, argv0 field) {
+	var walk func(i, unknown int, argv0 field, loads []string)
+	walk = func(i, unknown int, argv0 field, loads []string) {
 		for i < len(fs) {
 			f := fs[i]
 			if f.dyn != static || !strings.HasPrefix(f.s, "--") {
@@ -456,6 +462,11 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 				if f.s == "--argv0" {
 					argv0 = fs[i+1]
 				}
+				if loaderLoads[f.s] {
+					// A dynamic value is kept as written: its $ makes it
+					// a path permwrap cannot follow.
+					loads = append(slices.Clip(loads), f.s+"="+fs[i+1].s)
+				}
 				i += 2
 				continue
 			}
@@ -464,8 +475,8 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 				return
 			}
 			a.forks++
-			walk(i+1, unknown+1, argv0)
-			walk(i+2, unknown+1, argv0)
+			walk(i+1, unknown+1, argv0, loads)
+			walk(i+2, unknown+1, argv0, loads)
 			return
 		}
 		if i >= len(fs) {
@@ -475,7 +486,7 @@ func (a *analyzer) loader(label string, fs []field, sc *scope) {
 		if argv0.dyn == static {
 			name = argv0.s
 		}
-		a.innerAs(label, fs[i:], sc, innerOpts{argv0: name, inProcess: true})
+		a.innerAs(label, fs[i:], sc, innerOpts{argv0: name, inProcess: true, loads: loads})
 	}
-	walk(1, 0, field{})
+	walk(1, 0, field{}, nil)
 }

@@ -657,9 +657,10 @@ func (a *analyzer) inner(label string, fs []field, sc *scope, stdinArgs bool) {
 
 // innerOpts says how a wrapper runs its command.
 type innerOpts struct {
-	stdinArgs bool   // more arguments come from stdin (xargs)
-	argv0     string // the argv[0] it receives, when not its name (exec -a, ld.so --argv0)
-	inProcess bool   // run inside the wrapper's process (the loader)
+	stdinArgs bool     // more arguments come from stdin (xargs)
+	argv0     string   // the argv[0] it receives, when not its name (exec -a, ld.so --argv0)
+	inProcess bool     // run inside the wrapper's process (the loader)
+	loads     []string // the libraries the loader's options load (Unit.Loads)
 }
 
 // innerAs is inner with how the wrapper runs the command.
@@ -672,7 +673,7 @@ func (a *analyzer) innerAs(label string, fs []field, sc *scope, o innerOpts) {
 		return
 	}
 	argv, dyn := splitFields(fs)
-	u := Unit{Argv: argv, Dynamic: dyn, Via: in.via, StdinArgs: stdinArgs, Argv0: o.argv0, Dir: sc.dir, InProcess: o.inProcess}
+	u := Unit{Argv: argv, Dynamic: dyn, Via: in.via, StdinArgs: stdinArgs, Argv0: o.argv0, Dir: sc.dir, InProcess: o.inProcess, Loads: o.loads}
 	if stdinArgs {
 		u.Line = renderWords(argv, dyn) + " " + StdinArgsMarker
 	}
