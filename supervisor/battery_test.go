@@ -64,6 +64,8 @@ type battery struct {
 	cred    *syscall.Credential
 	env     []string
 	logPath string // the review log at its default place in home
+	// netPolicy is a --policy scope allowing the fixtures' HTTPS server.
+	netPolicy string
 }
 
 func TestDailyBattery(t *testing.T) {
@@ -107,6 +109,15 @@ func newBattery(t *testing.T) *battery {
 	}
 	copyExec(t, permwrapBin, b.bin)
 	url := b.fixtures()
+	// The HTTPS server stands for a host the person uses. It runs in
+	// this test, outside the sandbox, where the default policy asks
+	// before reaching a service; one rule allows it, as a person would
+	// allow a database or a model server they run.
+	b.netPolicy = filepath.Join(b.fix, "net-policy.jsonc")
+	host := strings.TrimPrefix(url, "https://")
+	if err := os.WriteFile(b.netPolicy, []byte(`{"permission": {"net": {"`+host+`": "allow"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	b.env = []string{
 		"HOME=" + b.home,
 		"USER=dev", "LOGNAME=dev",
@@ -146,7 +157,7 @@ func newBattery(t *testing.T) *battery {
 func (b *battery) run(wrapped bool, dir string, extraEnv []string, argv ...string) result {
 	b.t.Helper()
 	if wrapped {
-		argv = append([]string{b.bin, "--"}, argv...)
+		argv = append([]string{b.bin, "--policy", b.netPolicy, "--"}, argv...)
 	} else {
 		// Found on the battery's PATH, not the test's (root's may hold
 		// shims the battery's user cannot run).
