@@ -49,3 +49,28 @@ func TestNetPromptShowsDestination(t *testing.T) {
 		t.Errorf("prompt facts lack the destination:\n%s", facts)
 	}
 }
+
+// A service outside the sandbox is named in the prompt with its command
+// line, and in the log record with its program.
+func TestNetPromptShowsService(t *testing.T) {
+	in := engine.NetIntent{Proto: engine.ProtoUnix, Path: "/tmp/tmux-1000/default",
+		Service: &engine.NetService{Exe: "/usr/bin/tmux", PID: 812, Cmdline: "tmux new -s work\x1b[2J"}}
+	r := NewRequest(engine.Check{Surface: engine.SurfaceNet, Value: "<outside:/usr/bin/tmux>"})
+	r.Net = &in
+	facts := strings.Join(requestFacts(r, 100), "\n")
+	for _, want := range []string{
+		"dest:  unix /tmp/tmux-1000/default, served outside the sandbox by /usr/bin/tmux (pid 812)",
+		"serves: tmux new -s work?[2J",
+	} {
+		if !strings.Contains(facts, want) {
+			t.Errorf("prompt facts lack %q:\n%s", want, facts)
+		}
+	}
+	var buf strings.Builder
+	l := NewLogWriter(&buf, LogOptions{})
+	l.Decided(r, false, Allowed(ByRule{Surface: engine.SurfaceNet, Pattern: "<outside>", Origin: engine.OriginDefault}))
+	l.Close()
+	if want := `"service":{"cmdline":"tmux new -s work\u001b[2J","exe":"/usr/bin/tmux","pid":812,"tree":false}`; !strings.Contains(buf.String(), want) {
+		t.Errorf("log record lacks %s:\n%s", want, buf.String())
+	}
+}
