@@ -151,15 +151,16 @@ func (c *connectCall) close() {
 type listenCall struct {
 	callDefaults
 	h       *pin.Handle
+	si      pin.SockInfo
 	backlog int
 }
 
 func decodeListen(d *decoder) (decoded, error) {
-	h, _, _, err := d.socketOf(d.fdArg(0))
+	h, si, _, err := d.socketOf(d.fdArg(0))
 	if err != nil {
 		return nil, err
 	}
-	return &listenCall{h: h, backlog: int(int32(d.arg(1)))}, nil
+	return &listenCall{h: h, si: si, backlog: int(int32(d.arg(1)))}, nil
 }
 
 func (c *listenCall) judge(*engine.Policy) verdict {
@@ -170,6 +171,9 @@ func (c *listenCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	err := c.h.Listen(c.backlog)
 	if err == nil {
 		s.net.own.record(c.h)
+		if c.si.Type == unix.SOCK_STREAM && c.si.Domain != unix.AF_UNIX {
+			s.net.own.recordListener(c.h)
+		}
 	}
 	s.answer(id, err)
 }

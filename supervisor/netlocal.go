@@ -52,6 +52,10 @@ func (o *ownSockets) record(h *pin.Handle) {
 	if err != nil || c == 0 {
 		return
 	}
+	o.add(c)
+}
+
+func (o *ownSockets) add(c uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.set == nil {
@@ -68,6 +72,39 @@ func (o *ownSockets) record(h *pin.Handle) {
 		o.next = (o.next + 1) % maxOwnSockets
 	}
 	o.set[c] = struct{}{}
+}
+
+// recordListener records the socket a connection to h's listening
+// address reaches, when it is h's own socket by another cookie: an MPTCP
+// listener (what Go's net.Listen makes since Go 1.24) listens through a
+// TCP subflow socket of its own, which shares the listener's inode and
+// is what the kernel's lookup names. Both live now, so the inode says
+// they are one listener.
+func (o *ownSockets) recordListener(h *pin.Handle) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(h.File().Fd()), &st); err != nil {
+		return
+	}
+	sa, err := h.Local()
+	if err != nil {
+		return
+	}
+	ap, ok := pin.InetAddrPort(sa)
+	if !ok {
+		return
+	}
+	a := ap.Addr()
+	if a.Unmap().IsUnspecified() {
+		a = netip.IPv6Loopback()
+		if a4 := ap.Addr(); a4.Is4() || a4.Is4In6() {
+			a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		}
+	}
+	r, found, err := pin.InetReceiver(unix.IPPROTO_TCP, netip.AddrPortFrom(a.Unmap(), ap.Port()))
+	if err != nil || !found || uint64(r.Ino) != st.Ino {
+		return
+	}
+	o.add(r.Cookie)
 }
 
 // owns reports whether the socket with that cookie is the tree's own.

@@ -114,6 +114,15 @@ print(s.recv(64).decode().strip())`
 	if r := s.run(py, "-c", server); !strings.Contains(r.stdout, "OWN-SERVICE") || r.code != 0 {
 		t.Errorf("a server the tree started on loopback was not reached (exit %d): %s", r.code, r.stderr)
 	}
+	// The same with an MPTCP listener on the wildcard address (what Go's
+	// net.Listen makes): the kernel's lookup names its TCP subflow.
+	mptcp := strings.Replace(server, `l=socket.socket(); l.bind(("127.0.0.1",0))`, `l=socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262); l.bind(("0.0.0.0",0))`, 1)
+	if b := s.bare(py, "-c", mptcp); !strings.Contains(b.stdout, "OWN-SERVICE") {
+		kerneltest.Skipf(t, "no MPTCP listener here: %s", b.stderr)
+	}
+	if r := s.run(py, "-c", mptcp); !strings.Contains(r.stdout, "OWN-SERVICE") || r.code != 0 {
+		t.Errorf("an MPTCP server the tree started was not reached (exit %d): %s", r.code, r.stderr)
+	}
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
+	"golang.org/x/sys/unix"
 )
 
 // cmdDoctor reports what this kernel and build support, what permwrap
@@ -73,6 +74,8 @@ func doctorKernelSupport(w func(string, ...any), f notify.Features) (notify.Tri,
 	lab("i386 syscalls (int 0x80)", f.IA32Emulation, "killed by the filter's arch check either way")
 	sockDiag, sockDiagWhy := probeSockDiag()
 	lab("Unix socket diagnostics", sockDiag, sockDiagWhy)
+	recv, recvWhy := probeReceivers()
+	lab("Local connection receivers", recv, recvWhy)
 	getFd, getFdErr := probeGetFd()
 	lab("pidfd_getfd of a child's fd", getFd, "takes the seccomp listener at launch, and the target's sockets and fds")
 	for _, n := range f.Notes {
@@ -184,6 +187,43 @@ func yamaScope() string {
 		return "(no Yama here)"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// probeReceivers asks whether the kernel can say which socket a
+// connection to this machine reaches (sock_diag's exact inet lookup):
+// what tells a server the tree started from a service outside it.
+func probeReceivers() (notify.Tri, string) {
+	const why = "servers the tree starts are told from services outside the sandbox (docs/network.md); without it every destination on this machine counts as a service outside"
+	// A plain TCP socket: Go's net.Listen makes an MPTCP one, whose
+	// lookup names its subflow (netlocal.go, recordListener).
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return notify.Unknown, why + " (could not test: " + err.Error() + ")"
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return notify.Unknown, why + " (could not test: " + err.Error() + ")"
+	}
+	if err := unix.Listen(fd, 1); err != nil {
+		return notify.Unknown, why + " (could not test: " + err.Error() + ")"
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return notify.Unknown, why + " (could not test: " + err.Error() + ")"
+	}
+	ap, _ := pin.InetAddrPort(sa)
+	cookie, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
+	if err != nil {
+		return notify.No, why + " (SO_COOKIE: " + err.Error() + ")"
+	}
+	r, ok, err := pin.InetReceiver(unix.IPPROTO_TCP, ap)
+	switch {
+	case err != nil:
+		return notify.No, why + " (" + err.Error() + ")"
+	case !ok || r.Cookie != cookie:
+		return notify.No, why + " (the kernel named another socket)"
+	}
+	return notify.Yes, why
 }
 
 // probeSockDiag asks whether the kernel can name the file a bound Unix
