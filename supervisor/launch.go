@@ -362,6 +362,7 @@ func (l *launch) serve() {
 	sup := newSupervisor(cfg, listener, l.pid, l.notices, l.ids)
 	sup.tree = &tree{watchdog: l.watchdog}
 	sup.net.proxy, sup.net.peers = l.egress.proxy, l.egress.peers
+	l.egress.net.Store(&sup.net)
 	sup.waitKillable = l.handoff&handoffWaitKillable != 0
 	// Inner permwraps register beneath the watchdog: the command's
 	// parent, to which every orphan of the tree is re-parented.

@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
+	"sync/atomic"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
@@ -16,6 +18,9 @@ import (
 type egressRun struct {
 	proxy *egress.Proxy // nil: it could not start
 	peers *egress.ExactPeers
+	// net is the supervisor's view of the network, once it exists: the
+	// proxy asks it who serves a destination on this machine.
+	net atomic.Pointer[netState]
 }
 
 // startEgress starts the proxy. A proxy that cannot start (no loopback)
@@ -43,12 +48,20 @@ func startEgress(cfg Config, notices *terminal.Noticer) *egressRun {
 	if err != nil {
 		fmt.Fprintf(cfg.Stderr, "permwrap: ignoring the proxy settings in the environment: %v\n", err)
 	}
-	px, err := egress.Start(egress.Config{Judge: judge, Peers: peers, Upstream: upstream})
+	run := &egressRun{peers: peers}
+	service := func(ap netip.AddrPort) *engine.NetService {
+		if n := run.net.Load(); n != nil {
+			return n.proxyService(ap)
+		}
+		return nil
+	}
+	px, err := egress.Start(egress.Config{Judge: judge, Peers: peers, Upstream: upstream, Service: service})
 	if err != nil {
 		fmt.Fprintf(cfg.Stderr, "permwrap: the egress proxy could not start (%v); connections are judged by address only\n", err)
 		return &egressRun{}
 	}
-	return &egressRun{proxy: px, peers: peers}
+	run.proxy = px
+	return run
 }
 
 // environ points the command's proxy variables at the proxy.

@@ -93,13 +93,7 @@ func (o *ownSockets) recordListener(h *pin.Handle) {
 	if !ok {
 		return
 	}
-	a := ap.Addr()
-	if a.Unmap().IsUnspecified() {
-		a = netip.IPv6Loopback()
-		if a4 := ap.Addr(); a4.Is4() || a4.Is4In6() {
-			a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
-		}
-	}
+	a := loopbackFor(ap.Addr())
 	r, found, err := pin.InetReceiver(unix.IPPROTO_TCP, netip.AddrPortFrom(a.Unmap(), ap.Port()))
 	if err != nil || !found || uint64(r.Ino) != st.Ino {
 		return
@@ -210,6 +204,19 @@ func unspecifiedDest(h *pin.Handle, si pin.SockInfo, a netip.Addr) (netip.Addr, 
 		return mapped(v4loop), nil
 	}
 	return netip.IPv6Loopback(), nil
+}
+
+// loopbackFor is a, or for the unspecified address the loopback address
+// of its family, where a connection to it goes from a socket bound to
+// no address (unspecifiedDest has the rest).
+func loopbackFor(a netip.Addr) netip.Addr {
+	switch {
+	case !a.Unmap().IsUnspecified():
+		return a
+	case a.Is4() || a.Is4In6():
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	return netip.IPv6Loopback()
 }
 
 // receiver is the socket a connection or datagram would reach on this
@@ -456,15 +463,7 @@ func LookupService(in engine.NetIntent) (*engine.NetService, string) {
 		if in.Proto == engine.ProtoUDP {
 			si.Type = unix.SOCK_DGRAM
 		}
-		a := in.Addr
-		if a.Unmap().IsUnspecified() {
-			if a.Is4() || a.Is4In6() {
-				a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
-			} else {
-				a = netip.IPv6Loopback()
-			}
-		}
-		rc, err = inetReceiver(si, netip.AddrPortFrom(a, in.Port))
+		rc, err = inetReceiver(si, netip.AddrPortFrom(loopbackFor(in.Addr), in.Port))
 	default:
 		return nil, ""
 	}
@@ -473,4 +472,20 @@ func LookupService(in engine.NetIntent) (*engine.NetService, string) {
 		return nil, "nothing on this machine receives it now"
 	}
 	return svc, ""
+}
+
+// proxyService says who serves ap for the egress proxy, which connects
+// for the tree (egress.Config.Service): nil when ap is not on this
+// machine or nothing listens there (the proxy's dial then fails).
+func (n *netState) proxyService(ap netip.AddrPort) *engine.NetService {
+	if !n.isLocal(ap.Addr()) {
+		return nil
+	}
+	a := loopbackFor(ap.Addr())
+	rc, err := inetReceiver(pin.SockInfo{Domain: unix.AF_INET6, Type: unix.SOCK_STREAM}, netip.AddrPortFrom(a, ap.Port()))
+	svc, found := n.service(rc, err)
+	if !found {
+		return nil
+	}
+	return svc
 }

@@ -41,6 +41,11 @@ type Config struct {
 	// discards them.
 	ErrorLog io.Writer
 	Limits   Limits
+	// Service says who serves a destination on this machine (a server
+	// the tree started, or a service outside the sandbox), so the proxy
+	// judges it as a direct connection would be judged; nil, or a nil
+	// answer: not on this machine, or nothing listens.
+	Service func(netip.AddrPort) *engine.NetService
 }
 
 // Limits bound what one client can make the proxy hold. Zero fields take
@@ -269,6 +274,13 @@ func (p *Proxy) authorize(ctx context.Context, t target, pid int, tunnel bool) (
 		// An address: the names permwrap resolved to it speak for it, as
 		// for a direct connection.
 		in.Names = p.cfg.Cache.Names(t.addr)
+		in.Service = p.service(t.addr, t.port)
+	}
+	if isLocalhost(t.host) {
+		// RFC 6761: a localhost name is loopback, resolved without asking
+		// anyone (so nothing leaks by resolving it first): judged as the
+		// loopback destination, with who serves it.
+		return p.authorizeLocalhost(ctx, t, in, tunnel)
 	}
 	if v := p.cfg.Judge.Decide(ctx, in); !v.Allow {
 		return nil, v.Reason, http.StatusForbidden
@@ -297,6 +309,31 @@ func (p *Proxy) authorize(ctx context.Context, t target, pid int, tunnel bool) (
 	return j, "", 0
 }
 
+// isLocalhost reports whether name is `localhost` or below it.
+func isLocalhost(name string) bool {
+	return name == "localhost" || strings.HasSuffix(name, ".localhost")
+}
+
+// authorizeLocalhost judges a localhost name on its loopback addresses,
+// IPv4 first, each with who serves it (admit judges the second).
+func (p *Proxy) authorizeLocalhost(ctx context.Context, t target, in engine.NetIntent, tunnel bool) (*judged, string, int) {
+	addrs := []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
+	in.Addr = addrs[0]
+	in.Service = p.service(in.Addr, t.port)
+	if v := p.cfg.Judge.Decide(ctx, in); !v.Allow {
+		return nil, v.Reason, http.StatusForbidden
+	}
+	return &judged{p: p, t: t, pid: in.PID, intent: in, addrs: addrs, upstream: p.cfg.Upstream.For(t, tunnel)}, "", 0
+}
+
+// service is who serves a on port on this machine (Config.Service).
+func (p *Proxy) service(a netip.Addr, port uint16) *engine.NetService {
+	if p.cfg.Service == nil || !a.IsValid() {
+		return nil
+	}
+	return p.cfg.Service(netip.AddrPortFrom(a, port))
+}
+
 // admit judges one resolved address of an allowed name just before it is
 // dialled. The name's own answer stands unless the address makes it
 // stricter (a rule naming the address or a prefix holding it); then the
@@ -307,6 +344,10 @@ func (j *judged) admit(ctx context.Context, a netip.Addr) (bool, string) {
 	}
 	full := j.intent
 	full.Addr = a
+	full.Service = j.p.service(a, j.t.port)
+	if full.Addr == j.intent.Addr && full.Service == nil {
+		full.Service = j.intent.Service
+	}
 	before := j.p.cfg.Judge.Evaluate(j.intent).Result.Action
 	if j.p.cfg.Judge.Evaluate(full).Result.Action <= before {
 		return true, ""

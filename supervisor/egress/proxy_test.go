@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"sync"
 
 	"encoding/json"
 	"fmt"
@@ -613,5 +614,57 @@ func TestConcurrentClients(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestLocalServices: a destination on this machine is judged with who
+// serves it (Config.Service), by address and by a localhost name, which
+// is loopback (RFC 6761) and judged as its addresses without a lookup.
+func TestLocalServices(t *testing.T) {
+	o := newOrigin(t, "127.0.0.1", nil)
+	var mu sync.Mutex
+	svc := map[netip.AddrPort]*engine.NetService{}
+	set := func(s *engine.NetService) {
+		mu.Lock()
+		defer mu.Unlock()
+		svc[netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), o.addr.Port())] = s
+	}
+	withService := func(_ *rig, c *Config, _ *PolicyJudge) {
+		c.Service = func(ap netip.AddrPort) *engine.NetService {
+			mu.Lock()
+			defer mu.Unlock()
+			return svc[ap]
+		}
+	}
+	r := newRig(t, `{"permission": {"net": {"*": "ask", "<outside>": {"action": "deny", "reason": "acts for its caller"}}}}`, nil, withService)
+	c := client(r.proxy, nil)
+	byName := fmt.Sprintf("http://localhost:%d/x", o.addr.Port())
+	byAddr := fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n", o.addr.Port())
+
+	set(&engine.NetService{Tree: true})
+	resp, err := c.Get(byName)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the tree's own server by name: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if out := rawRequest(t, r.proxy, byAddr); !strings.HasPrefix(out, "HTTP/1.1 200") {
+		t.Fatalf("the tree's own server by address: %q", out)
+	}
+
+	set(&engine.NetService{Exe: "/usr/bin/redis-server", PID: 42})
+	before := o.connCount()
+	resp, err = c.Get(byName)
+	if err != nil || resp.StatusCode != 403 {
+		t.Fatalf("a service outside by name: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if out := rawRequest(t, r.proxy, byAddr); !strings.HasPrefix(out, "HTTP/1.1 403") || !strings.Contains(out, "served outside the sandbox by /usr/bin/redis-server") {
+		t.Fatalf("a service outside by address: %q", out)
+	}
+	if o.connCount() != before {
+		t.Error("the service outside was connected to")
+	}
+	if n := r.resolver.count("localhost"); n != 0 {
+		t.Errorf("localhost was resolved %d times", n)
 	}
 }
