@@ -96,6 +96,11 @@ func (c *connectCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 
 func (c *connectCall) connect(s *supervisor, id uint64) {
 	defer c.release()
+	if c.si.Type == unix.SOCK_DGRAM {
+		// A datagram socket is bound by its connect, and a reply to it
+		// reaches the tree's own socket (netlocal.go): recorded first.
+		s.net.own.record(c.h)
+	}
 	var err error
 	if c.unheard || c.t.closed {
 		err = unix.ECONNREFUSED
@@ -109,11 +114,7 @@ func (c *connectCall) connect(s *supervisor, id uint64) {
 	if c.t.proxy && (err == nil || errors.Is(err, unix.EINPROGRESS)) {
 		c.registerWithProxy()
 	}
-	if err == nil && c.si.Type == unix.SOCK_DGRAM {
-		// A datagram socket is bound by its connect: replies to it
-		// reach the tree's own socket (netlocal.go).
-		s.net.own.record(c.h)
-	}
+
 	s.answer(id, err)
 }
 

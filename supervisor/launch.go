@@ -361,6 +361,7 @@ func (l *launch) serve() {
 	}
 	sup := newSupervisor(cfg, listener, l.pid, l.notices, l.ids)
 	sup.tree = &tree{watchdog: l.watchdog}
+	sup.net.procs = sup.tree
 	sup.net.proxy, sup.net.peers = l.egress.proxy, l.egress.peers
 	l.egress.net.Store(&sup.net)
 	sup.waitKillable = l.handoff&handoffWaitKillable != 0

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -239,7 +240,11 @@ func (n *netState) service(rc receiver, err error) (*engine.NetService, bool) {
 	case n.own.owns(rc.r.Cookie):
 		return &engine.NetService{Tree: true}, true
 	}
-	return n.holders.of(rc.r), true
+	s := n.holders.of(rc.r, n.procs)
+	if s.Tree {
+		n.own.add(rc.r.Cookie)
+	}
+	return s, true
 }
 
 // inetReceiver is the socket a connection (stream) or datagram to ap
@@ -264,10 +269,15 @@ type holderCache struct {
 	m  map[uint64]*engine.NetService
 }
 
-// of describes the process holding r (the first one /proc shows; a
-// listening socket shared by a pre-forking server is held by several of
-// the same program).
-func (c *holderCache) of(r pin.Receiver) *engine.NetService {
+// of describes who holds r. A socket every holder of which is a process
+// of the sandboxed tree (permwrap's own duplicates aside) is the tree's
+// own, though no bind or listen of it was recorded: one the tree
+// inherited or was passed, or a datagram socket whose first send is
+// still being performed when its reply is judged. Otherwise the first
+// holder outside the tree names the service (a listening socket shared
+// by a pre-forking server is held by several of the same program).
+// Processes permwrap cannot read (another user's) are not seen.
+func (c *holderCache) of(r pin.Receiver, procs *tree) *engine.NetService {
 	c.mu.Lock()
 	s, ok := c.m[r.Cookie]
 	c.mu.Unlock()
@@ -275,8 +285,23 @@ func (c *holderCache) of(r pin.Receiver) *engine.NetService {
 		return s
 	}
 	s = &engine.NetService{}
-	if pids, _, err := pin.Holders(r.Ino, 1); err == nil && len(pids) > 0 {
-		s.PID = pids[0]
+	pids, _, err := pin.Holders(r.Ino, 0)
+	self := os.Getpid()
+	outside, inside := 0, 0
+	for _, pid := range pids {
+		switch {
+		case pid == self:
+		case procs.contains(pid):
+			inside++
+		case outside == 0:
+			outside = pid
+		}
+	}
+	switch {
+	case err == nil && inside > 0 && outside == 0:
+		s.Tree = true
+	case outside > 0:
+		s.PID = outside
 		if p, err := pin.Program(s.PID); err == nil {
 			s.Exe = strings.TrimSuffix(p.Exe, " (deleted)")
 			s.Cmdline = strings.Join(p.Args, " ")

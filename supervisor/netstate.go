@@ -32,7 +32,10 @@ type netState struct {
 	unixFiles unixFileCache
 	// home is permwrap's network namespace (SO_NETNS_COOKIE), where
 	// its socket lookups see; 0 when it cannot be told.
-	home  uint64
+	home uint64
+	// procs is the sandboxed tree, to tell whether a socket's holders
+	// are its processes; nil: none are.
+	procs *tree
 	sends sendLog
 	// tree: the names the tree itself resolved (dns.go); nil: none are
 	// learned.

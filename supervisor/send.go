@@ -424,6 +424,12 @@ func (c *sendCall) judge(p *engine.Policy) verdict {
 // target's own call would have.
 func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 	c.done.Store(true)
+	if c.si.Type == unix.SOCK_DGRAM && c.si.Domain != unix.AF_NETLINK {
+		// A datagram socket is bound by its first send, and a reply to
+		// it reaches the tree's own socket (netlocal.go): recorded before
+		// the send, so a reply judged while it is being sent finds it.
+		s.net.own.record(c.h)
+	}
 	if len(c.msgs) > 0 && c.msgs[0].t.closed {
 		// A stream send that connects (MSG_FASTOPEN) where nothing
 		// listens (netTarget.closed).
@@ -443,11 +449,6 @@ func (c *sendCall) perform(s *supervisor, id uint64, _ *notify.Quiet) {
 
 func (c *sendCall) finish(s *supervisor, id uint64, n int, err error) {
 	defer c.release()
-	if c.si.Type == unix.SOCK_DGRAM && c.si.Domain != unix.AF_NETLINK {
-		// A datagram socket is bound by its first send: replies to it
-		// reach the tree's own socket (netlocal.go).
-		s.net.own.record(c.h)
-	}
 	if err != nil {
 		s.respondErr(id, errnoOf(err))
 		return
