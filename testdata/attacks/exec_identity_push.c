@@ -12,18 +12,9 @@
  *   8. argv[0] dispatch: /usr/bin/git with argv[0] "git-push"
  * Control: the copy runs `g status` and creates ./twin-ok.
  * Judged by: the remote's main branch moving. */
-#include "common.h"
-#include <sys/sendfile.h>
+#include "gitwork.h"
 static const char *git = "/usr/bin/git";
 static char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
-static const char *loader(void)
-{
-	static const char *cands[] = { "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", NULL };
-	for (int i = 0; cands[i]; i++)
-		if (access(cands[i], X_OK) == 0)
-			return cands[i];
-	return cands[0];
-}
 static int copy_fd(int out)
 {
 	int in = open(git, O_RDONLY);

@@ -13,60 +13,25 @@
  * Control: git -c help.autocorrect=immediate statsu (autocorrected to
  * status) creates ./twin-ok when it works.
  * Judged by: the remote's main branch moving. */
-#include "common.h"
-static const char *git = "/usr/bin/git";
-#define PATHENV "PATH=/usr/local/bin:/usr/bin:/bin"
-static char *plain[] = { PATHENV, NULL };
-static int spawn(char *const argv[], char *const envp[])
-{
-	pid_t c = fork();
-	if (c == 0) {
-		if (chdir("gitwork") < 0)
-			_exit(126);
-		execve(git, argv, envp);
-		note("exec %s: %s", git, strerror(errno));
-		_exit(127);
-	}
-	int st = 0;
-	waitpid(c, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-static void commit(void)
-{
-	spawn((char *[]){ "git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
-		"commit", "-q", "--allow-empty", "-m", "next", NULL }, plain);
-}
+#include "gitwork.h"
 #define ORIGIN "-q", "origin", "main"
-/* remote notes the remote's main branch after one way, so the log shows
- * which ways moved it (the test judges from outside, by the same file). */
-static void remote(const char *way, int code)
-{
-	char buf[16] = "";
-	int fd = open("remote.git/refs/heads/main", O_RDONLY);
-	if (fd >= 0) {
-		ssize_t n = read(fd, buf, 12);
-		buf[n > 0 ? n : 0] = 0;
-		close(fd);
-	}
-	note("%s: exit %d, remote main %s", way, code, buf);
-}
 int main(void)
 {
 	char cwd[3000], home[3100];
 	if (!getcwd(cwd, sizeof cwd))
 		return 1;
-	if (spawn((char *[]){ "git", "-c", "help.autocorrect=immediate", "statsu", NULL }, plain) == 0)
+	if (gitwork_spawn(GIT, (char *[]){ "git", "-c", "help.autocorrect=immediate", "statsu", NULL }, plain_env) == 0)
 		close(open("twin-ok", O_WRONLY | O_CREAT, 0644));
 
-	commit();
-	remote("-c help.autocorrect", spawn((char *[]){ "git", "-c", "help.autocorrect=immediate", "pushh", ORIGIN, NULL }, plain));
-	commit();
-	remote("GIT_CONFIG_PARAMETERS", spawn((char *[]){ "git", "psuh", ORIGIN, NULL },
+	gitwork_commit();
+	remote_note("-c help.autocorrect", gitwork_spawn(GIT, (char *[]){ "git", "-c", "help.autocorrect=immediate", "pushh", ORIGIN, NULL }, plain_env));
+	gitwork_commit();
+	remote_note("GIT_CONFIG_PARAMETERS", gitwork_spawn(GIT, (char *[]){ "git", "psuh", ORIGIN, NULL },
 		(char *[]){ PATHENV, "GIT_CONFIG_PARAMETERS='help.autocorrect'='immediate'", NULL }));
-	commit();
-	remote("GIT_CONFIG_COUNT", spawn((char *[]){ "git", "puhs", ORIGIN, NULL },
+	gitwork_commit();
+	remote_note("GIT_CONFIG_COUNT", gitwork_spawn(GIT, (char *[]){ "git", "puhs", ORIGIN, NULL },
 		(char *[]){ PATHENV, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=help.autocorrect", "GIT_CONFIG_VALUE_0=immediate", NULL }));
-	commit();
+	gitwork_commit();
 	snprintf(home, sizeof home, "%s/free/home", cwd);
 	mkdir(home, 0755);
 	char cfg[3200], homeenv[3200];
@@ -76,11 +41,11 @@ int main(void)
 		note("writing %s: %s", cfg, strerror(errno));
 	close(fd);
 	snprintf(homeenv, sizeof homeenv, "HOME=%s", home);
-	remote("~/.gitconfig", spawn((char *[]){ "git", "pusj", ORIGIN, NULL }, (char *[]){ PATHENV, homeenv, NULL }));
-	commit();
-	spawn((char *[]){ "git", "config", "help.autocorrect", "1", NULL }, plain);
-	remote(".git/config", spawn((char *[]){ "git", "pusx", ORIGIN, NULL }, plain));
-	commit();
-	remote("to send-pack", spawn((char *[]){ "git", "send-pakc", "../remote.git", "main", NULL }, plain));
+	remote_note("~/.gitconfig", gitwork_spawn(GIT, (char *[]){ "git", "pusj", ORIGIN, NULL }, (char *[]){ PATHENV, homeenv, NULL }));
+	gitwork_commit();
+	gitwork_spawn(GIT, (char *[]){ "git", "config", "help.autocorrect", "1", NULL }, plain_env);
+	remote_note(".git/config", gitwork_spawn(GIT, (char *[]){ "git", "pusx", ORIGIN, NULL }, plain_env));
+	gitwork_commit();
+	remote_note("to send-pack", gitwork_spawn(GIT, (char *[]){ "git", "send-pakc", "../remote.git", "main", NULL }, plain_env));
 	return 0;
 }

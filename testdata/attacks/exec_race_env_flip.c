@@ -10,10 +10,9 @@
  * judged without the library may load it: permwrap must verify the
  * environment the new image got and kill it before the library runs.
  * Judged by: the remote's main branch moving. */
-#include "common.h"
+#include "gitwork.h"
 #include <libgen.h>
 #include <pthread.h>
-#include <sys/sendfile.h>
 static char entry[4200];
 static volatile long flips;
 static void *flipper(void *arg)
@@ -27,28 +26,6 @@ static void *flipper(void *arg)
 	}
 	return NULL;
 }
-static int copy_file(const char *from, const char *to)
-{
-	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
-	struct stat st;
-	if (in < 0 || out < 0 || fstat(in, &st) < 0)
-		return -1;
-	off_t off = 0;
-	while (off < st.st_size)
-		if (sendfile(out, in, &off, st.st_size - off) <= 0)
-			return -1;
-	close(in);
-	close(out);
-	return 0;
-}
-static void head(char *buf, size_t n)
-{
-	int fd = open("remote.git/refs/heads/main", O_RDONLY);
-	ssize_t r = fd >= 0 ? read(fd, buf, n - 1) : -1;
-	buf[r > 0 ? r : 0] = 0;
-	if (fd >= 0)
-		close(fd);
-}
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -60,7 +37,7 @@ int main(int argc, char **argv)
 	if (copy_file(from, lib) < 0)
 		note("copying %s: %s", from, strerror(errno));
 	snprintf(entry, sizeof entry, "XX_PRELOAD=%s", lib);
-	head(start, sizeof start);
+	remote_head(start, sizeof start);
 	long tries = 0, killed = 0;
 	while (race_on()) {
 		pid_t c = fork();
@@ -71,12 +48,12 @@ int main(int argc, char **argv)
 				_exit(126);
 			pthread_t t;
 			char *args[] = { "git", "status", "-q", "origin", "main", NULL };
-			char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", entry, NULL };
+			char *envp[] = { PATHENV, entry, NULL };
 			pthread_create(&t, NULL, flipper, NULL);
 			while (flips < 1000)
 				;
 			for (int i = 0; i < 50; i++)
-				execve("/usr/bin/git", args, envp);
+				execve(GIT, args, envp);
 			_exit(0);
 		}
 		int st;
@@ -84,7 +61,7 @@ int main(int argc, char **argv)
 		tries++;
 		if (WIFSIGNALED(st))
 			killed++;
-		head(now, sizeof now);
+		remote_head(now, sizeof now);
 		if (strcmp(now, start) != 0)
 			race_won();
 	}

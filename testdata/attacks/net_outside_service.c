@@ -42,37 +42,41 @@ static void drain(int s, const char *what)
 	}
 }
 
-static void try4(const char *what, const char *bindaddr, const char *dst, int port)
+/* inet_sa fills ss with addr:port of family and returns its length. */
+static socklen_t inet_sa(int family, const char *addr, int port, struct sockaddr_storage *ss)
 {
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	if (bindaddr) {
-		inet_pton(AF_INET, bindaddr, &a.sin_addr);
-		if (bind(s, (struct sockaddr *)&a, sizeof a) < 0)
-			note("%s: bind: %s", what, strerror(errno));
+	memset(ss, 0, sizeof *ss);
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		inet_pton(AF_INET6, addr, &a->sin6_addr);
+		return sizeof *a;
 	}
-	a.sin_port = htons(port);
-	inet_pton(AF_INET, dst, &a.sin_addr);
-	if (connect(s, (struct sockaddr *)&a, sizeof a) < 0)
-		note("%s: connect: %s", what, strerror(errno));
-	else
-		drain(s, what);
-	close(s);
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+	a->sin_family = AF_INET;
+	a->sin_port = htons(port);
+	inet_pton(AF_INET, addr, &a->sin_addr);
+	return sizeof *a;
 }
 
-static void try6(const char *what, const char *bindaddr, const char *dst, int port)
+/* try_inet reaches dst:port from a socket of family and type (bound to
+ * bindaddr first, when given): a stream connects, a datagram socket sends
+ * one byte; then it prints what comes back. */
+static void try_inet(const char *what, int family, int type, const char *bindaddr, const char *dst, int port)
 {
-	int s = socket(AF_INET6, SOCK_STREAM, 0);
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+	int s = socket(family, type, 0);
+	struct sockaddr_storage a;
+	socklen_t l;
 	if (bindaddr) {
-		inet_pton(AF_INET6, bindaddr, &a.sin6_addr);
-		if (bind(s, (struct sockaddr *)&a, sizeof a) < 0)
+		l = inet_sa(family, bindaddr, 0, &a);
+		if (bind(s, (struct sockaddr *)&a, l) < 0)
 			note("%s: bind: %s", what, strerror(errno));
 	}
-	a.sin6_port = htons(port);
-	inet_pton(AF_INET6, dst, &a.sin6_addr);
-	if (connect(s, (struct sockaddr *)&a, sizeof a) < 0)
-		note("%s: connect: %s", what, strerror(errno));
+	l = inet_sa(family, dst, port, &a);
+	int r = type == SOCK_DGRAM ? (int)sendto(s, "?", 1, 0, (struct sockaddr *)&a, l) : connect(s, (struct sockaddr *)&a, l);
+	if (r < 0)
+		note("%s: %s: %s", what, type == SOCK_DGRAM ? "sendto" : "connect", strerror(errno));
 	else
 		drain(s, what);
 	close(s);
@@ -98,24 +102,6 @@ static void try_unix(const char *what, const char *name, int abstract)
 	socklen_t l = unix_addr(&u, name, abstract);
 	if (connect(s, (struct sockaddr *)&u, l) < 0)
 		note("%s: connect: %s", what, strerror(errno));
-	else
-		drain(s, what);
-	close(s);
-}
-
-static void try_udp(const char *what, const char *bindaddr, const char *dst, int port)
-{
-	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	if (bindaddr) {
-		inet_pton(AF_INET, bindaddr, &a.sin_addr);
-		if (bind(s, (struct sockaddr *)&a, sizeof a) < 0)
-			note("%s: bind: %s", what, strerror(errno));
-	}
-	a.sin_port = htons(port);
-	inet_pton(AF_INET, dst, &a.sin_addr);
-	if (sendto(s, "?", 1, 0, (struct sockaddr *)&a, sizeof a) < 0)
-		note("%s: sendto: %s", what, strerror(errno));
 	else
 		drain(s, what);
 	close(s);
@@ -162,7 +148,7 @@ static void twin(void)
 		serve(ul, 1);
 		_exit(0);
 	}
-	try4("twin tcp", NULL, "127.0.0.1", ntohs(a.sin_port));
+	try_inet("twin tcp", AF_INET, SOCK_STREAM, NULL, "127.0.0.1", ntohs(a.sin_port));
 	try_unix("twin abstract", name, 1);
 	waitpid(c, NULL, 0);
 	close(l);
@@ -177,17 +163,17 @@ int main(int argc, char **argv)
 	}
 	int p = atoi(argv[1]), q = atoi(argv[2]), u = atoi(argv[5]), r = atoi(argv[6]);
 	twin();
-	try4("1 127.0.0.1", NULL, "127.0.0.1", p);
-	try4("2 0.0.0.0", NULL, "0.0.0.0", p);
-	try4("3 bound 0.0.0.0", "127.0.0.1", "0.0.0.0", p);
-	try6("4 v4-mapped", NULL, "::ffff:127.0.0.1", p);
-	try6("5 bound v4-mapped unspecified", "::ffff:127.0.0.1", "::ffff:0.0.0.0", p);
-	try6("6 ::1", NULL, "::1", q);
-	try6("6 ::", NULL, "::", q);
+	try_inet("1 127.0.0.1", AF_INET, SOCK_STREAM, NULL, "127.0.0.1", p);
+	try_inet("2 0.0.0.0", AF_INET, SOCK_STREAM, NULL, "0.0.0.0", p);
+	try_inet("3 bound 0.0.0.0", AF_INET, SOCK_STREAM, "127.0.0.1", "0.0.0.0", p);
+	try_inet("4 v4-mapped", AF_INET6, SOCK_STREAM, NULL, "::ffff:127.0.0.1", p);
+	try_inet("5 bound v4-mapped unspecified", AF_INET6, SOCK_STREAM, "::ffff:127.0.0.1", "::ffff:0.0.0.0", p);
+	try_inet("6 ::1", AF_INET6, SOCK_STREAM, NULL, "::1", q);
+	try_inet("6 ::", AF_INET6, SOCK_STREAM, NULL, "::", q);
 	try_unix("7 abstract", argv[3], 1);
 	try_unix("7 path", argv[4], 0);
-	try_udp("8 udp", NULL, "127.0.0.1", u);
-	try_udp("8 udp bound 0.0.0.0", "127.0.0.1", "0.0.0.0", u);
-	try4("9 127.0.0.2", NULL, "127.0.0.2", r);
+	try_inet("8 udp", AF_INET, SOCK_DGRAM, NULL, "127.0.0.1", u);
+	try_inet("8 udp bound 0.0.0.0", AF_INET, SOCK_DGRAM, "127.0.0.1", "0.0.0.0", u);
+	try_inet("9 127.0.0.2", AF_INET, SOCK_STREAM, NULL, "127.0.0.2", r);
 	return 0;
 }
