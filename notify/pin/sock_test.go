@@ -205,10 +205,10 @@ func TestBoundFile(t *testing.T) {
 	hu.Close()
 }
 
-// FileBound finds a socket file's socket in a dump of every Unix socket,
-// across several answers (hundreds of sockets), and says a file whose
-// socket was closed (a stale tmux socket) is bound by nobody.
-func TestFileBound(t *testing.T) {
+// UnixReceiver finds a socket file's listening socket in a dump that
+// takes several answers (hundreds of sockets), and says a file whose
+// socket was closed (a stale tmux socket) is received by nobody.
+func TestUnixReceiverAmongMany(t *testing.T) {
 	dir := t.TempDir()
 	var files []FileID
 	var fds []int
@@ -220,6 +220,9 @@ func TestFileBound(t *testing.T) {
 		}
 		fds = append(fds, fd)
 		if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(fd, 1); err != nil {
 			t.Fatal(err)
 		}
 		var st unix.Stat_t
@@ -236,26 +239,26 @@ func TestFileBound(t *testing.T) {
 		}
 	})
 	for _, i := range []int{0, 199, 399} {
-		ok, err := FileBound(files[i])
+		_, ok, err := UnixReceiver(files[i])
 		if errors.Is(err, ErrNoSockDiag) {
 			t.Skipf("no sock_diag: %v", err)
 		}
 		if err != nil || !ok {
-			t.Errorf("socket %d: FileBound = %v %v, want bound", i, ok, err)
+			t.Errorf("socket %d: UnixReceiver = %v %v, want found", i, ok, err)
 		}
 	}
 	unix.Close(fds[399])
 	fds[399] = -1
-	if ok, err := FileBound(files[399]); ok || err != nil {
-		t.Errorf("after close: FileBound = %v %v, want not bound", ok, err)
+	if _, ok, err := UnixReceiver(files[399]); ok || err != nil {
+		t.Errorf("after close: UnixReceiver = %v %v, want none", ok, err)
 	}
 	// A file that is no socket's at all.
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := FileBound(FileID{Dev: st.Dev, Ino: st.Ino}); ok || err != nil {
-		t.Errorf("a directory: FileBound = %v %v", ok, err)
+	if _, ok, err := UnixReceiver(FileID{Dev: st.Dev, Ino: st.Ino}); ok || err != nil {
+		t.Errorf("a directory: UnixReceiver = %v %v", ok, err)
 	}
 }
 

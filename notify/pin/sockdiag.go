@@ -55,24 +55,9 @@ func StillBound(b BoundUnix) (bool, error) {
 	return now.Cookie == b.Cookie && now.File == b.File, nil
 }
 
-// FileBound reports whether any Unix socket of this network namespace is
-// bound to the socket file f (a dump of every Unix socket, with the file
-// each is bound to). No socket can ever be bound to an existing file
-// again (bind creates a new one), so a file nobody is bound to now stays
-// unreachable: a connect to it is refused (ECONNREFUSED) by the kernel.
-// A socket bound in another network namespace is not in the dump.
-func FileBound(f FileID) (bool, error) {
-	found := false
-	err := unixDump(udiagShowVFS, anyState, func(r Receiver) bool {
-		found = r.File == f
-		return !found
-	})
-	return found, err
-}
-
 // UnixReceiver reports the socket bound to the socket file f that a
 // connect or a send to it would reach: a listening socket, or a
-// datagram socket (a dump, as FileBound). A connection a listener
+// datagram socket (a dump of the sockets in those states). A connection a listener
 // accepted carries its listener's file too, and is passed over; so is a
 // stream socket bound but not listening (a connect is refused). ok is
 // false when no socket would receive.
