@@ -114,7 +114,6 @@ func (c *connectCall) connect(s *supervisor, id uint64) {
 	if c.t.proxy && (err == nil || errors.Is(err, unix.EINPROGRESS)) {
 		c.registerWithProxy()
 	}
-
 	s.answer(id, err)
 }
 

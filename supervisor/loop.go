@@ -80,7 +80,6 @@ func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *termina
 	s.execs.init(s)
 	s.ids = ids
 	s.net.tree = newTreeNames()
-	s.net.home = s.net.tree.home
 	return s
 }
 

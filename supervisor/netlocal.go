@@ -27,7 +27,9 @@ import (
 // which the default policy asks about.
 //
 // The tree's own sockets are known by their kernel cookie, recorded when
-// permwrap performs their bind or listen (ownSockets.record). Which socket
+// permwrap performs their bind, listen, or a datagram socket's connect or
+// send (ownSockets.record), or found held by the tree's processes alone
+// (holderCache.of). Which socket
 // a connection would reach is asked of the kernel (NETLINK_SOCK_DIAG: the
 // listener lookup a SYN or a datagram gets, the socket bound to a socket
 // file, the socket holding an abstract name), and who holds it is read
@@ -353,14 +355,14 @@ const (
 // namespace holds nothing but what the tree puts in it, so a
 // destination on "this machine" there is served by the tree.
 func (n *netState) netnsOf(h *pin.Handle) netnsKind {
-	if n.home == 0 {
+	if n.tree == nil || n.tree.home == 0 { // permwrap's own (dns.go), where its lookups see
 		return netnsUnknown
 	}
 	c, err := h.NetnsCookie()
 	switch {
 	case err != nil || c == 0:
 		return netnsUnknown
-	case c == n.home:
+	case c == n.tree.home:
 		return netnsHome
 	}
 	return netnsTree

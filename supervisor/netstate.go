@@ -30,9 +30,6 @@ type netState struct {
 	holders holderCache
 	// unixFiles: which socket is bound to a socket file, by the file.
 	unixFiles unixFileCache
-	// home is permwrap's network namespace (SO_NETNS_COOKIE), where
-	// its socket lookups see; 0 when it cannot be told.
-	home uint64
 	// procs is the sandboxed tree, to tell whether a socket's holders
 	// are its processes; nil: none are.
 	procs *tree
