@@ -60,7 +60,7 @@ func TestNetPromptShowsService(t *testing.T) {
 	facts := strings.Join(requestFacts(r, 100), "\n")
 	for _, want := range []string{
 		"dest:  unix /tmp/tmux-1000/default, served outside the sandbox by /usr/bin/tmux (pid 812)",
-		"serves: tmux new -s work?[2J",
+		`serves: tmux new -s work\x1b[2J`, // escaped where it is shown
 	} {
 		if !strings.Contains(facts, want) {
 			t.Errorf("prompt facts lack %q:\n%s", want, facts)

@@ -252,7 +252,7 @@ func (s *NetService) String() string {
 	var b strings.Builder
 	b.WriteString(", served outside the sandbox by ")
 	if s.Exe != "" {
-		b.WriteString(strings.Map(printableRune, s.Exe))
+		b.WriteString(s.Exe)
 	} else {
 		b.WriteString("a process")
 	}
@@ -262,26 +262,17 @@ func (s *NetService) String() string {
 	return b.String()
 }
 
-// Detail is the serving process's command line for the prompt, on one
-// line and bounded; "" when there is none.
+// Detail is the serving process's command line for the prompt, bounded;
+// "" when there is none. Like the path and the host, it is escaped where
+// it is shown (display.Printable).
 func (s *NetService) Detail() string {
 	if s == nil || s.Tree || s.Cmdline == "" {
 		return ""
 	}
-	c := []rune(strings.Map(printableRune, s.Cmdline))
-	if len(c) > maxCmdlineShown {
+	if c := []rune(s.Cmdline); len(c) > maxCmdlineShown {
 		return string(c[:maxCmdlineShown]) + "…"
 	}
-	return string(c)
-}
-
-// printableRune keeps a command line on one line for a person: control
-// characters become '?'.
-func printableRune(r rune) rune {
-	if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
-		return '?'
-	}
-	return r
+	return s.Cmdline
 }
 
 // NetSpelling is how one spelling of a connection was judged.
@@ -362,8 +353,8 @@ func (p *Policy) DecideNet(in NetIntent) NetDecision {
 	}
 	if n < len(checks) {
 		if d.Spellings[n].Part && !anyPart {
-			d.Result = evals[n].Result
-			return d.ownServer(in)
+			d.Result = evals[n].Result // served outside: never the tree's own
+			return d
 		}
 		d.Spellings[n].Part = false
 	}
