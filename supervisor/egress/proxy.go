@@ -339,15 +339,12 @@ func (p *Proxy) service(a netip.Addr, port uint16) *engine.NetService {
 // stricter (a rule naming the address or a prefix holding it); then the
 // judge decides on both spellings — a deny (logged), or an ask.
 func (j *judged) admit(ctx context.Context, a netip.Addr) (bool, string) {
-	if j.t.host == "" {
-		return true, "" // the address itself was judged
+	if j.t.host == "" || a == j.intent.Addr {
+		return true, "" // the address itself was judged (a localhost name's first)
 	}
 	full := j.intent
 	full.Addr = a
 	full.Service = j.p.service(a, j.t.port)
-	if full.Addr == j.intent.Addr && full.Service == nil {
-		full.Service = j.intent.Service
-	}
 	before := j.p.cfg.Judge.Evaluate(j.intent).Result.Action
 	if j.p.cfg.Judge.Evaluate(full).Result.Action <= before {
 		return true, ""
