@@ -25,6 +25,14 @@ type Screen interface {
 	Acquire(ctx context.Context) (in io.Reader, out io.Writer, width, height int, release func(), err error)
 }
 
+// Interrupter is a Screen that can hand a Ctrl-C typed at the prompt on
+// to the program whose terminal it lent (the supervisor's relay): the
+// person answered the question and interrupted the command, as Ctrl-C
+// does in a shell. Interrupt is called after release.
+type Interrupter interface {
+	Interrupt()
+}
+
 // NoticeHolder is a Screen that holds permwrap's notices back while the
 // agent draws (the supervisor's relay); the prompt shows the latest, as
 // its screen is the one place they can be read during the run.
@@ -184,7 +192,12 @@ func (p *PromptTerminal) ask(ctx context.Context, r Request) Decision {
 		reason := ReasonUnavailable + ": " + err.Error()
 		return Denied(ByUnavailable{Reason: reason}, ReasonUnavailable)
 	}
-	defer release()
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
 	if h <= 0 {
 		h = p.opts.Rows
 	}
@@ -200,6 +213,14 @@ func (p *PromptTerminal) ask(ctx context.Context, r Request) Decision {
 	}
 	if r.HumanOnly {
 		d = d.withoutSession()
+	}
+	if d.Action() == engine.Deny && d.Reason() == ReasonInterrupted {
+		// The agent has its screen back before it gets the key.
+		released = true
+		release()
+		if i, ok := p.screen.(Interrupter); ok {
+			i.Interrupt()
+		}
 	}
 	// Before the next ask in the queue gets the screen.
 	p.rememberDenied(d)
@@ -232,8 +253,15 @@ func (p *PromptTerminal) notAnswered(ctx context.Context) Decision {
 const ReasonDeniedByUser = "denied by the user"
 
 // ReasonDismissed is the reason when the person dismisses the prompt
-// (Esc or Ctrl-C).
+// (Esc).
 const ReasonDismissed = "dismissed at the prompt"
+
+// ReasonInterrupted is the reason when the person presses Ctrl-C at the
+// prompt: the request is denied and, where the screen can (Interrupter),
+// the Ctrl-C goes on to the program, which gets it as if typed to it (a
+// SIGINT to the foreground job in a shell's cooked mode, the key in a
+// full-screen agent's raw mode).
+const ReasonInterrupted = "interrupted at the prompt (Ctrl-C)"
 
 func (p *PromptTerminal) runDialog(ctx context.Context, in io.Reader, out io.Writer, width, height int, r Request) (Decision, error) {
 	m := newPromptModel(r, width, height, p.opts)
@@ -365,9 +393,13 @@ func (m *promptModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, nil
 		}
-		// Esc and Ctrl-C deny, wherever the prompt is.
-		if msg.Type == tea.KeyEsc || msg.Type == tea.KeyCtrlC {
+		// Esc and Ctrl-C deny, wherever the prompt is; Ctrl-C also
+		// interrupts the command (PromptTerminal.ask).
+		if msg.Type == tea.KeyEsc {
 			return m.finish(Denied(byPrompt, ReasonDismissed))
+		}
+		if msg.Type == tea.KeyCtrlC {
+			return m.finish(Denied(byPrompt, ReasonInterrupted))
 		}
 		switch m.state {
 		case stateChoose:

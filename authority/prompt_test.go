@@ -29,6 +29,19 @@ type ptyScreen struct {
 	mu        sync.Mutex
 	acquired  int
 	released  int
+	// interrupts counts Interrupt calls; releasedAt is released at the
+	// first one (the agent must have its screen back first).
+	interrupts int
+	releasedAt int
+}
+
+func (s *ptyScreen) Interrupt() {
+	s.mu.Lock()
+	if s.interrupts == 0 {
+		s.releasedAt = s.released
+	}
+	s.interrupts++
+	s.mu.Unlock()
 }
 
 func newPtyScreen(t *testing.T) *ptyScreen {
@@ -293,7 +306,8 @@ func TestPromptScreenUnavailable(t *testing.T) {
 }
 
 // Esc and Ctrl-C dismiss the prompt with a deny, from the list and from
-// the text fields alike.
+// the text fields alike; Ctrl-C also interrupts the command, after the
+// screen is given back, and Esc does not.
 func TestPromptEscAndCtrlCDeny(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -321,11 +335,26 @@ func TestPromptEscAndCtrlCDeny(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // a lone ESC must not read as the start of a sequence
 			s.typeKeys(t, c.key)
 			d := await(t, ch)
-			if d.Action() != engine.Deny || d.Reason() != ReasonDismissed || d.DecidedBy() != (ByUser{Via: "dialog"}) {
+			want, interrupts := ReasonDismissed, 0
+			if c.key == keyCtrlC {
+				want, interrupts = ReasonInterrupted, 1
+			}
+			if d.Action() != engine.Deny || d.Reason() != want || d.DecidedBy() != (ByUser{Via: "dialog"}) {
 				t.Fatalf("%v", d)
 			}
 			if len(d.SessionRules()) != 0 {
 				t.Fatal("a dismissal carries a session rule")
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.interrupts != interrupts {
+				t.Fatalf("%d interrupts, want %d", s.interrupts, interrupts)
+			}
+			if interrupts > 0 && s.releasedAt != 1 {
+				t.Fatalf("interrupted with the screen still lent (%d releases before)", s.releasedAt)
+			}
+			if s.released != 1 {
+				t.Fatalf("%d releases", s.released)
 			}
 		})
 	}

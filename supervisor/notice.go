@@ -115,6 +115,8 @@ func newDenial(v verdict, d authority.Decision, id authority.RequestID, program 
 			dn.reason = "" // "— by the person at the prompt" says it
 		case authority.ReasonDismissed:
 			dn.reason, dn.by = "", "dismissed at the prompt"
+		case authority.ReasonInterrupted:
+			dn.reason, dn.by = "", "interrupted at the prompt (Ctrl-C)"
 		}
 	case authority.ByUnavailable:
 		if dn.reason == "" {

@@ -326,3 +326,45 @@ func TestAlwaysDenyWithinTheRun(t *testing.T) {
 		t.Errorf("policy.jsonc: %v\n%s", err, b)
 	}
 }
+
+// Ctrl-C at a prompt denies the request and interrupts the command, as
+// in a shell: the job that asked stops (its next line never runs), the
+// shell that ran it stays and says so, and Esc only denies.
+func TestPromptCtrlCInterrupts(t *testing.T) {
+	s := newSandbox(t, askPolicy)
+	ts := newTmux(t, s, "bash", "--norc", "--noprofile", "-i")
+	ts.waitFor("$")
+	// The target is known only when the line runs, so the write asks
+	// while the job runs (not the script before it starts).
+	ts.keys("bash -c 'f=ASKME$((0+1)); echo x > $f || echo write-refused; sleep 5; echo job-went-on'", "Enter")
+	ts.waitFor("Allow once")
+	ts.keys("C-c")
+	ts.waitFor("(Ctrl-C)")
+	ts.keys("echo status=$?", "Enter")
+	scr := ts.waitFor("status=130")
+	if strings.Contains(scr, "\njob-went-on") {
+		t.Errorf("the job went on after Ctrl-C:\n%s", scr)
+	}
+	if s.exists("ASKME1") {
+		t.Error("the interrupted request was carried out")
+	}
+	// Esc denies and the job goes on.
+	ts.keys("bash -c 'f=ASKME$((1+1)); echo x > $f || echo write-refused; echo job-went-on'; echo status=$?", "Enter")
+	ts.waitFor("Allow once")
+	time.Sleep(100 * time.Millisecond)
+	ts.keys("Escape")
+	scr = ts.waitFor("status=0")
+	mustContain(t, "after Esc", scr, "write-refused")
+	mustContain(t, "after Esc", scr, "job-went-on")
+	ts.keys("exit", "Enter")
+	ts.waitFor("PERMWRAP-EXIT=0")
+	var interrupted int
+	for _, rec := range s.logRecords() {
+		if reason, _ := rec["reason"].(string); rec["event"] == "permission_request.rejected" && strings.Contains(reason, "Ctrl-C") {
+			interrupted++
+		}
+	}
+	if interrupted != 1 {
+		t.Errorf("%d denials logged as interrupted, want 1", interrupted)
+	}
+}

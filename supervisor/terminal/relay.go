@@ -398,6 +398,24 @@ func (r *Relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, fu
 	return in, r.out, w, h, release, nil
 }
 
+// Interrupt implements authority.Interrupter: the Ctrl-C the person
+// pressed at the prompt reaches the program as if typed to it. The pty's
+// line discipline makes it a SIGINT for the foreground job when the
+// program reads lines (a shell, a build), and a full-screen agent reading
+// raw keys gets the key in the encoding it asked for.
+func (r *Relay) Interrupt() {
+	r.inMu.Lock()
+	defer r.inMu.Unlock()
+	r.mu.Lock()
+	key := r.screen.ctrlC()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
+		return
+	}
+	_, _ = host.Write(r.ptmxFd, []byte(key))
+}
+
 // resume gives the agent its screen and modes back. A main screen comes
 // back byte for byte from the terminal's own save; an alternate screen
 // is repainted by the agent, on the real size change that giving the pty

@@ -378,3 +378,17 @@ func (t *termState) restore(pushedKitty bool) string {
 	}
 	return b.String()
 }
+
+// ctrlC is what the person's terminal sends for Ctrl-C in the keyboard
+// modes the agent asked for: the kitty protocol's CSI u form when the
+// agent disambiguates or reports every key, xterm's modifyOtherKeys form
+// at level 2, the control character otherwise.
+func (t *termState) ctrlC() string {
+	switch {
+	case t.kittyFlags()&(1|8) != 0:
+		return "\x1b[99;5u"
+	case t.mok >= 2:
+		return "\x1b[27;5;99~"
+	}
+	return "\x03"
+}

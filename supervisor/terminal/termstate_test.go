@@ -139,3 +139,23 @@ func TestTermStateFollowsTheTerminal(t *testing.T) {
 		}
 	}
 }
+
+// A Ctrl-C passed on from the prompt is spelled as the person's terminal
+// would spell it for the keyboard mode the agent set.
+func TestTermStateCtrlC(t *testing.T) {
+	for _, c := range []struct{ name, out, want string }{
+		{"plain", "", "\x03"},
+		{"kitty disambiguate", "\x1b[>1u", "\x1b[99;5u"},
+		{"kitty all keys", "\x1b[>8u", "\x1b[99;5u"},
+		{"kitty event types only", "\x1b[>2u", "\x03"},
+		{"kitty popped", "\x1b[>1u\x1b[<u", "\x03"},
+		{"kitty on the other screen", "\x1b[>1u\x1b[?1049h", "\x03"},
+		{"modifyOtherKeys 2", "\x1b[>4;2m", "\x1b[27;5;99~"},
+		{"modifyOtherKeys 1", "\x1b[>4;1m", "\x03"},
+	} {
+		ts := scanSplit(t, c.out)
+		if got := ts.ctrlC(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
