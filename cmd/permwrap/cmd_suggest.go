@@ -396,7 +396,10 @@ func plural(n int) string {
 type policyOut struct {
 	rules   map[engine.Surface][]outRule
 	skipped []string
-	notes   []string
+	// warned are things carried over that may not mean what the person
+	// thinks (a settings-relative path).
+	warned []string
+	notes  []string
 }
 
 type outRule struct {
@@ -454,6 +457,11 @@ func (o *policyOut) skip(what, why string) {
 	o.skipped = append(o.skipped, what+": "+why)
 }
 
+// warn notes something carried over that the person should look at.
+func (o *policyOut) warn(what, why string) {
+	o.warned = append(o.warned, what+": "+why)
+}
+
 // note adds a line to the header.
 func (o *policyOut) note(s string) { o.notes = append(o.notes, s) }
 
@@ -463,6 +471,12 @@ func (o *policyOut) render(extends string) string {
 	var b strings.Builder
 	for _, n := range o.notes {
 		writeComment(&b, "", n)
+	}
+	if len(o.warned) > 0 {
+		writeComment(&b, "", "Carried over, but check:")
+		for _, s := range o.warned {
+			writeComment(&b, "", "  - "+s)
+		}
 	}
 	if len(o.skipped) > 0 {
 		writeComment(&b, "", "Not carried over:")
