@@ -73,7 +73,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "permwrap: audit mode: hard guards, protected writes and permwrap's own files are still enforced; `permwrap policy suggest` reads the log")
 	}
 	settings := policy.Settings()
-	log, err := authority.OpenLog(ld.logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows})
+	log, err := authority.OpenLog(ld.logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows, Run: string(authority.NewRequestID())})
 	if err != nil {
 		printErr(stderr, "permwrap: ", err) // the error names the review log
 		printLines(stderr, "permwrap: ", logUnwritableHint(f.logPath.set))
