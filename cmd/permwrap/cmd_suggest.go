@@ -433,8 +433,7 @@ func pathCands(s engine.Surface, list []*observed, env engine.Env) []cand {
 			pat = exactPattern(s, d, env) + "/**"
 			also = "every other path under " + exactPattern(s, d, env)
 		} else {
-			g := genPath(o.value)
-			pat = genPattern(g, o.value, s, env)
+			pat = genPattern(o.value, s, env)
 			if pat != exactPattern(s, o.value, env) {
 				also = "other names of the same shape (each * a temporary or numbered part)"
 			}
@@ -508,21 +507,20 @@ func treeOf(p string, trees map[string]bool) string {
 	}
 }
 
-// genPattern is a generalised path g (genPath of v) as a pattern, with
-// ~, ${WORKSPACE} or ${TMPDIR} as exactPattern writes them.
-func genPattern(g, v string, s engine.Surface, env engine.Env) string {
-	if g == engine.QuoteGlob(v) {
-		return exactPattern(s, v, env)
-	}
+// genPattern is v with its temporary and numbered names generalised
+// (genPath), written with ~, ${WORKSPACE} or ${TMPDIR} as exactPattern
+// writes them. Only the names below those directories are generalised:
+// a home named /home/user12345 stays itself.
+func genPattern(v string, s engine.Surface, env engine.Env) string {
 	for _, pre := range []struct{ dir, name string }{{env.Workspace, "${WORKSPACE}"}, {env.TmpDir, "${TMPDIR}"}, {env.Home, "~"}} {
 		if pre.dir == "" || pre.dir == "/" {
 			continue
 		}
-		if rest, ok := strings.CutPrefix(g, engine.QuoteGlob(pre.dir)+"/"); ok {
-			return pre.name + "/" + rest
+		if rest, ok := strings.CutPrefix(v, pre.dir+"/"); ok {
+			return pre.name + "/" + genPath(rest)
 		}
 	}
-	return g
+	return genPath(v)
 }
 
 // bashCands groups command lines by the pattern "allow for this session"

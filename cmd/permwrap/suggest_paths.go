@@ -70,10 +70,15 @@ func genName(name string) (string, bool) {
 	start := 0
 	flush := func(end int) {
 		tok := name[start:end]
-		if start > 0 && isTempToken(tok) {
+		switch {
+		case start > 0 && isTempToken(tok):
 			b.WriteString("*")
 			changed = true
-		} else {
+		case numberedWord(tok) > 0:
+			// go-build2837462 → go-build*
+			b.WriteString(engine.QuoteGlob(tok[:numberedWord(tok)]) + "*")
+			changed = true
+		default:
 			b.WriteString(engine.QuoteGlob(tok))
 		}
 	}
@@ -94,6 +99,24 @@ func genName(name string) (string, bool) {
 		out = strings.NewReplacer("*-*", "*", "*.*", "*", "*_*", "*").Replace(out)
 	}
 	return out, true
+}
+
+// numberedWord is the length of the letters of a word followed by a
+// number of 5 digits or more (build2837462, tmp12345), else 0.
+func numberedWord(s string) int {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	if len(s)-i < 5 || i == 0 {
+		return 0
+	}
+	for j := 0; j < i; j++ {
+		if c := s[j]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return 0
+		}
+	}
+	return i
 }
 
 // isTempToken reports whether a part of a name looks made up by a

@@ -18,6 +18,9 @@ func TestGenName(t *testing.T) {
 		{"tmp.kJ3xQ9aZ2b", "tmp.*"},
 		{"build-20261206-134501.log", "build-*.log"},
 		{"session.12345", "session.*"},
+		{"go-build2837462", "go-build*"},
+		{"tmp12345", "tmp*"},
+		{"python311", "python311"},
 		// Chosen by people: kept, glob characters quoted.
 		{"main.go", "main.go"},
 		{"HEAD.lock", "HEAD.lock"},
@@ -76,6 +79,43 @@ func TestTooBroad(t *testing.T) {
 	} {
 		if got := tooBroad(dir, env); got != want {
 			t.Errorf("tooBroad(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}
+
+// A generalised path always matches the path it came from, whatever the
+// name holds (glob characters, separators side by side, bytes).
+func TestGenPathMatchesItsValue(t *testing.T) {
+	names := []string{
+		"tmp_objdir-incoming-bOovua", "a-1234-5678", "x..12345..y", "__init__.cpython-311.pyc.140233263125760",
+		"a*b[c]{d}?e\\f", "~tilde", "${HOME}", "-_.", "build2837462-Zx9QwE.tmp", "ünïcode-Ab3dEf9", "12345",
+		"866e48a1728d0d4070215069f6f81d3e0161cd", ".hidden-AbC123x", "a__b--c..d",
+	}
+	for _, n := range names {
+		for _, v := range []string{"/home/dev/" + n, "/home/dev/objects/" + n + "/" + n} {
+			g := genPath(v)
+			m, err := engine.PathMatcher(g)
+			if err != nil {
+				t.Fatalf("genPath(%q) = %q: %v", v, g, err)
+			}
+			if !m(v) {
+				t.Errorf("genPath(%q) = %q does not match it", v, g)
+			}
+		}
+	}
+}
+
+// Only the names below home, the workspace or ${TMPDIR} are generalised.
+func TestGenPatternKeepsTheHome(t *testing.T) {
+	env := engine.Env{Home: "/home/user12345", Workspace: "/srv/ws-20261206", TmpDir: "/tmp/u-99999"}
+	for v, want := range map[string]string{
+		"/home/user12345/x/tmp.kJ3xQ9aZ2b":    "~/x/tmp.*",
+		"/srv/ws-20261206/out/run-123456.log": "${WORKSPACE}/out/run-*.log",
+		"/tmp/u-99999/cache-Ab3dEf9/x":        "${TMPDIR}/cache-*/x",
+		"/opt/tool-123456/y":                  "/opt/tool-*/y",
+	} {
+		if got := genPattern(v, engine.SurfaceWrite, env); got != want {
+			t.Errorf("genPattern(%q) = %q, want %q", v, got, want)
 		}
 	}
 }
