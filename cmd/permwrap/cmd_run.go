@@ -192,9 +192,9 @@ func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, con
 // write.
 func logUnwritableHint(logFlag bool) string {
 	if logFlag {
-		return "permwrap records every decision and runs nothing without its review log: give --log a PATH in a writable directory"
+		return "every decision is recorded, and nothing runs without the review log: give --log a PATH in a writable directory"
 	}
-	return "permwrap records every decision and runs nothing without its review log; any of these puts it somewhere writable:\n" +
+	return "every decision is recorded, and nothing runs without the review log; any of these puts it somewhere writable:\n" +
 		"  --log PATH                     for this run (e.g. --log /tmp/permwrap-review.jsonl)\n" +
 		"  XDG_STATE_HOME=DIR             the log goes to DIR/permwrap/review.jsonl\n" +
 		"  \"log\": { \"path\": \"PATH\" }     in policy.jsonc, for every run"
