@@ -64,6 +64,10 @@ type LogOptions struct {
 	ReadAllows string
 	// Buffer is how many records may wait for the writer (0: 4096).
 	Buffer int
+	// Run, when set, is written as "run" in every record: one id per
+	// permwrap run, so a reader can take one run's records
+	// (`permwrap policy suggest` takes the last --audit run's).
+	Run string
 	// Responder, when set, makes this the log of a nested permwrap's
 	// subtree written for it by the permwrap that decided (its root):
 	// every record's decidedBy is wrapped as

@@ -277,6 +277,36 @@ func TestLogAuditRecordsReadBack(t *testing.T) {
 	}
 }
 
+// Every record of a log opened with a run id carries it, and reads back;
+// without one, records have no "run".
+func TestLogRunID(t *testing.T) {
+	for _, run := range []string{"01a24b99-69bd-7346-97b9-bd13b2132388", ""} {
+		var buf testutil.SyncBuffer
+		l := NewLogWriter(&buf, LogOptions{Run: run})
+		rule := engine.Rule{Surface: engine.SurfaceWrite, Pattern: "*", Action: engine.Ask, Origin: engine.OriginAudit}
+		r := NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: "/home/u/x"})
+		r.Rule = rule
+		l.Decided(r, false, FromRule(rule))
+		l.SessionRules(nil)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(buf.Bytes())), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("%d records:\n%s", len(lines), buf.Bytes())
+		}
+		for _, line := range lines {
+			rec, err := ParseLogLine([]byte(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Run != run || strings.Contains(line, `"run"`) != (run != "") {
+				t.Fatalf("run %q: read back %q from %s", run, rec.Run, line)
+			}
+		}
+	}
+}
+
 // A log written for a nested permwrap's subtree (Responder) records every
 // decision as forwarded from the node that decided, with the deciding
 // provenance inside and the node named; ParseLogLine reads it back.

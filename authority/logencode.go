@@ -37,6 +37,10 @@ func (l *Log) appendRecord(b []byte, t time.Time, ev Event, f fields) []byte {
 	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","event":`...)
 	b = appendJSONString(b, string(ev))
+	if l.opts.Run != "" {
+		b = append(b, `,"run":`...)
+		b = appendJSONString(b, l.opts.Run)
+	}
 	for _, kv := range f {
 		b = append(b, ',')
 		b = appendJSONString(b, kv.k)

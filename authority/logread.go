@@ -27,6 +27,7 @@ type LogRecord struct {
 	Action    string
 	Reason    string
 	Node      string
+	Run       string    // the run's id (LogOptions.Run); "" in older logs
 	DecidedBy DecidedBy // nil when absent or unreadable
 	// Rule is the rule that answered the request as first judged (for an
 	// audited request, the rule that would have asked or denied); the
@@ -55,6 +56,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Action    string          `json:"action"`
 		Reason    string          `json:"reason"`
 		Node      string          `json:"node"`
+		Run       string          `json:"run"`
 		DecidedBy json.RawMessage `json:"decidedBy"`
 		Rule      *ruleJSON       `json:"rule"`
 	}
@@ -75,7 +77,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 	rec := LogRecord{
 		Time: t, Event: Event(w.Event), RequestID: RequestID(w.RequestID), PID: w.PID,
 		Exe: w.Exe, Comm: w.Comm, Surface: w.Surface, Access: w.Access, Value: w.Value,
-		Action: w.Action, Reason: w.Reason, Node: w.Node,
+		Action: w.Action, Reason: w.Reason, Node: w.Node, Run: w.Run,
 		Raw: append([]byte(nil), line...),
 	}
 	if len(w.DecidedBy) > 0 {

@@ -104,7 +104,16 @@ func TestNetPatternErrors(t *testing.T) {
 		{"a..b", 2, "empty label"},
 		{".github.com", 0, "empty label"},
 		{"git hub.com", 3, "not allowed in a host name"},
-		{"github.com/path", 0, "not a CIDR prefix"},
+		{"github.com/path", 10, `names a host and port, not a path: write "github.com"`},
+		{"github.com:443/foo", 14, `not a path: write "github.com:443"`},
+		{"https://github.com/foo", 0, `"https://github.com/foo" is a URL, and a net pattern names a host and port: write "github.com:443"`},
+		{"http://example.com", 0, `write "example.com:80"`},
+		{"https://github.com:8443/x", 0, `write "github.com:8443"`},
+		{"ssh://git@github.com/foo.git", 0, `write "github.com:22"`},
+		{"https://[::1]/x", 0, `write "[::1]:443"`},
+		{"https://*.github.com", 0, `write "*.github.com:443"`},
+		{"gopher://example.com", 0, "write example.com:PORT (the port gopher:// uses)"},
+		{"https://", 0, "write HOST:PORT"},
 		{"bücher.example", 1, "non-ASCII host name"},
 		{strings.Repeat("a", 64) + ".com", 0, "label longer than 63"},
 		{strings.Repeat("a.", 127) + "com", 0, "longer than 253"},
@@ -465,6 +474,8 @@ func TestNetConfigErrors(t *testing.T) {
 		// With an escape in the key, the column is the key's.
 		{`{"permission": {"net": {"\u0061pi.*.b": "allow"}}}`, `1:25: pattern "api.*.b"`},
 		{`{"permission": {"net": "maybe"}}`, `1:24: unknown action "maybe"`},
+		// A URL gets the spelling a net rule takes, at the key's column.
+		{"{\"permission\": {\"net\": {\n    \"https://github.com/foo\": \"allow\"}}}", `2:6: pattern "https://github.com/foo": "https://github.com/foo" is a URL, and a net pattern names a host and port: write "github.com:443"`},
 	}
 	for _, tt := range tests {
 		_, _, err := CheckFile("f.jsonc", []byte(tt.src), FileGlobal, testEnv)

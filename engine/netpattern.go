@@ -108,6 +108,9 @@ func compileNetPattern(raw string, env Env) (*netPattern, error) {
 	if strings.HasPrefix(raw, "<outside") {
 		return compileOutsidePattern(raw, env)
 	}
+	if err := urlShaped(raw); err != nil {
+		return nil, err
+	}
 	host, hostOff, portStr, portOff, err := splitHostPort(raw)
 	if err != nil {
 		return nil, err
@@ -124,6 +127,53 @@ func compileNetPattern(raw string, env Env) (*netPattern, error) {
 		return nil, err
 	}
 	return np, nil
+}
+
+// urlSchemePorts are the ports of the URL schemes a person is likely to
+// write where a net pattern goes.
+var urlSchemePorts = map[string]string{
+	"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21",
+	"ssh": "22", "git": "9418", "git+ssh": "22", "ssh+git": "22",
+}
+
+// urlShaped reports a pattern written as a URL (https://github.com/foo)
+// or with a path (github.com/foo) with the spelling a net rule takes:
+// a connection is judged by host and port, never by a URL's path.
+func urlShaped(raw string) *NetPatternError {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		// host/path, where the host is a name: an address before the
+		// slash is a CIDR prefix, right or wrong.
+		host, path, ok := strings.Cut(raw, "/")
+		if !ok || host == "" || strings.HasPrefix(host, "[") {
+			return nil
+		}
+		if _, err := netip.ParseAddr(strings.Split(host, ":")[0]); err == nil || strings.Count(host, ":") > 1 {
+			return nil
+		}
+		return netErr(len(host), "a net pattern names a host and port, not a path: write %q (a connection cannot tell /%s apart)", host, path)
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:] // user@ or user:password@
+	}
+	if authority == "" {
+		return netErr(0, "%q is a URL, and a net pattern names a host and port: write HOST:PORT", raw)
+	}
+	want := authority
+	hasPort := strings.HasPrefix(authority, "[") && strings.Contains(authority, "]:") ||
+		!strings.HasPrefix(authority, "[") && strings.Count(authority, ":") == 1
+	if !hasPort {
+		port, known := urlSchemePorts[strings.ToLower(scheme)]
+		if !known {
+			return netErr(0, "%q is a URL, and a net pattern names a host and port: write %s:PORT (the port %s:// uses)", raw, authority, scheme)
+		}
+		want = authority + ":" + port
+	}
+	return netErr(0, "%q is a URL, and a net pattern names a host and port: write %q", raw, want)
 }
 
 // splitHostPort separates `host`, `host:port`, `[v6]`, `[v6]:port` and a

@@ -55,6 +55,10 @@ func (p *parser) topLevel(m topKey, kind fileKind, fc *fileConfig) {
 	if kind != kindGlobal && kind != kindProfile && m.key != "permission" && !(kind == kindHardGuard && m.key == "protectedWrites") {
 		switch kind {
 		case kindScope:
+			if m.key == "extends" {
+				p.errorf(m.off, "key \"extends\" is not allowed in a --policy scope: a scope adds rules above the global policy and cannot change its base profile (save the file as policy.jsonc, or give the profile with --profile)")
+				return
+			}
 			p.errorf(m.off, "key %q is not allowed in a --policy scope: settings come from the global policy.jsonc only", m.key)
 		case kindProject:
 			p.errorf(m.off, "key %q is not allowed in a project policy: it holds only \"permission\"; settings come from the global policy.jsonc", m.key)

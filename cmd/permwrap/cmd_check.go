@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tailscale/hujson"
 
 	"github.com/permwrap/permwrap/engine"
 )
@@ -16,7 +19,9 @@ just FILE.
 
 FILE is read as the kind its name says (policy.jsonc: global,
 hard-guards.jsonc: hard guards, .permwrap/policy.jsonc: project,
-anything else: a --policy scope) unless --as says otherwise.
+anything else: a --policy scope, or a global policy when it says
+"extends", as 'permwrap import --extends PROFILE' prints) unless --as
+says otherwise.
 
 Warnings (patterns that can never match, a project policy that is not
 trusted, a policy that asks about every program) go to stderr as
@@ -71,6 +76,13 @@ func checkFile(name, as string, env engine.Env, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "permwrap check:", err)
 		return exitFailure
+	}
+	if as == "" && kind == engine.FileScope && hasExtends(data) {
+		// What `permwrap import --extends PROFILE` prints, or a copy of
+		// a policy.jsonc: a scope may not say "extends", a global policy
+		// may.
+		kind = engine.FileGlobal
+		fmt.Fprintf(stderr, "note: %s says \"extends\", so it is checked as a global policy.jsonc (a --policy scope may not say it; --as scope checks it as one)\n", name)
 	}
 	n, warns, err := engine.CheckFile(name, data, kind, env)
 	printWarnings(stderr, "warning: ", warns)
@@ -164,4 +176,20 @@ func fileKindFor(name, as string) (engine.FileKind, error) {
 		return engine.FileHardGuards, nil
 	}
 	return engine.FileScope, nil
+}
+
+// hasExtends reports whether a policy file's top-level object has the
+// key "extends"; a file that does not parse has not (the check then
+// reports why it does not parse).
+func hasExtends(data []byte) bool {
+	std, err := hujson.Standardize(data)
+	if err != nil {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(std, &top) != nil {
+		return false
+	}
+	_, ok := top["extends"]
+	return ok
 }

@@ -30,8 +30,11 @@ const importAbout = `Print a permwrap policy equivalent to the rules another too
       ~/.codex/rules/*.rules and ~/.codex/config.toml ($CODEX_HOME).
 
 Every rule that cannot be carried over is listed in a comment with the
-reason. The policy extends the default profile (--extends to change it):
-review it, then save it as policy.jsonc or pass it with --policy.`
+reason, and so is every setting that has no permwrap equivalent, with the
+nearest permwrap rule or flag. The policy builds on the default profile
+and has no "extends" line, so it can be saved as policy.jsonc or passed
+with --policy FILE; with --extends PROFILE it says "extends" and is a
+policy.jsonc only. 'permwrap check FILE' accepts either.`
 
 // cmdImport implements `permwrap import TOOL [FILE...]`.
 func cmdImport(args []string, stdout, stderr io.Writer) int {
@@ -81,10 +84,32 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 		im.baseline()
 	}
 	im.prune()
-	text := im.out.render(extends.v)
-	if _, _, err := engine.CheckFile("imported.jsonc", []byte(text), engine.FileGlobal, env); err != nil {
+	// On the default profile the policy says no "extends" (policy.jsonc
+	// extends the default unless it says otherwise), so the same text is
+	// a policy.jsonc and a --policy scope, and `permwrap check` reads it
+	// as either. Another base profile must be said, and only a
+	// policy.jsonc may say it.
+	kind, written := engine.FileScope, ""
+	if extends.v != engine.DefaultProfile {
+		kind, written = engine.FileGlobal, extends.v
+		im.out.note(fmt.Sprintf("It extends %q: save it as policy.jsonc (a --policy scope cannot change the", extends.v))
+		im.out.note(fmt.Sprintf("base profile; for one run: --profile %s --policy FILE without this line).", extends.v))
+	} else {
+		im.out.note("It builds on the default profile: save it as policy.jsonc, or pass it")
+		im.out.note("with --policy FILE.")
+	}
+	text := im.out.render(written)
+	if _, _, err := engine.CheckFile("imported.jsonc", []byte(text), kind, env); err != nil {
 		printErr(stderr, "permwrap import: internal error: the imported policy does not load: ", err)
 		return exitInternal
+	}
+	// The same list on stderr, where a person sees it when the policy
+	// goes to a file.
+	for _, w := range im.out.warned {
+		printLines(stderr, "permwrap import: check: ", safeText(w))
+	}
+	for _, w := range im.out.skipped {
+		printLines(stderr, "permwrap import: not carried over: ", safeText(w))
 	}
 	fmt.Fprint(stdout, text)
 	return exitOK

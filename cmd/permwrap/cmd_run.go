@@ -73,9 +73,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "permwrap: audit mode: hard guards, protected writes and permwrap's own files are still enforced; `permwrap policy suggest` reads the log")
 	}
 	settings := policy.Settings()
-	log, err := authority.OpenLog(ld.logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows})
+	log, err := authority.OpenLog(ld.logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows, Run: string(authority.NewRequestID())})
 	if err != nil {
 		printErr(stderr, "permwrap: ", err) // the error names the review log
+		printLines(stderr, "permwrap: ", logUnwritableHint(f.logPath.set))
 		return exitInternal
 	}
 	defer log.Close()
@@ -183,4 +184,18 @@ func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, con
 		}
 		return authority.NewChain(cc, links, term, log, q)
 	}, nil
+}
+
+// logUnwritableHint says what works when the review log cannot be opened
+// (a read-only HOME, a state directory on a read-only or full
+// filesystem): every run records its decisions, so it needs a log it can
+// write.
+func logUnwritableHint(logFlag bool) string {
+	if logFlag {
+		return "every decision is recorded, and nothing runs without the review log: give --log a PATH in a writable directory"
+	}
+	return "every decision is recorded, and nothing runs without the review log; any of these puts it somewhere writable:\n" +
+		"  --log PATH                     for this run (e.g. --log /tmp/permwrap-review.jsonl)\n" +
+		"  XDG_STATE_HOME=DIR             the log goes to DIR/permwrap/review.jsonl\n" +
+		"  \"log\": { \"path\": \"PATH\" }     in policy.jsonc, for every run"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/tailscale/hujson"
@@ -25,6 +26,27 @@ type claudeSettings struct {
 	} `json:"permissions"`
 	Hooks   json.RawMessage `json:"hooks"`
 	Sandbox json.RawMessage `json:"sandbox"`
+}
+
+// claudeTools are Claude Code's own tool names, as its permission rules
+// spell them: a rule naming another is a typo or a newer tool, and says
+// so.
+var claudeTools = map[string]bool{
+	"Bash": true, "Read": true, "Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true,
+	"NotebookRead": true, "WebFetch": true, "WebSearch": true, "Glob": true, "Grep": true, "LS": true,
+	"Task": true, "Agent": true, "TodoWrite": true, "TodoRead": true, "BashOutput": true, "KillShell": true,
+	"KillBash": true, "ExitPlanMode": true, "SlashCommand": true, "Skill": true, "ListMcpResourcesTool": true,
+	"ReadMcpResourceTool": true,
+}
+
+// claudeModes are the nearest permwrap setting to each of Claude Code's
+// permission modes (permissions.defaultMode).
+var claudeModes = map[string]string{
+	"acceptEdits":       "Claude Code then takes file edits (and mkdir, touch, mv, cp) in its working directories without asking; permwrap's default profile already allows writes in the workspace (\"${WORKSPACE}/**\": \"allow\") and asks elsewhere",
+	"plan":              "Claude Code then only reads; the nearest is a run with --profile read-only",
+	"auto":              "Claude Code's classifier then answers for you; permwrap has none of its own: an authorizer chain can put a reviewing program before the person (docs/authorizers.md)",
+	"dontAsk":           "Claude Code then denies what would ask; permwrap does the same when no terminal can answer (a headless run), or write those rules as \"deny\"",
+	"bypassPermissions": "yolo is never imported; pass --yolo for a run if you mean it (deny rules, hard guards and protected writes still hold)",
 }
 
 // claudeCode imports Claude Code settings files.
@@ -79,16 +101,26 @@ func (im *importer) claudeFile(name string) error {
 		}
 	}
 	for _, d := range s.Permissions.AdditionalDirectories {
-		im.out.skip(fmt.Sprintf("additionalDirectories %q (%s)", d, src), "permwrap already lets the agent read everywhere but secrets; writes outside the workspace ask — add a write rule for the directory if it should not")
+		im.out.skip(fmt.Sprintf("permissions.additionalDirectories %q (%s)", d, src),
+			fmt.Sprintf("reads are allowed everywhere but secrets, writes outside the workspace ask; to write there freely: \"write\": { %s: \"allow\" }", jsonString(im.claudeDir(d, root)+"/**")))
 	}
-	switch s.Permissions.DefaultMode {
-	case "", "default", "acceptEdits":
-	case "bypassPermissions":
-		im.out.skip(fmt.Sprintf("defaultMode %q (%s)", s.Permissions.DefaultMode, src), "yolo is never imported; pass --yolo for a run if you mean it")
-	case "plan":
-		im.out.skip(fmt.Sprintf("defaultMode %q (%s)", s.Permissions.DefaultMode, src), "use --profile read-only for a run that only looks")
-	default:
-		im.out.skip(fmt.Sprintf("defaultMode %q (%s)", s.Permissions.DefaultMode, src), "Claude Code's prompt mode has no permwrap equivalent")
+	if m := s.Permissions.DefaultMode; m != "" && m != "default" {
+		what := fmt.Sprintf("permissions.defaultMode %q (%s)", m, src)
+		if why, ok := claudeModes[m]; ok {
+			im.out.skip(what, why)
+		} else {
+			im.out.skip(what, "not a permission mode this import knows (default, acceptEdits, plan, auto, dontAsk, bypassPermissions); permwrap asks whenever a rule says ask")
+		}
+	}
+	if s.Permissions.DisableBypassPermissionsMode != "" {
+		im.out.skip(fmt.Sprintf("permissions.disableBypassPermissionsMode %q (%s)", s.Permissions.DisableBypassPermissionsMode, src), "permwrap has no yolo unless a run passes --yolo (or policy.jsonc says \"yoloMode\"); there is nothing to turn off")
+	}
+	others, perms := claudeOtherKeys(std)
+	for _, k := range perms {
+		im.out.skip(fmt.Sprintf("permissions.%s (%s)", k, src), "a permissions setting this import does not know; nothing imported")
+	}
+	if len(others) > 0 {
+		im.out.skip(fmt.Sprintf("%s (%s)", strings.Join(others, ", "), src), "Claude Code's own settings, not rules about what the agent may touch")
 	}
 	if len(s.Hooks) > 0 && string(s.Hooks) != "null" && string(s.Hooks) != "{}" {
 		im.out.skip("hooks ("+src+")", "hooks are Claude Code's; the commands they start are judged by permwrap like any other")
@@ -143,6 +175,12 @@ func (im *importer) claudeRule(rule, action, root, src string) {
 		if hasSpec && spec != "" {
 			pat = im.claudePath(spec, root)
 		}
+		if hasSpec && strings.HasPrefix(spec, "/") && !strings.HasPrefix(spec, "//") {
+			// Faithful, and rarely what was meant.
+			why := fmt.Sprintf("a path starting with one / is relative to the settings' root in Claude Code, so it is %s here; if you meant the absolute path, Claude Code spells it %s(/%s) and permwrap %s", pat, tool, spec, spec)
+			im.out.warn(what, why)
+			comment += "\nWARNING: relative to " + im.relTo(root) + "; the absolute path is " + tool + "(/" + spec + ")"
+		}
 		im.out.add(s, pat, action, "", comment)
 	case "WebFetch":
 		host := "*"
@@ -161,8 +199,17 @@ func (im *importer) claudeRule(rule, action, root, src string) {
 		im.out.add(netSurface(), host, action, "", comment)
 	case "WebSearch":
 		im.out.skip(what, "a search runs in Claude Code's service, not on this machine")
+	case "Glob", "Grep", "LS", "NotebookRead":
+		im.out.skip(what, "Claude Code's Read rules cover its searches; permwrap judges every file they open by the read rules (write the path as a Read rule, or \"read\": { PATTERN: \""+action+"\" })")
 	default:
-		im.out.skip(what, "a tool inside the agent: permwrap sees the files, programs and commands it uses, not the call itself")
+		switch {
+		case strings.HasPrefix(tool, "mcp__"):
+			im.out.skip(what, "an MCP tool: permwrap judges the files, programs and connections of the server when it runs under permwrap, not the call")
+		case claudeTools[tool]:
+			im.out.skip(what, "a tool inside the agent: permwrap sees the files, programs and commands it uses, not the call itself")
+		default:
+			im.out.skip(what, fmt.Sprintf("%q is not a Claude Code tool this import knows (Bash, Read, Edit, Write, WebFetch, …): a typo, or a newer tool; nothing imported", tool))
+		}
 	}
 }
 
@@ -219,4 +266,56 @@ func (im *importer) claudePath(spec, root string) string {
 func netSurface() engine.Surface {
 	s, _ := engine.ParseSurface("net")
 	return s
+}
+
+// claudeDir is an additionalDirectories entry as a policy names it: ~ and
+// absolute paths as they are, others relative to the project (the
+// settings' root for a project's settings).
+func (im *importer) claudeDir(d, root string) string {
+	d = strings.TrimRight(d, "/")
+	switch {
+	case d == "":
+		return "/"
+	case d == "~" || strings.HasPrefix(d, "~/"):
+		return im.relTo(im.env.Home + d[1:])
+	case filepath.IsAbs(d):
+		return im.relTo(d)
+	}
+	base := im.env.Workspace
+	if filepath.Base(root) != ".claude" {
+		base = root
+	}
+	return im.relTo(filepath.Join(base, d))
+}
+
+// claudeRead are the top-level keys of a settings file the import reads
+// (or reports on by name).
+var claudeRead = map[string]bool{"permissions": true, "hooks": true, "sandbox": true, "$schema": true}
+
+// claudeOtherKeys are the top-level keys of a settings file the import
+// does not read, and the keys of "permissions" it does not know, each
+// sorted.
+func claudeOtherKeys(std []byte) (others, perms []string) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(std, &top) != nil {
+		return nil, nil
+	}
+	for k := range top {
+		if !claudeRead[k] {
+			others = append(others, k)
+		}
+	}
+	var perm map[string]json.RawMessage
+	if json.Unmarshal(top["permissions"], &perm) == nil {
+		for k := range perm {
+			switch k {
+			case "allow", "ask", "deny", "additionalDirectories", "defaultMode", "disableBypassPermissionsMode":
+			default:
+				perms = append(perms, k)
+			}
+		}
+	}
+	sort.Strings(others)
+	sort.Strings(perms)
+	return others, perms
 }

@@ -321,11 +321,13 @@ func codexExample(v starlark.Value) ([]string, error) {
 
 // codexConfigFile is the part of Codex's config.toml the import reads.
 type codexConfigFile struct {
-	SandboxMode           string `toml:"sandbox_mode"`
-	ApprovalPolicy        string `toml:"approval_policy"`
+	SandboxMode string `toml:"sandbox_mode"`
+	// ApprovalPolicy is a string ("untrusted", "on-request", "never",
+	// the older "on-failure") or a table (granular approvals).
+	ApprovalPolicy        any `toml:"approval_policy"`
 	SandboxWorkspaceWrite struct {
 		WritableRoots       []string `toml:"writable_roots"`
-		NetworkAccess       bool     `toml:"network_access"`
+		NetworkAccess       *bool    `toml:"network_access"`
 		ExcludeTmpdirEnvVar bool     `toml:"exclude_tmpdir_env_var"`
 		ExcludeSlashTmp     bool     `toml:"exclude_slash_tmp"`
 	} `toml:"sandbox_workspace_write"`
@@ -334,20 +336,54 @@ type codexConfigFile struct {
 	} `toml:"projects"`
 }
 
+// codexApprovals are the nearest permwrap behaviour to each of Codex's
+// approval policies.
+var codexApprovals = map[string]string{
+	"untrusted":  "Codex then asks before any command outside its trusted set; the nearest is \"bash\": { \"*\": \"ask\" } with an allow rule per command you trust",
+	"on-request": "the model then asks to leave the sandbox; permwrap asks a person at the first thing the policy says ask about, which is the nearest",
+	"on-failure": "Codex then asks after a command fails in the sandbox; permwrap asks before, at the first thing the policy says ask about",
+	"never":      "Codex then never asks and a refusal goes back to the model; permwrap does the same when no terminal can answer (a headless run denies every ask)",
+}
+
+// codexSettingsNear are the nearest permwrap rule to permission settings
+// of config.toml the import does not carry over, by their first key.
+var codexSettingsNear = map[string]string{
+	"default_permissions":      "Codex permission profiles are not imported: write their filesystem and network rules as \"read\", \"write\" and \"net\" rules",
+	"permissions":              "Codex permission profiles are not imported: write their filesystem and network rules as \"read\", \"write\" and \"net\" rules",
+	"profiles":                 "only the top-level settings are imported; a profile's sandbox_mode and approval_policy are not (their nearest rules are the same as at the top level)",
+	"shell_environment_policy": "permwrap passes the environment on as it is; it judges what the programs do, not what they are told",
+	"sandbox_workspace_write":  "a workspace-write setting this import does not know",
+	"features":                 "Codex features (its network proxy among them) are Codex's; permwrap judges every connection by its \"net\" rules",
+	"mcp_servers":              "MCP servers Codex starts run under permwrap like any other program, judged by the same rules",
+}
+
 func (im *importer) codexConfig(name string) error {
 	var c codexConfigFile
-	if _, err := toml.DecodeFile(name, &c); err != nil {
+	md, err := toml.DecodeFile(name, &c)
+	if err != nil {
 		return fmt.Errorf("%s: %v", name, err)
 	}
 	base := filepath.Base(name)
-	switch c.SandboxMode {
+	mode := c.SandboxMode
+	what := func(s string) string { return s + " (" + base + ")" }
+	switch mode {
+	case "", "workspace-write":
 	case "read-only":
-		im.out.skip(`sandbox_mode = "read-only" (`+base+`)`, "run with --profile read-only for the same")
+		im.out.skip(what(`sandbox_mode = "read-only"`), "run with --profile read-only for the same")
 	case "danger-full-access":
-		im.out.skip(`sandbox_mode = "danger-full-access" (`+base+`)`, "Codex runs unsandboxed; permwrap's default profile still applies")
+		im.out.skip(what(`sandbox_mode = "danger-full-access"`), "Codex then runs unsandboxed; permwrap's default profile still applies (the nearest is --yolo for a run, never imported: deny rules and hard guards still hold)")
+	default:
+		im.out.skip(what(fmt.Sprintf("sandbox_mode = %q", mode)), "not a sandbox mode this import knows (read-only, workspace-write, danger-full-access)")
+	}
+	if mode == "workspace-write" {
+		im.out.skip(what(`sandbox_mode = "workspace-write"`), "permwrap's default profile allows writes in the workspace and ${TMPDIR} and asks about the rest, where Codex refuses them; for Codex's refusal: \"write\": { \"*\": \"deny\" }")
 	}
 	ww := c.SandboxWorkspaceWrite
 	for _, r := range ww.WritableRoots {
+		if mode != "" && mode != "workspace-write" {
+			im.out.skip(what("sandbox_workspace_write.writable_roots "+r), fmt.Sprintf("Codex uses them only in workspace-write mode, not %q", mode))
+			continue
+		}
 		pat := strings.TrimRight(r, "/") + "/**"
 		if !strings.HasPrefix(r, "/") && !strings.HasPrefix(r, "~") {
 			pat = "${WORKSPACE}/" + pat
@@ -360,15 +396,26 @@ func (im *importer) codexConfig(name string) error {
 	if ww.ExcludeTmpdirEnvVar {
 		im.out.add(engine.SurfaceWrite, "${TMPDIR}/**", "deny", "not writable in Codex's sandbox", base+": exclude_tmpdir_env_var")
 	}
-	if c.SandboxMode == "workspace-write" && !ww.NetworkAccess {
+	switch {
+	case mode == "workspace-write" && (ww.NetworkAccess == nil || !*ww.NetworkAccess):
 		if im.net {
 			im.out.addFallback(netSurface(), "deny", "no network in Codex's workspace-write sandbox", base+": network_access = false")
 		} else {
 			im.noNet("sandbox_workspace_write.network_access = false (" + base + ")")
 		}
+	case ww.NetworkAccess != nil && *ww.NetworkAccess:
+		im.out.skip(what("sandbox_workspace_write.network_access = true"), "permwrap asks about a connection to a host the policy does not name; the nearest is a \"net\" rule per host you use (\"github.com:443\": \"allow\"), or \"net\": { \"*\": \"allow\" } for every host")
 	}
-	if c.ApprovalPolicy != "" {
-		im.out.skip(fmt.Sprintf("approval_policy = %q (%s)", c.ApprovalPolicy, base), "permwrap asks a person (or the authorizer chain) whenever a rule says ask")
+	switch ap := c.ApprovalPolicy.(type) {
+	case nil:
+	case string:
+		why, ok := codexApprovals[ap]
+		if !ok {
+			why = "not an approval policy this import knows (untrusted, on-request, on-failure, never)"
+		}
+		im.out.skip(what(fmt.Sprintf("approval_policy = %q", ap)), why)
+	default:
+		im.out.skip(what("approval_policy (a table)"), "Codex's granular approvals are not imported; permwrap asks a person (or its authorizer chain) whenever a rule says ask")
 	}
 	dirs := make([]string, 0, len(c.Projects))
 	for d := range c.Projects {
@@ -380,5 +427,37 @@ func (im *importer) codexConfig(name string) error {
 			im.out.skip(fmt.Sprintf("projects.%q trust_level (%s)", d, base), "Codex trust is not permwrap trust: run `permwrap trust "+d+"` for a project policy you trust")
 		}
 	}
+	im.codexUndecoded(md, base)
 	return nil
+}
+
+// codexUndecoded reports the settings of config.toml the import did not
+// read: a permission setting by name with its nearest rule, the others
+// in one line.
+func (im *importer) codexUndecoded(md toml.MetaData, base string) {
+	seen := map[string]bool{}
+	var others []string
+	for _, k := range md.Undecoded() {
+		what := k.String()
+		switch {
+		case k[0] == "projects":
+			continue // other project keys are not about permissions
+		case k[0] == "sandbox_workspace_write":
+			// Each unknown key of a table the import reads.
+		case seen[k[0]]:
+			continue
+		default:
+			what = k[0]
+		}
+		seen[what] = true
+		if near, ok := codexSettingsNear[k[0]]; ok {
+			im.out.skip(fmt.Sprintf("%s (%s)", what, base), near)
+		} else {
+			others = append(others, what)
+		}
+	}
+	if len(others) > 0 {
+		sort.Strings(others)
+		im.out.skip(fmt.Sprintf("%s (%s)", strings.Join(others, ", "), base), "Codex's own settings, not rules about what the agent may touch")
+	}
 }

@@ -3,9 +3,11 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/supervisor"
@@ -63,6 +65,7 @@ run 'permwrap SUBCOMMAND -h' for the flags of each.
 // run dispatches to a subcommand and returns the process exit code. It
 // never calls os.Exit itself, so tests can drive it in-process.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	args = subcommandFirst(args)
 	if len(args) > 0 {
 		switch args[0] {
 		case "check":
@@ -88,4 +91,51 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return cmdRun(args, stdin, stdout, stderr)
+}
+
+// subcommands are the words run dispatches on; "policy" and "import"
+// take a second word (edit, suggest; claude-code, codex) before their
+// flags.
+var subcommands = map[string]int{
+	"check": 1, "explain": 1, "policy": 2, "log": 1, "trust": 1,
+	"import": 2, "doctor": 1, "version": 1, "help": 1,
+}
+
+// subcommandFirst finds a subcommand after the flags every command shares
+// (`permwrap --config-dir DIR check` is `permwrap check --config-dir
+// DIR`) and moves it, with its second word, in front of them. The first
+// word that is not a flag or a flag's value decides: a subcommand is
+// found, anything else is a program to run; after "--" every word is the
+// program's (`permwrap -- check` runs a program named check). A flag run
+// does not know leaves args as they are, for cmdRun to report.
+func subcommandFirst(args []string) []string {
+	fs := flag.NewFlagSet("permwrap", flag.ContinueOnError)
+	var f runFlags
+	f.register(fs)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
+			n, ok := subcommands[a]
+			if i == 0 || !ok {
+				return args
+			}
+			end := min(i+n, len(args))
+			if n == 2 && end == i+2 && strings.HasPrefix(args[i+1], "-") {
+				end = i + 1 // `import --workspace W` has no tool: its error says so
+			}
+			out := append([]string(nil), args[i:end]...)
+			out = append(out, args[:i]...)
+			return append(out, args[end:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		fl := fs.Lookup(name)
+		if fl == nil {
+			return args
+		}
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); (ok && b.IsBoolFlag()) || hasValue {
+			continue
+		}
+		i++ // the flag's value
+	}
+	return args
 }
