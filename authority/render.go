@@ -91,6 +91,9 @@ func RenderFullRequest(r Request, width int) []string {
 	for _, x := range r.SetUp {
 		add("set-up", x)
 	}
+	for _, x := range r.Covers {
+		add("covers", x)
+	}
 	add("why", whyLine(r))
 	if r.HumanOnly {
 		add("note", "protected write: only a person can allow it, and only once")
@@ -165,6 +168,14 @@ func requestFacts(r Request, width int) []string {
 	}
 	if len(r.SetUp) > 0 {
 		facts = append(facts, fmt.Sprintf("set-up: %s's shell set-up, %d more (\"show the full request\" lists them)", printable(r.CommandBy), len(r.SetUp)))
+	}
+	for i, x := range r.Covers {
+		// What allowing it allows besides: the writes its job is.
+		label := "        "
+		if i == 0 {
+			label = "covers: "
+		}
+		facts = append(facts, label+printable(x))
 	}
 	if r.HumanOnly {
 		facts = append(facts, "note:  protected write: allow once or deny")

@@ -188,3 +188,31 @@ func TestRenderNode(t *testing.T) {
 		}
 	}
 }
+
+// What allowing an exec allows besides is on a line of its own in the
+// prompt and the full request, and in the approval's log record.
+func TestRenderCovers(t *testing.T) {
+	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "git push origin main"})
+	r.Process = Process{PID: 7, Comm: "git"}
+	r.Access = "exec"
+	r.Covers = []string{"writes into /srv/repo.git (the push's remote: objects, refs, logs, HEAD; not hooks or config)"}
+	lines := RenderRequest(r, 200, 10)
+	found := false
+	for _, l := range lines {
+		if l == "covers: "+r.Covers[0] {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the prompt lacks the covers line: %q", lines)
+	}
+	if full := strings.Join(RenderFullRequest(r, 200), "\n"); !strings.Contains(full, "covers:  writes into /srv/repo.git") {
+		t.Errorf("the full request lacks it: %s", full)
+	}
+	r.Covers = nil
+	for _, l := range RenderRequest(r, 200, 10) {
+		if strings.HasPrefix(l, "covers:") {
+			t.Errorf("a request that covers nothing says %q", l)
+		}
+	}
+}
