@@ -195,7 +195,7 @@ func TestRenderCovers(t *testing.T) {
 	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "git push origin main"})
 	r.Process = Process{PID: 7, Comm: "git"}
 	r.Access = "exec"
-	r.Covers = []string{"writes into /srv/repo.git (the push's remote: objects, refs, logs, HEAD; not hooks or config)"}
+	r.Covers = []string{"writes into /srv/repo.git (the push's remote; not its hooks or config)"}
 	lines := RenderRequest(r, 200, 10)
 	found := false
 	for _, l := range lines {

@@ -111,7 +111,7 @@ func (e Effect) Covers(a Access, p string) bool {
 func (e Effect) String() string {
 	switch e.Kind {
 	case EffectPushRemote:
-		return "writes into " + e.Place + " (the push's remote: objects, refs, logs, HEAD; not hooks or config)"
+		return "writes into " + e.Place + " (the push's remote; not its hooks or config)"
 	case EffectWorktree:
 		s := "writes in " + e.Place + " (the new worktree)"
 		if e.Admin != "" {

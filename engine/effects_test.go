@@ -333,3 +333,15 @@ func TestParseGitConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestEffectString(t *testing.T) {
+	for e, want := range map[Effect]string{
+		{Kind: EffectPushRemote, Place: "/srv/repo.git"}:                        "writes into /srv/repo.git (the push's remote; not its hooks or config)",
+		{Kind: EffectWorktree, Place: "/w/wt", Admin: "/w/p/.git/worktrees/wt"}: "writes in /w/wt (the new worktree) and /w/p/.git/worktrees/wt (git's record of it)",
+		{Kind: EffectWorktree, Place: "/w/wt"}:                                  "writes in /w/wt (the new worktree)",
+	} {
+		if got := e.String(); got != want {
+			t.Errorf("%+v: %q, want %q", e, got, want)
+		}
+	}
+}
