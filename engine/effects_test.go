@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -343,5 +344,20 @@ func TestEffectString(t *testing.T) {
 		if got := e.String(); got != want {
 			t.Errorf("%+v: %q, want %q", e, got, want)
 		}
+	}
+}
+
+// explain says what allowing a command covers.
+func TestExplainShowsEffects(t *testing.T) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := p.explainScript("git push origin main", shell.ScriptContext{Cwd: "/home/u/src/proj", ReadFile: shell.FSReader(effectsFS())})
+	if !strings.Contains(got, "what allowing it covers") || !strings.Contains(got, "  writes into /srv/repo.git (the push's remote; not its hooks or config)\n") {
+		t.Errorf("explain:\n%s", got)
+	}
+	if got, _ := p.explainScript("git push origin main", shell.ScriptContext{Cwd: "/home/u/src/proj"}); strings.Contains(got, "covers") {
+		t.Errorf("explain without a reader:\n%s", got)
 	}
 }

@@ -792,6 +792,12 @@ func (p *Policy) explainScript(line string, ctx shell.ScriptContext) (string, Re
 			fmt.Fprintf(&b, "  %s %s%s (%s)\n", accessName(u.Access), u.Path, tree, u.From)
 		}
 	}
+	if len(d.Effects) > 0 {
+		b.WriteString("what allowing it covers (writes its commands' job is; only where the catch-all asks):\n")
+		for _, e := range d.Effects {
+			fmt.Fprintf(&b, "  %s\n", e.String())
+		}
+	}
 	fmt.Fprintf(&b, "overall: %s\n", d.Reason())
 	return b.String(), d.Result
 }
