@@ -294,3 +294,37 @@ exec git receive-pack "$1"
 		t.Errorf("the push itself did not land: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// `git worktree add ../wt` under a policy that asks about the command:
+// one prompt, which says what it covers, and the new worktree follows.
+func TestWorktreeApprovedOnce(t *testing.T) {
+	need(t, "git", "bash")
+	s := newSandbox(t, `{ "permission": { "bash": { "git worktree *": "ask" } } }`)
+	srv := srvSetup(t, s)
+	ws := filepath.Join(srv, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, s, ws, "init", "-q")
+	gitIn(t, s, ws, "commit", "-q", "--allow-empty", "-m", "one")
+	ts := newTmuxEnv(t, s, false, nil, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind "$0" /srv && cd /srv/ws && exec "$@"`, srv,
+		permwrapBin, "--log", s.logPath, "--workspace", "/srv/ws", "--", "bash", "--norc", "--noprofile", "-i")
+	ts.waitFor("$")
+	ts.keys("git worktree add -q ../wt && echo made-$((1+1))", "Enter")
+	scr := ts.waitFor("permwrap: permission request")
+	mustContain(t, "the prompt", scr, "covers: writes in /srv/wt (the new worktree) and /srv/ws/.git/worktrees/wt")
+	ts.answer(prompt{choose: "Allow once"})
+	scr = ts.waitFor("made-2")
+	if strings.Count(scr, "permission request") > 1 {
+		t.Errorf("asked again for the worktree's writes:\n%s", scr)
+	}
+	ts.keys("exit", "Enter")
+	ts.waitFor("PERMWRAP-EXIT=")
+	if _, err := os.Stat(filepath.Join(srv, "wt", ".git")); err != nil {
+		t.Errorf("the worktree was not made: %v", err)
+	}
+	if n := askedPerson(s, ""); n != 1 {
+		t.Errorf("a person answered %d asks, want 1 (the command): %v", n, decisions(s, ""))
+	}
+}
