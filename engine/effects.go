@@ -54,6 +54,34 @@ type Effect struct {
 	// Unit is the index in ExecDecision.Units of the command this is an
 	// effect of: 0 is the exec's own command line.
 	Unit int
+	// ByRule says a rule's allow of the command grants the effect too (a
+	// person's approval grants every one): always for a push, which
+	// writes only a repository's own files; for a worktree only beside
+	// the workspace (ruleMayGrantWorktree), since a rule — the bash
+	// catch-all among them — allows the command wherever it points.
+	ByRule bool
+}
+
+// ruleMayGrantWorktree reports whether a rule's allow of `git worktree
+// add` may grant writes in dir: a new directory beside the workspace
+// (beneath the workspace's parent, not /), with no hidden name on the
+// way (~/.emacs.d and its kind are configuration other programs run).
+func (p *Policy) ruleMayGrantWorktree(dir string) bool {
+	ws := strings.TrimSuffix(p.env.Workspace, "/")
+	if !path.IsAbs(ws) {
+		return false
+	}
+	parent := path.Dir(ws)
+	rel, ok := relBeneath(dir, parent)
+	if parent == "/" || !ok {
+		return false
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if strings.HasPrefix(c, ".") {
+			return false
+		}
+	}
+	return true
 }
 
 // pushFiles are the files at the top of a git directory a push (and the
@@ -191,12 +219,12 @@ func (p *Policy) effectsOf(u shell.Unit, prog, dir string, read shell.FileReader
 	switch args[0] {
 	case "push":
 		for _, place := range g.pushRemotes(dir, args[1:]) {
-			out = append(out, Effect{Kind: EffectPushRemote, Place: place, Unit: index})
+			out = append(out, Effect{Kind: EffectPushRemote, Place: place, Unit: index, ByRule: true})
 		}
 	case "worktree":
 		if len(args) > 1 && args[1] == "add" {
 			if e, ok := g.worktreeAdd(dir, args[2:]); ok {
-				e.Unit = index
+				e.Unit, e.ByRule = index, p.ruleMayGrantWorktree(e.Place)
 				out = append(out, e)
 			}
 		}

@@ -361,3 +361,33 @@ func TestExplainShowsEffects(t *testing.T) {
 		t.Errorf("explain without a reader:\n%s", got)
 	}
 }
+
+// A rule's allow grants a new worktree only beside the workspace, with no
+// hidden name on the way: the bash catch-all allows `git worktree add`
+// wherever it points, and a new ~/.emacs.d is code another program runs.
+func TestWorktreeEffectByRule(t *testing.T) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := effectsFS()
+	ws := "/home/u/src/proj"
+	for wt, want := range map[string]bool{
+		"../wt":             true,
+		"../a/b":            true,
+		"/home/u/src/other": true,
+		"../.hidden":        false,
+		"../a/.config/x":    false,
+		"/home/u/.emacs.d":  false,
+		"/home/u/wt":        false, // beside the workspace's parent, not the workspace
+		"/srv/wt":           false,
+	} {
+		got := gitEffects(t, p, fs, ws, "git", "worktree", "add", wt)
+		if len(got) != 1 || got[0].ByRule != want {
+			t.Errorf("git worktree add %s: %+v, want one with ByRule %v", wt, got, want)
+		}
+	}
+	if got := gitEffects(t, p, fs, ws, "git", "push", "origin"); len(got) != 1 || !got[0].ByRule {
+		t.Errorf("a push: %+v", got)
+	}
+}

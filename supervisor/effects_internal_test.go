@@ -45,7 +45,7 @@ func execVerdict(p *engine.Policy, argv ...string) verdict {
 // still ask. The generic path uses of a command a rule allows are not
 // granted.
 func TestRuleGrantsEffects(t *testing.T) {
-	p := effectsPolicy(t, `{"*": "ask", "git push *": "allow", "touch *": "allow", "bash -c *": "allow"}`)
+	p := effectsPolicy(t, `{"*": "ask", "git push *": "allow", "git worktree *": "allow", "touch *": "allow", "bash -c *": "allow"}`)
 	push := execVerdict(p, "git", "push", "origin", "main")
 	if push.result.Action != engine.Allow || len(push.exec.Effects) != 1 {
 		t.Fatalf("push: %v, effects %+v", push.result, push.exec.Effects)
@@ -102,6 +102,16 @@ func TestRuleGrantsEffects(t *testing.T) {
 	}
 	if effects, _ := ruleEffects(script); len(effects) != 0 {
 		t.Errorf("a script's rule grants %+v", effects)
+	}
+
+	// A new worktree away from the workspace: a person may approve its
+	// writes; the rule that allows the command does not.
+	wt := execVerdict(p, "git", "worktree", "add", "/h/.emacs.d")
+	if wt.result.Action != engine.Allow || len(wt.exec.Effects) != 1 {
+		t.Fatalf("worktree: %v, effects %+v", wt.result, wt.exec.Effects)
+	}
+	if effects, _ := ruleEffects(wt); len(effects) != 0 {
+		t.Errorf("a rule grants %+v", effects)
 	}
 }
 

@@ -138,9 +138,10 @@ func (a *scriptApprovals) approve(tgid int, d *engine.ExecDecision, by authority
 }
 
 // ruleEffects are the effects a rule's allow of the exec v grants, and
-// who granted them: those of the exec's own command line, when a rule
-// (or a session approval) allowed it — not audit mode or yolo, which
-// allow what the policy would have asked about.
+// who granted them: those of the exec's own command line that a rule may
+// grant (engine.Effect.ByRule), when a rule (or a session approval)
+// allowed it — not audit mode or yolo, which allow what the policy would
+// have asked about.
 func ruleEffects(v verdict) ([]engine.Effect, authority.DecidedBy) {
 	if v.exec == nil || len(v.exec.Effects) == 0 || len(v.exec.Units) == 0 || v.result.Action != engine.Allow {
 		return nil, nil
@@ -160,7 +161,7 @@ func ruleEffects(v verdict) ([]engine.Effect, authority.DecidedBy) {
 	}
 	var out []engine.Effect
 	for _, e := range v.exec.Effects {
-		if e.Unit == 0 {
+		if e.Unit == 0 && e.ByRule {
 			out = append(out, e)
 		}
 	}
