@@ -152,6 +152,15 @@ func requestFacts(r Request, width int) []string {
 		}
 	}
 	facts = append(facts, "why:   "+whyLine(r))
+	for i, x := range r.Covers {
+		// What allowing it allows besides: the writes its job is, in a
+		// place whose name ends the line (a long one loses its middle).
+		label := "        "
+		if i == 0 {
+			label = "covers: "
+		}
+		facts = append(facts, label+elideMiddle(printable(x), width-len(label)))
+	}
 	for i, x := range r.Runs {
 		label := "       "
 		if i == 0 {
@@ -168,14 +177,6 @@ func requestFacts(r Request, width int) []string {
 	}
 	if len(r.SetUp) > 0 {
 		facts = append(facts, fmt.Sprintf("set-up: %s's shell set-up, %d more (\"show the full request\" lists them)", printable(r.CommandBy), len(r.SetUp)))
-	}
-	for i, x := range r.Covers {
-		// What allowing it allows besides: the writes its job is.
-		label := "        "
-		if i == 0 {
-			label = "covers: "
-		}
-		facts = append(facts, label+printable(x))
 	}
 	if r.HumanOnly {
 		facts = append(facts, "note:  protected write: allow once or deny")

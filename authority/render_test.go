@@ -2,6 +2,7 @@ package authority
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,26 @@ func TestRenderCovers(t *testing.T) {
 		if strings.HasPrefix(l, "covers:") {
 			t.Errorf("a request that covers nothing says %q", l)
 		}
+	}
+}
+
+// A long covers line keeps its start and its end, and comes before the
+// lists that may run out of rows.
+func TestRenderCoversLong(t *testing.T) {
+	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "bash -c x"})
+	r.Process = Process{PID: 7, Comm: "bash"}
+	r.Covers = []string{"writes into /srv/" + strings.Repeat("d/", 40) + "repo.git (the push's remote; not its hooks or config)"}
+	for i := range 20 {
+		r.Units = append(r.Units, fmt.Sprintf("true %d", i))
+	}
+	lines := RenderRequest(r, 80, 8)
+	found := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "covers: writes into /srv/") && strings.HasSuffix(l, "git (the push's remote; not its hooks or config)") && strings.Contains(l, "…") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("covers line: %q", lines)
 	}
 }

@@ -406,6 +406,11 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	req.HumanOnly = v.result.HumanOnly
 	if v.exec != nil {
 		execParts(&req, v)
+		if r.nested {
+			// A nested node's approvals record nothing (ask): its
+			// prompt must not promise what they would cover.
+			req.Covers = nil
+		}
 	}
 	req.Through = v.through
 	if t := v.touches(); len(t) == 2 && v.through == "" {
