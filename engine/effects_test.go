@@ -391,3 +391,21 @@ func TestWorktreeEffectByRule(t *testing.T) {
 		t.Errorf("a push: %+v", got)
 	}
 }
+
+// No configuration file, however broken, panics the parser, and what it
+// accepts it accepts whole (every entry has a section).
+func FuzzParseGitConfig(f *testing.F) {
+	f.Add([]byte(effectsRepoConfig))
+	f.Add([]byte("[a \"b\\\"c\"] k = \"v ; x\" # c\n\tk2\n[x.y]\nz=1\\\n2\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		entries, ok := parseGitConfig(b)
+		if !ok {
+			return
+		}
+		for _, e := range entries {
+			if e.section == "" || e.name == "" {
+				t.Fatalf("entry without a section or name: %+v", e)
+			}
+		}
+	})
+}
