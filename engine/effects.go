@@ -517,8 +517,25 @@ func worktreeNameOK(name string) bool {
 // `"/srv/**": "ask"` — still asks, as a deny, a hard guard and a
 // protected write still hold.
 func (p *Policy) AsksUnnamed(a Access, path string) bool {
-	r := p.DecidePath(a, path)
-	if r.Action != Ask || r.HumanOnly || r.DependsOnContent {
+	if r := p.DecidePath(a, path); r.Action != Ask || !unnamedAsk(r) {
+		return false
+	}
+	// Each surface on its own too: an ask of the catch-all may stand for
+	// the whole answer while a rule on another surface (path) names the
+	// place and asks as well.
+	var buf [4]Check
+	for _, c := range pathChecks(&buf, a, path) {
+		if r := p.Decide(c); r.Action == Ask && !unnamedAsk(r) || r.Action == Deny {
+			return false
+		}
+	}
+	return true
+}
+
+// unnamedAsk reports whether the ask r came from a catch-all or from no
+// rule at all, and only a person's word is not required.
+func unnamedAsk(r Result) bool {
+	if r.HumanOnly || r.DependsOnContent {
 		return false
 	}
 	switch r.Layer {

@@ -409,3 +409,15 @@ func FuzzParseGitConfig(f *testing.F) {
 		}
 	})
 }
+
+// A rule on the path surface that names the place keeps its ask, even
+// where the write surface's catch-all asks too.
+func TestAsksUnnamedEverySurface(t *testing.T) {
+	p := compileTest(t, `{"extends": "none", "permission": {"read": "allow", "write": {"*": "ask"}, "path": {"/srv/named/**": "ask"}}}`)
+	if !p.AsksUnnamed(AccessWrite, "/srv/other/refs/x") {
+		t.Error("the catch-all's ask is not unnamed")
+	}
+	if p.AsksUnnamed(AccessWrite, "/srv/named/refs/x") {
+		t.Error("a path rule's ask counts as unnamed")
+	}
+}
