@@ -507,3 +507,36 @@ func TestLogRuleFieldEncoding(t *testing.T) {
 		t.Errorf("a record without a rule has one: %s", line)
 	}
 }
+
+func TestLogRecordsCovers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "review.jsonl")
+	l, err := OpenLog(path, LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := writeRequest(1)
+	r.Covers = []string{"writes into /srv/repo.git (the push's remote)"}
+	l.Decided(r, true, Allowed(ByUser{Via: "dialog"}))
+	l.Decided(r, true, Denied(ByUser{Via: "dialog"}, "no"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("records: %q", lines)
+	}
+	var approved, rejected map[string]any
+	if json.Unmarshal([]byte(lines[0]), &approved) != nil || json.Unmarshal([]byte(lines[1]), &rejected) != nil {
+		t.Fatalf("records: %q", lines)
+	}
+	if c, _ := approved["covers"].([]any); len(c) != 1 || c[0] != r.Covers[0] {
+		t.Errorf("approval record's covers: %v", approved["covers"])
+	}
+	if _, ok := rejected["covers"]; ok {
+		t.Errorf("a rejection says what it covers: %v", rejected["covers"])
+	}
+}

@@ -39,6 +39,11 @@ func (l *Log) recordFields(r Request, d Decision) fields {
 	if reason := d.Reason(); reason != "" {
 		f = append(f, field{"reason", reason})
 	}
+	if len(r.Covers) > 0 && d.Action() == engine.Allow {
+		// What the allow approved besides (engine.Effect): the writes
+		// that follow without asking.
+		f = append(f, field{"covers", r.Covers})
+	}
 	if rules := d.SessionRules(); len(rules) > 0 {
 		list := make([]any, len(rules))
 		for i, p := range rules {

@@ -91,6 +91,9 @@ func RenderFullRequest(r Request, width int) []string {
 	for _, x := range r.SetUp {
 		add("set-up", x)
 	}
+	for _, x := range r.Covers {
+		add("covers", x)
+	}
 	add("why", whyLine(r))
 	if r.HumanOnly {
 		add("note", "protected write: only a person can allow it, and only once")
@@ -149,6 +152,15 @@ func requestFacts(r Request, width int) []string {
 		}
 	}
 	facts = append(facts, "why:   "+whyLine(r))
+	for i, x := range r.Covers {
+		// What allowing it allows besides: the writes its job is, in a
+		// place whose name ends the line (a long one loses its middle).
+		label := "        "
+		if i == 0 {
+			label = "covers: "
+		}
+		facts = append(facts, label+elideMiddle(printable(x), width-len(label)))
+	}
 	for i, x := range r.Runs {
 		label := "       "
 		if i == 0 {

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,5 +187,54 @@ func TestRenderNode(t *testing.T) {
 		if strings.HasPrefix(l, "node:") {
 			t.Errorf("a request of this permwrap's own names a node: %q", l)
 		}
+	}
+}
+
+// What allowing an exec allows besides is on a line of its own in the
+// prompt and the full request, and in the approval's log record.
+func TestRenderCovers(t *testing.T) {
+	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "git push origin main"})
+	r.Process = Process{PID: 7, Comm: "git"}
+	r.Access = "exec"
+	r.Covers = []string{"writes into /srv/repo.git (the push's remote; not its hooks or config)"}
+	lines := RenderRequest(r, 200, 10)
+	found := false
+	for _, l := range lines {
+		if l == "covers: "+r.Covers[0] {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the prompt lacks the covers line: %q", lines)
+	}
+	if full := strings.Join(RenderFullRequest(r, 200), "\n"); !strings.Contains(full, "covers:  writes into /srv/repo.git") {
+		t.Errorf("the full request lacks it: %s", full)
+	}
+	r.Covers = nil
+	for _, l := range RenderRequest(r, 200, 10) {
+		if strings.HasPrefix(l, "covers:") {
+			t.Errorf("a request that covers nothing says %q", l)
+		}
+	}
+}
+
+// A long covers line keeps its start and its end, and comes before the
+// lists that may run out of rows.
+func TestRenderCoversLong(t *testing.T) {
+	r := NewRequest(engine.Check{Surface: engine.SurfaceBash, Value: "bash -c x"})
+	r.Process = Process{PID: 7, Comm: "bash"}
+	r.Covers = []string{"writes into /srv/" + strings.Repeat("d/", 40) + "repo.git (the push's remote; not its hooks or config)"}
+	for i := range 20 {
+		r.Units = append(r.Units, fmt.Sprintf("true %d", i))
+	}
+	lines := RenderRequest(r, 80, 8)
+	found := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "covers: writes into /srv/") && strings.HasSuffix(l, "git (the push's remote; not its hooks or config)") && strings.Contains(l, "…") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("covers line: %q", lines)
 	}
 }

@@ -48,6 +48,11 @@ type Request struct {
 	// Paths are both names of a rename, exchange or link (from, to), the
 	// one that decided being Check.Value.
 	Paths []string
+	// Covers says what else allowing an exec allows: the places its
+	// commands' job is to write in (engine.Effect.String: "writes into
+	// /srv/repo.git (the push's remote…)"), whose writes then follow
+	// without asking.
+	Covers []string
 
 	// Rule is the rule whose answer was ask; Origin OriginBuiltin or an
 	// empty pattern means no rule matched and ask is the built-in answer.
@@ -81,6 +86,7 @@ func (r Request) clone() Request {
 	c.Units = append([]string(nil), r.Units...)
 	c.SetUp = append([]string(nil), r.SetUp...)
 	c.Paths = append([]string(nil), r.Paths...)
+	c.Covers = append([]string(nil), r.Covers...)
 	c.Suggested = append([]SessionPattern(nil), r.Suggested...)
 	if r.Net != nil {
 		n := *r.Net
@@ -159,6 +165,7 @@ type requestJSON struct {
 	Units     []string  `json:"units"`
 	Through   string    `json:"through,omitempty"`
 	Paths     []string  `json:"paths,omitempty"`
+	Covers    []string  `json:"covers,omitempty"`
 	Command   string    `json:"command,omitempty"`
 	CommandBy string    `json:"commandBy,omitempty"`
 	SetUp     []string  `json:"setUp,omitempty"`
@@ -223,6 +230,9 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	j.Through = elide(r.Through, maxItemBytes)
 	for _, p := range r.Paths {
 		j.Paths = append(j.Paths, elide(p, maxItemBytes))
+	}
+	if len(r.Covers) > 0 {
+		j.Covers = capList(r.Covers)
 	}
 	if r.Command != "" {
 		j.Command = elide(mask(r.Command), 4*maxItemBytes)

@@ -70,6 +70,7 @@ func TestRequestJSONFields(t *testing.T) {
 	r.NodeCommand = []string{"pi", "--api-key=sk-abcdefghijklmnop"}
 	r.Rule = engine.Rule{Surface: engine.SurfaceBash, Pattern: "git push *", Action: engine.Ask, Origin: engine.OriginGlobal}
 	r.Process.Cmdline = []string{"git", "push", "--password=x"}
+	r.Covers = []string{"writes into /srv/repo.git (the push's remote; not its hooks or config)"}
 	b, _ := json.Marshal(r)
 	var j map[string]any
 	json.Unmarshal(b, &j)
@@ -78,7 +79,7 @@ func TestRequestJSONFields(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"access", "agent", "humanOnly", "masked", "node", "nodeCommand", "process", "requestId", "rule", "runs", "suggested", "suggestions", "surface", "time", "units", "value"}
+	want := []string{"access", "agent", "covers", "humanOnly", "masked", "node", "nodeCommand", "process", "requestId", "rule", "runs", "suggested", "suggestions", "surface", "time", "units", "value"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("request fields %v, documented %v", keys, want)
 	}

@@ -104,6 +104,10 @@ type ExecDecision struct {
 	// arguments of known file commands (not judged here: they are judged
 	// when opened). Approving the exec approves these with it (CoversPath).
 	PathUses []PathUse
+	// Effects are the places its commands' job is to write in (a local
+	// push's remote, a new worktree: effects.go). Approving the exec, or a
+	// rule allowing its own command line, approves the writes into them.
+	Effects []Effect
 	// Image is the answer for the files the kernel maps to run — the
 	// binary and each interpreter of a #! chain, on the exec and read
 	// surfaces — taken alone. When it is Allow, whatever refused the exec
@@ -353,6 +357,9 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	d.Redirects = slices.Grow(d.Redirects, len(a.Redirects))
 	self := a.Units[0]
 	r, sp, poss, shown := p.judgeSpellings(shell.ExecSpellings(c.identity, c.argv0, names, c.args, self.Line, p.env.Home))
+	if len(c.via) == 0 && r.Action != Deny {
+		d.Effects = append(d.Effects, p.effectsOf(self, c.identity, in.Cwd, in.ReadFile, len(d.Units))...)
+	}
 	d.Units = append(d.Units, UnitDecision{Unit: self, Result: r, Spellings: sp, Possible: poss})
 	what := self.Line
 	if shown != "" {
@@ -422,6 +429,9 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 		}
 		prog := p.unitProgram(u, in)
 		r, sp, poss, shown := p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
+		if dir, ok := resolveIn(".", u.Dir, in.Cwd, home); ok && r.Action != Deny {
+			d.Effects = append(d.Effects, p.effectsOf(u, prog, dir, in.ReadFile, len(d.Units))...)
+		}
 		d.Units = append(d.Units, UnitDecision{Unit: u, Result: r, Spellings: sp, Possible: poss})
 		if u.InProcess {
 			// The loader runs it in its own process, with the libraries
@@ -780,6 +790,12 @@ func (p *Policy) explainScript(line string, ctx shell.ScriptContext) (string, Re
 				tree = "/**"
 			}
 			fmt.Fprintf(&b, "  %s %s%s (%s)\n", accessName(u.Access), u.Path, tree, u.From)
+		}
+	}
+	if len(d.Effects) > 0 {
+		b.WriteString("what allowing it covers (writes its commands' job is; only where the catch-all asks):\n")
+		for _, e := range d.Effects {
+			fmt.Fprintf(&b, "  %s\n", e.String())
 		}
 	}
 	fmt.Fprintf(&b, "overall: %s\n", d.Reason())

@@ -266,6 +266,11 @@ func (s *supervisor) decide(r *request) {
 				// A save the policy allows: its rename follows (saves.go).
 				s.saves.approve(s.tgidOf(r.tid), v.through, v.value, authority.FromRule(v.result.Rule).DecidedBy())
 			}
+			if v.exec != nil && len(v.exec.Effects) > 0 && !r.nested {
+				// A command a rule allows: the writes its job is
+				// (a local push's remote) follow (scripts.go).
+				s.scripts.approveRule(s.tgidOf(r.tid), v)
+			}
 			// Answered first, recorded after: the target runs on while its
 			// record is gathered (the log is written asynchronously either
 			// way, so this loses nothing a crash would not).
@@ -330,7 +335,7 @@ func (s *supervisor) ask(r *request, v verdict) {
 	if sd, ok := s.saves.answer(v, tgid); ok && !r.nested {
 		// The rest of a save already allowed (saves.go).
 		d = sd
-	} else if sd, ok := scriptAnswer(v, s.scripts.held(tgid)); ok && !r.nested {
+	} else if sd, ok := scriptAnswer(v, s.scripts.held(tgid), s.cfg.Policy.AsksUnnamed); ok && !r.nested {
 		// One of the commands or files of a script already allowed for
 		// this process tree.
 		d = sd
@@ -401,6 +406,11 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	req.HumanOnly = v.result.HumanOnly
 	if v.exec != nil {
 		execParts(&req, v)
+		if r.nested {
+			// A nested node's approvals record nothing (ask): its
+			// prompt must not promise what they would cover.
+			req.Covers = nil
+		}
 	}
 	req.Through = v.through
 	if t := v.touches(); len(t) == 2 && v.through == "" {
@@ -448,6 +458,15 @@ func execParts(req *authority.Request, v verdict) {
 		for _, u := range v.exec.Analysis.Units[1:] {
 			req.Units = append(req.Units, u.Line)
 		}
+	}
+	// What allowing it allows besides (scripts.go): asked, every effect a
+	// person's approval would grant; allowed, those the rule granted.
+	effects := v.exec.Effects
+	if v.result.Action == engine.Allow {
+		effects, _ = ruleEffects(v)
+	}
+	for _, e := range effects {
+		req.Covers = append(req.Covers, e.String())
 	}
 }
 

@@ -42,6 +42,15 @@ type scriptApproval struct {
 	by    authority.DecidedBy // the provenance of what it answers (scriptProvenance)
 	units map[string]bool
 	uses  []engine.PathUse
+	// effects are the places whose writes it approved, each with who
+	// approved it (a rule grants the effect of its exec's own command).
+	effects []grantedEffect
+}
+
+// grantedEffect is an effect an approval holds, and who approved it.
+type grantedEffect struct {
+	engine.Effect
+	by authority.DecidedBy
 }
 
 // Bounds. An approval answers for a script a person saw: long enough for
@@ -122,7 +131,64 @@ func (a *scriptApprovals) approve(tgid int, d *engine.ExecDecision, by authority
 		}
 	}
 	ap.uses = d.PathUses[:min(len(d.PathUses), maxApprovalItems)]
-	if len(ap.units) == 0 && len(ap.uses) == 0 {
+	for _, e := range d.Effects[:min(len(d.Effects), maxApprovalItems)] {
+		ap.effects = append(ap.effects, grantedEffect{e, ap.by})
+	}
+	a.record(tgid, ap, false)
+}
+
+// ruleEffects are the effects a rule's allow of the exec v grants, and
+// who granted them: those of the exec's own command line that a rule may
+// grant (engine.Effect.ByRule), when a rule (or a session approval)
+// allowed it — not audit mode or yolo, which allow what the policy would
+// have asked about.
+func ruleEffects(v verdict) ([]engine.Effect, authority.DecidedBy) {
+	if v.exec == nil || len(v.exec.Effects) == 0 || len(v.exec.Units) == 0 || v.result.Action != engine.Allow {
+		return nil, nil
+	}
+	if _, audit := authority.FromRule(v.result.Rule).DecidedBy().(authority.ByAudit); audit {
+		return nil, nil
+	}
+	u := v.exec.Units[0].Result
+	if u.Action != engine.Allow {
+		return nil, nil
+	}
+	by := authority.FromRule(u.Rule).DecidedBy()
+	switch by.(type) {
+	case authority.ByRule, authority.BySessionApproval:
+	default:
+		return nil, nil
+	}
+	var out []engine.Effect
+	for _, e := range v.exec.Effects {
+		if e.Unit == 0 && e.ByRule {
+			out = append(out, e)
+		}
+	}
+	return out, by
+}
+
+// approveRule records the effects a rule's allow of the exec v grants,
+// for the process tgid and its descendants. The process keeps what an
+// earlier approval gave it (the effects are added to it, within its
+// time).
+func (a *scriptApprovals) approveRule(tgid int, v verdict) {
+	effects, by := ruleEffects(v)
+	if len(effects) == 0 {
+		return
+	}
+	ap := &scriptApproval{pid: tgid, at: a.clock(), by: by, units: map[string]bool{}}
+	for _, e := range effects[:min(len(effects), maxApprovalItems)] {
+		ap.effects = append(ap.effects, grantedEffect{e, by})
+	}
+	a.record(tgid, ap, true)
+}
+
+// record stores ap for tgid. keep: an approval the process already holds
+// stays, with ap's effects added (and its own time, so nothing it held
+// lasts longer); otherwise the exec replaces what the process ran before.
+func (a *scriptApprovals) record(tgid int, ap *scriptApproval, keep bool) {
+	if len(ap.units) == 0 && len(ap.uses) == 0 && len(ap.effects) == 0 {
 		return
 	}
 	self, ok := a.proc(tgid)
@@ -147,6 +213,15 @@ func (a *scriptApprovals) approve(tgid int, d *engine.ExecDecision, by authority
 	// The tree it counts against: the outermost approved ancestor's.
 	for _, g := range a.heldLocked(self.ppid, now) {
 		ap.root = g.root
+	}
+	if old := a.byPid[tgid]; keep && old != nil && old.start == ap.start {
+		// A new value, not a change to the old one: scriptAnswer reads
+		// approvals without the lock.
+		merged := *old
+		merged.effects = append(append([]grantedEffect(nil), old.effects...), ap.effects...)
+		merged.effects = merged.effects[:min(len(merged.effects), maxApprovalItems)]
+		a.byPid[tgid] = &merged
+		return
 	}
 	delete(a.byPid, tgid) // an exec replaces what the process ran before
 	if n := a.countLocked(ap.root); n >= maxApprovalsPerTree {
@@ -211,10 +286,13 @@ func (a *scriptApprovals) heldLocked(pid int, now time.Time) []*scriptApproval {
 // scriptAnswer decides, without I/O, whether approvals answer the ask v:
 // an exec whose command line is a unit of an approved script, or a call
 // whose every path is a use an approved script named, with the access
-// it names. Only an ask the policy layers made is answered (not one only
-// a person may approve, not a deny), so nothing a hard guard, a
-// protected write or permwrap's own files decide is ever lifted.
-func scriptAnswer(v verdict, approvals []*scriptApproval) (authority.Decision, bool) {
+// it names, or lies in the place of an approved effect and is asked
+// about only because no rule names it (unnamed: the policy's
+// AsksUnnamed; nil, no effect answers). Only an ask the policy layers
+// made is answered (not one only a person may approve, not a deny), so
+// nothing a hard guard, a protected write or permwrap's own files decide
+// is ever lifted.
+func scriptAnswer(v verdict, approvals []*scriptApproval, unnamed func(engine.Access, string) bool) (authority.Decision, bool) {
 	if len(approvals) == 0 || v.result.Action != engine.Ask || v.result.HumanOnly {
 		return authority.Decision{}, false
 	}
@@ -241,22 +319,35 @@ func scriptAnswer(v verdict, approvals []*scriptApproval) (authority.Decision, b
 	}
 	var by authority.DecidedBy
 	for _, t := range touches {
-		ap := coveringApproval(approvals, t)
-		if ap == nil {
+		b := coveringApproval(approvals, t, unnamed)
+		if b == nil {
 			return authority.Decision{}, false
 		}
 		if by == nil {
-			by = ap.by
+			by = b
 		}
 	}
 	return authority.Allowed(by), true
 }
 
-func coveringApproval(approvals []*scriptApproval, t touch) *scriptApproval {
+// coveringApproval is who approved the touch t: the first approval with
+// a use that covers it, or an effect whose place holds it when no rule
+// names the place.
+func coveringApproval(approvals []*scriptApproval, t touch, unnamed func(engine.Access, string) bool) authority.DecidedBy {
 	for _, ap := range approvals {
 		for _, u := range ap.uses {
 			if u.Covers(t.access, t.path) {
-				return ap
+				return ap.by
+			}
+		}
+	}
+	if unnamed == nil {
+		return nil
+	}
+	for _, ap := range approvals {
+		for _, e := range ap.effects {
+			if e.Covers(t.access, t.path) && unnamed(t.access, t.path) {
+				return e.by
 			}
 		}
 	}

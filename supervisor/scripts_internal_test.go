@@ -85,7 +85,7 @@ func TestScriptAnswer(t *testing.T) {
 		{"a hard-guard deny", openVerdict(p, engine.AccessWrite, "/w/blocked/b"), false},
 		{"a call that names no path", verdict{result: engine.Result{Action: engine.Ask, Layer: engine.LayerPolicy}}, false},
 	} {
-		d, ok := scriptAnswer(c.v, held)
+		d, ok := scriptAnswer(c.v, held, nil)
 		if ok != c.want {
 			t.Errorf("%s: answered %v (%v), want %v; the policy said %v", c.name, ok, d, c.want, c.v.result)
 			continue
@@ -95,14 +95,14 @@ func TestScriptAnswer(t *testing.T) {
 		}
 	}
 	// Without approvals, nothing.
-	if _, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/out.txt"), nil); ok {
+	if _, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/out.txt"), nil, nil); ok {
 		t.Error("answered without an approval")
 	}
 	// Approved by a reviewer: the approval answers in its name.
 	var b scriptApprovals
 	b.stat = fakeProcs{100: {ppid: 1, start: 7}}.stat
 	b.approve(100, script, authority.ByAuthorizer{Name: "judge", Verdict: authority.VerdictAllow, Reason: "fine"})
-	d, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/out.txt"), b.held(100))
+	d, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/out.txt"), b.held(100), nil)
 	if want := (authority.ByAuthorizer{Name: "judge", Verdict: authority.VerdictAllow, Reason: authority.ScriptApprovalVia}); !ok || d.DecidedBy() != want {
 		t.Errorf("approved by a reviewer: %v %v", ok, d)
 	}
@@ -120,12 +120,12 @@ func TestScriptAnswerUnits(t *testing.T) {
 	if unit.result.Action != engine.Ask {
 		t.Fatalf("git status: %v", unit.result)
 	}
-	if d, ok := scriptAnswer(unit, a.held(101)); !ok || d.Action() != engine.Allow {
+	if d, ok := scriptAnswer(unit, a.held(101), nil); !ok || d.Action() != engine.Allow {
 		t.Errorf("a unit, in a child of the approved shell: %v %v", ok, d)
 	}
 	other := unit
 	other.exec = &engine.ExecDecision{Analysis: shell.AnalyzeScript("git push", shell.ScriptContext{})}
-	if _, ok := scriptAnswer(other, a.held(101)); ok {
+	if _, ok := scriptAnswer(other, a.held(101), nil); ok {
 		t.Error("a command the script did not name was answered")
 	}
 }
@@ -170,7 +170,7 @@ func TestScriptApprovalBounds(t *testing.T) {
 	a.now = func() time.Time { return now }
 	write := openVerdict(p, engine.AccessWrite, "/w/asked/out.txt")
 	a.approve(100, execOf(p, "echo x > asked/out.txt"), authority.ByUser{Via: "dialog"})
-	covered := func(pid int) bool { _, ok := scriptAnswer(write, a.held(pid)); return ok }
+	covered := func(pid int) bool { _, ok := scriptAnswer(write, a.held(pid), nil); return ok }
 	for pid, want := range map[int]bool{100: true, 101: true, 102: true, 200: false, 50: false} {
 		if got := covered(pid); got != want {
 			t.Errorf("pid %d covered %v, want %v", pid, got, want)
@@ -203,11 +203,11 @@ func TestScriptApprovalBounds(t *testing.T) {
 	if n := b.countLocked(300); n != maxApprovalsPerTree {
 		t.Errorf("%d approvals held for one tree, want %d", n, maxApprovalsPerTree)
 	}
-	if _, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/root.txt"), b.held(300)); ok {
+	if _, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/root.txt"), b.held(300), nil); ok {
 		t.Error("the oldest approval of a full tree still holds")
 	}
 	last := 300 + maxApprovalsPerTree + 5
-	if _, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/f.txt"), b.held(last)); !ok {
+	if _, ok := scriptAnswer(openVerdict(p, engine.AccessWrite, "/w/asked/f.txt"), b.held(last), nil); !ok {
 		t.Error("the newest approval of the tree does not hold")
 	}
 
