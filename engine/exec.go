@@ -480,8 +480,38 @@ func (p *Policy) unitProgram(u shell.Unit, in ExecIntent) string {
 
 // judgeSpellings evaluates a command in the spellings the analysis found
 // for it, returning them and its display form with the result.
+//
+// Option readings (shell.IsOptionReading) are shown as a person reads
+// them, in the spellings returned and in the result's check.
 func (p *Policy) judgeSpellings(sp shell.Spellings) (Result, []string, []string, string) {
-	return p.evaluateSpellings(sp.Certain, sp.Possible), sp.Certain, sp.Possible, sp.Shown
+	r := p.evaluateSpellings(sp.Certain, sp.Possible)
+	decided := ""
+	if r.Check.Surface == SurfaceBash {
+		decided = r.Check.Value
+		r.Check.Value = shell.ShowReading(r.Check.Value)
+	}
+	return r, showReadings(sp.Certain, decided), showReadings(sp.Possible, decided), sp.Shown
+}
+
+// showReadings is the list with its option readings as a person reads
+// them (a copy when there are any). A reading without options says
+// nothing the line as written does not, and is left out unless it is
+// the one that decided.
+func showReadings(list []string, decided string) []string {
+	for i, v := range list {
+		if shell.IsOptionReading(v) {
+			out := slices.Clone(list[:i])
+			for _, w := range list[i:] {
+				if !shell.IsOptionReading(w) {
+					out = append(out, w)
+				} else if w == decided || shell.ReadingHasOptions(w) {
+					out = append(out, shell.ShowReading(w))
+				}
+			}
+			return out
+		}
+	}
+	return list
 }
 
 // resolveIn makes a path a command names absolute: relative ones against

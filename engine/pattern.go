@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // Path patterns are matched by a small automaton of our own rather than
@@ -289,7 +291,11 @@ func (g *globMatcher) match(v string) bool {
 // fewer wildcards, then longer pattern. Declaration order breaks the
 // remaining ties and is kept beside it.
 type specificity struct {
-	exact     bool
+	exact bool
+	// options is the number of options a command pattern requires
+	// (`git push --force*` one): a rule that names an option is more
+	// specific than one that does not, whatever its operands name.
+	options   int
 	literals  int
 	wildcards int
 	length    int
@@ -299,6 +305,9 @@ type specificity struct {
 func (a specificity) moreSpecific(b specificity) bool {
 	if a.exact != b.exact {
 		return a.exact
+	}
+	if a.options != b.options {
+		return a.options > b.options
 	}
 	if a.literals != b.literals {
 		return a.literals > b.literals
@@ -597,6 +606,10 @@ type bashPattern struct {
 	segs  []string // literal pieces between stars
 	short []string // segs for the pattern without its trailing " *", or nil
 	spec  specificity
+	// opt is the pattern read as operands and options, which matches
+	// a command's option readings (shell.IsOptionReading); nil for a
+	// pattern that is not a run of plain words.
+	opt *shell.CommandPattern
 }
 
 func compileBashPattern(p string) (*bashPattern, error) {
@@ -627,6 +640,9 @@ func compileBashPattern(p string) (*bashPattern, error) {
 	}
 	bp.segs = append(bp.segs, cur.String())
 	bp.spec.exact = len(bp.segs) == 1
+	if bp.opt = shell.CompileCommandPattern(p); bp.opt != nil {
+		bp.spec.options = bp.opt.Options()
+	}
 	if n := len(bp.segs); n >= 2 && bp.segs[n-1] == "" && strings.HasSuffix(bp.segs[n-2], " ") && !strings.HasSuffix(p, `\*`) {
 		short := append([]string(nil), bp.segs[:n-1]...)
 		short[n-2] = strings.TrimSuffix(short[n-2], " ")
@@ -636,6 +652,9 @@ func compileBashPattern(p string) (*bashPattern, error) {
 }
 
 func (bp *bashPattern) match(v string) bool {
+	if shell.IsOptionReading(v) {
+		return bp.opt != nil && bp.opt.Match(v)
+	}
 	if matchSegs(bp.segs, v) {
 		return true
 	}

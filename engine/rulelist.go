@@ -3,6 +3,8 @@ package engine
 import (
 	"sort"
 	"strings"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // compiledRule is a Rule with its matcher.
@@ -64,9 +66,12 @@ func (r *compiledRule) beats(o *compiledRule) bool {
 // specific first.
 type ruleList struct {
 	exact map[string]*compiledRule
-	rules []listEntry
-	index *ruleIndex
-	n     int
+	// optExact are the exact command patterns that also match option
+	// readings (`rm -rf /` meets `rm -r -f /`), which the map cannot find.
+	optExact []*compiledRule
+	rules    []listEntry
+	index    *ruleIndex
+	n        int
 }
 
 // each calls f for every rule of the list: the exact ones (in map order),
@@ -145,6 +150,9 @@ func newRuleList(rules []*compiledRule) ruleList {
 			}
 			if old, dup := l.exact[k]; !dup || r.order > old.order {
 				l.exact[k] = r
+			}
+			if r.bash != nil && r.bash.opt != nil {
+				l.optExact = append(l.optExact, r)
 			}
 			continue
 		}
@@ -256,6 +264,9 @@ func (l *ruleList) scan(idx []int32, v, base string, best int32) int32 {
 
 // find returns the most specific matching rule, or nil.
 func (l *ruleList) find(v string) *compiledRule {
+	if shell.IsOptionReading(v) {
+		return l.findReading(v)
+	}
 	if l.exact != nil {
 		if r, ok := l.exact[v]; ok {
 			return r
@@ -326,9 +337,57 @@ func (l *ruleList) find(v string) *compiledRule {
 	return l.rules[best].r
 }
 
+// findReading is find for an option reading of a command: the exact
+// command patterns that read it, then the others, which the index
+// narrows by their first word (the reading's program word).
+func (l *ruleList) findReading(v string) *compiledRule {
+	var best *compiledRule
+	for _, r := range l.optExact {
+		if r.match(v) && (best == nil || r.beats(best)) {
+			best = r
+		}
+	}
+	ix := l.index
+	if ix == nil || !ix.bash {
+		return best
+	}
+	try := func(idx []int32) {
+		for _, i := range idx {
+			r := l.rules[i].r
+			if best != nil && best.beats(r) {
+				break // the list is in specificity order
+			}
+			if r.match(v) {
+				best = r
+				break
+			}
+		}
+	}
+	try(ix.any)
+	if word, ok := shell.ReadingProgram(v); ok {
+		if list, ok := ix.byWord[word]; ok {
+			try(list)
+		}
+	}
+	return best
+}
+
 // matching returns every matching rule, most specific first.
 func (l *ruleList) matching(v string) []*compiledRule {
 	var out []*compiledRule
+	if shell.IsOptionReading(v) {
+		for _, r := range l.optExact {
+			if r.match(v) {
+				out = append(out, r)
+			}
+		}
+		for _, e := range l.rules {
+			if e.r.match(v) {
+				out = append(out, e.r)
+			}
+		}
+		return out
+	}
 	if r, ok := l.exact[v]; ok {
 		out = append(out, r)
 		// Shadowed duplicates of the same exact pattern are not kept.

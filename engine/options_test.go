@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+// The issue's policy: pushes to origin allowed, a force push denied
+// wherever and however its option is written.
+const optionsTestPolicy = `{
+  "permission": {
+    "exec": {"*": "allow"},
+    "read": {"*": "allow"},
+    "bash": {
+      "*": "ask",
+      "git push origin *": "allow",
+      "git push --force*": "deny",
+      "rm -rf / *": "deny",
+      "rm *": "allow",
+      "curl -X POST *": "ask",
+      "curl *": "allow",
+      "docker run --privileged*": "deny",
+      "docker run *": "allow",
+      "kubectl delete * --all*": "deny",
+      "kubectl *": "allow",
+      "npm install -g *": "ask",
+      "npm *": "allow",
+      "mytool --danger*": "deny",
+      "mytool ok *": "allow",
+      "git push -o ci.skip origin main": "allow"
+    }
+  }
+}`
+
+func TestOptionRules(t *testing.T) {
+	p := compileTest(t, optionsTestPolicy)
+	for _, tc := range []struct {
+		argv []string
+		want Action
+		rule string
+	}{
+		// The issue's cases.
+		{[]string{"git", "push", "-q", "origin", "main"}, Allow, "git push origin *"},
+		{[]string{"git", "push", "origin", "main"}, Allow, "git push origin *"},
+		{[]string{"git", "push", "--force", "origin", "main"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "origin", "main", "--force"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "-f", "origin", "main"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "-qf", "origin", "main"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "origin", "+main"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "origin", "main:main", "+dev:dev"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "--forc", "origin", "main"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "--force-with-lease", "origin", "main"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "--force-with-lease=main:abc", "origin", "main"}, Deny, "git push --force*"},
+		{[]string{"git", "push", "--mirror", "origin"}, Deny, "git push --force*"},
+		{[]string{"git", "-C", "/w", "push", "-f", "origin", "main"}, Deny, "git push --force*"},
+		{[]string{"/usr/bin/git", "push", "origin", "-f", "main"}, Deny, "git push --force*"},
+		// A value is not an operand: -o takes ci.skip.
+		{[]string{"git", "push", "-o", "ci.skip", "origin", "main"}, Allow, "git push -o ci.skip origin main"},
+		{[]string{"git", "push", "--push-option", "ci.skip", "origin", "main"}, Allow, "git push -o ci.skip origin main"},
+		{[]string{"git", "push", "--push-option=ci.skip", "origin", "main"}, Allow, "git push -o ci.skip origin main"},
+		{[]string{"git", "push", "-o", "x", "origin", "main"}, Allow, "git push origin *"},
+		// The remote is the first operand: ci.skip would be read as it if
+		// -o were a flag; origin as a value of --repo is not a remote.
+		{[]string{"git", "push", "--repo", "origin", "other", "main"}, Ask, "*"},
+		{[]string{"git", "push", "-q", "other", "main"}, Ask, "*"},
+		// After --, a word is an operand.
+		{[]string{"git", "push", "origin", "--", "--force"}, Allow, "git push origin *"},
+		// --no-force negates.
+		{[]string{"git", "push", "--no-force", "origin", "main"}, Allow, "git push origin *"},
+		// An option git push does not know: the flag reading is certain,
+		// the value reading only possible.
+		{[]string{"git", "push", "--frobnicate", "origin", "main"}, Allow, "git push origin *"},
+		// rm: clusters, order and aliases.
+		{[]string{"rm", "-rf", "/"}, Deny, "rm -rf / *"},
+		{[]string{"rm", "-r", "-f", "/"}, Deny, "rm -rf / *"},
+		{[]string{"rm", "-fr", "/"}, Deny, "rm -rf / *"},
+		{[]string{"rm", "/", "-rf"}, Deny, "rm -rf / *"},
+		{[]string{"rm", "--recursive", "--force", "/"}, Deny, "rm -rf / *"},
+		{[]string{"rm", "--recur", "--forc", "/"}, Deny, "rm -rf / *"},
+		{[]string{"rm", "-rf", "build"}, Allow, "rm *"},
+		// curl: a value-taking option.
+		{[]string{"curl", "-sS", "-X", "POST", "https://x"}, Ask, "curl -X POST *"},
+		{[]string{"curl", "https://x", "--request", "POST"}, Ask, "curl -X POST *"},
+		{[]string{"curl", "-XPOST", "https://x"}, Ask, "curl -X POST *"},
+		{[]string{"curl", "-X", "GET", "https://x"}, Allow, "curl *"},
+		// docker run: options end at the image; the container's command
+		// is operands.
+		{[]string{"docker", "run", "--rm", "--privileged", "alpine"}, Deny, "docker run --privileged*"},
+		{[]string{"docker", "run", "--rm", "alpine", "ls", "--privileged"}, Allow, "docker run *"},
+		// kubectl: flags anywhere.
+		{[]string{"kubectl", "-n", "prod", "delete", "pods", "--all"}, Deny, "kubectl delete * --all*"},
+		{[]string{"kubectl", "delete", "pod", "x", "-n", "prod"}, Allow, "kubectl *"},
+		// npm.
+		{[]string{"npm", "install", "left-pad", "-g"}, Ask, "npm install -g *"},
+		{[]string{"npm", "--global", "install", "left-pad"}, Ask, "npm install -g *"},
+		{[]string{"npm", "install", "left-pad"}, Allow, "npm *"},
+		// A program without a table: its options are read only possibly,
+		// which a deny can use and an allow cannot.
+		{[]string{"mytool", "ok", "--danger"}, Deny, "mytool --danger*"},
+		{[]string{"mytool", "-v", "ok"}, Ask, "*"},
+		{[]string{"mytool", "ok", "-v"}, Allow, "mytool ok *"},
+	} {
+		d := p.DecideExec(ExecIntent{Path: tc.argv[0], Resolved: "/usr/bin/" + baseOf(tc.argv[0]), Argv: tc.argv, Cwd: "/w"})
+		if r := d.Units[0].Result; r.Action != tc.want || r.Rule.Pattern != tc.rule {
+			t.Errorf("exec %q: %s by %q, want %s by %q (judged as %q, and if stricter %q)", tc.argv, r.Action, r.Rule.Pattern, tc.want, tc.rule, d.Units[0].Spellings, d.Units[0].Possible)
+		}
+		// The bash surface: the same command in a script.
+		line := strings.Join(tc.argv, " ")
+		sd := p.DecideExec(ExecIntent{Path: "/bin/bash", Resolved: "/usr/bin/bash", Argv: []string{"bash", "-c", line}, Cwd: "/w"})
+		found := false
+		for _, u := range sd.Units {
+			if len(u.Unit.Argv) > 0 && u.Unit.Argv[0] == tc.argv[0] {
+				found = true
+				if u.Result.Action != tc.want || u.Result.Rule.Pattern != tc.rule {
+					t.Errorf("bash -c %q: %s by %q, want %s by %q", line, u.Result.Action, u.Result.Rule.Pattern, tc.want, tc.rule)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("bash -c %q: no unit for %s", line, tc.argv[0])
+		}
+	}
+}
+
+func baseOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}

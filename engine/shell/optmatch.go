@@ -1,0 +1,455 @@
+package shell
+
+import (
+	"strings"
+)
+
+// An option reading travels through the policy as a bash-surface value
+// like any spelling, encoded so that no command line can be mistaken
+// for one: it starts with a NUL byte, which no argument and no pattern
+// contains, and its items are separated by NUL bytes. Only a rule's
+// CommandPattern reads it (the engine's bashPattern); a glob never
+// matches it.
+const (
+	itemOperand = 'a'
+	itemOption  = 'o' // starts an option: its canonical name
+	itemName    = 'n' // another name of the option
+	itemValue   = 'v'
+	itemFrom    = 'f' // the word that implies the option
+)
+
+// IsOptionReading reports whether a bash-surface value is an option
+// reading rather than a command line.
+func IsOptionReading(v string) bool { return len(v) > 0 && v[0] == 0 }
+
+// encodeCommand is the value an option reading is judged as.
+func encodeCommand(c Command) string {
+	var b strings.Builder
+	item := func(kind byte, s string) {
+		b.WriteByte(0)
+		b.WriteByte(kind)
+		b.WriteString(s)
+	}
+	for _, o := range c.Operands {
+		item(itemOperand, o)
+	}
+	for _, o := range c.Options {
+		for i, n := range o.Names {
+			if i == 0 {
+				item(itemOption, n)
+			} else {
+				item(itemName, n)
+			}
+		}
+		if o.HasValue {
+			item(itemValue, o.Value)
+		}
+		if o.From != "" {
+			item(itemFrom, o.From)
+		}
+	}
+	return b.String()
+}
+
+// decodeCommand reads an encoded option reading.
+func decodeCommand(v string) (Command, bool) {
+	var c Command
+	if !IsOptionReading(v) {
+		return c, false
+	}
+	for _, it := range strings.Split(v[1:], "\x00") {
+		if it == "" {
+			return c, false
+		}
+		s := it[1:]
+		switch it[0] {
+		case itemOperand:
+			c.Operands = append(c.Operands, s)
+		case itemOption:
+			c.Options = append(c.Options, Option{Names: []string{s}})
+		case itemName, itemValue, itemFrom:
+			if len(c.Options) == 0 {
+				return c, false
+			}
+			o := &c.Options[len(c.Options)-1]
+			switch it[0] {
+			case itemName:
+				o.Names = append(o.Names, s)
+			case itemValue:
+				o.Value, o.HasValue = s, true
+			default:
+				o.From = s
+			}
+		default:
+			return c, false
+		}
+	}
+	return c, true
+}
+
+// ShowReading is the form of a value a person reads: an option reading
+// as its operands followed by its options by their canonical names
+// (`git push origin main [options: --force (+main), --quiet]`), any
+// other value as it is.
+func ShowReading(v string) string {
+	c, ok := decodeCommand(v)
+	if !ok {
+		return v
+	}
+	var b strings.Builder
+	for i, o := range c.Operands {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(quoteWord(o, i == 0))
+	}
+	b.WriteString(" [options:")
+	if len(c.Options) == 0 {
+		b.WriteString(" none")
+	}
+	for i, o := range c.Options {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(' ')
+		b.WriteString(quoteWord(o.Names[0], false))
+		if o.HasValue {
+			b.WriteString("=" + quoteWord(o.Value, false))
+		}
+		if o.From != "" {
+			b.WriteString(" (" + quoteWord(o.From, false) + ")")
+		}
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// CommandPattern is a bash-surface pattern read as operands and option
+// requirements: `git push --force* origin *` requires an option named
+// --force* (anywhere in the command), the operands git push origin in
+// that order, and admits any further operands and options (the `*`).
+type CommandPattern struct {
+	items []patItem
+	reqs  []optReq
+	// open: a `*` word admits options the pattern does not name.
+	open bool
+}
+
+// patItem is one operand word of a pattern, or a `*` word (any run of
+// operands, possibly none).
+type patItem struct {
+	star bool
+	g    wordGlob
+}
+
+// optReq is an option the pattern requires: a name, and a value when
+// the pattern names one (`--push-option=ci.*`, `-o ci.skip`).
+type optReq struct {
+	name  wordGlob
+	value *wordGlob
+}
+
+// wordGlob is a glob over one word: literal pieces between stars.
+type wordGlob struct{ segs []string }
+
+func (g wordGlob) literal() (string, bool) {
+	if len(g.segs) == 1 {
+		return g.segs[0], true
+	}
+	return "", false
+}
+
+func (g wordGlob) match(v string) bool {
+	segs := g.segs
+	if len(segs) == 1 {
+		return v == segs[0]
+	}
+	first, last := segs[0], segs[len(segs)-1]
+	if len(v) < len(first)+len(last) || !strings.HasPrefix(v, first) || !strings.HasSuffix(v, last) {
+		return false
+	}
+	rest := v[len(first) : len(v)-len(last)]
+	for _, s := range segs[1 : len(segs)-1] {
+		i := strings.Index(rest, s)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(s):]
+	}
+	return true
+}
+
+// globOf compiles a pattern word (`\*` a literal star, `\\` a backslash).
+func globOf(w string) wordGlob {
+	var segs []string
+	var cur strings.Builder
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c == '\\' && i+1 < len(w) {
+			i++
+			cur.WriteByte(w[i])
+			continue
+		}
+		if c == '*' {
+			segs = append(segs, cur.String())
+			cur.Reset()
+			continue
+		}
+		cur.WriteByte(c)
+	}
+	return wordGlob{segs: append(segs, cur.String())}
+}
+
+// hasUnescapedTrailingStar reports whether w ends with a star that is
+// not escaped.
+func hasUnescapedTrailingStar(w string) bool {
+	for i := 0; i < len(w); i++ {
+		switch w[i] {
+		case '\\':
+			i++
+		case '*':
+			if i == len(w)-1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasStar reports whether a pattern word has an unescaped star.
+func hasStar(w string) bool {
+	for i := 0; i < len(w); i++ {
+		switch w[i] {
+		case '\\':
+			i++
+		case '*':
+			return true
+		}
+	}
+	return false
+}
+
+// Options is the number of options the pattern requires: a rule that
+// names more options is the more specific (docs/bash-rules.md).
+func (p *CommandPattern) Options() int { return len(p.reqs) }
+
+// CompileCommandPattern reads a bash-surface pattern as operands and
+// options, with the option table of the program its first word names.
+// It returns nil for a pattern that is not a plain run of words (quotes,
+// doubled or leading spaces, tabs, a backslash other than `\*` or
+// `\\`): such a pattern matches the command line as written only.
+func CompileCommandPattern(pat string) *CommandPattern {
+	if pat == "" || strings.HasPrefix(pat, " ") || strings.HasSuffix(pat, " ") ||
+		strings.Contains(pat, "  ") || strings.ContainsAny(pat, "'\"\t\n\r\x00`") {
+		return nil
+	}
+	for i := 0; i < len(pat); i++ {
+		if pat[i] == '\\' {
+			if i+1 >= len(pat) || pat[i+1] != '*' && pat[i+1] != '\\' {
+				return nil
+			}
+			i++
+		}
+	}
+	words := strings.Split(pat, " ")
+	// A trailing star admits further operands and options, whether it
+	// is a word of its own (`git push *`) or ends the last word (`git
+	// push --force*`, which as a command line matches whatever follows).
+	last := words[len(words)-1]
+	cp := &CommandPattern{open: hasUnescapedTrailingStar(last)}
+	var t *optTable
+	if !hasStar(words[0]) {
+		t = optionTables[BaseName(globOf(words[0]).segs[0])]
+	}
+	cp.items = append(cp.items, patItem{star: words[0] == "*", g: globOf(words[0])})
+	if words[0] == "*" {
+		cp.open = true
+	}
+	ended, subChosen, operands := false, t == nil || t.subs == nil, 0
+	for i := 1; i < len(words); i++ {
+		w := words[i]
+		next := ""
+		if i+1 < len(words) && words[i+1] != "*" {
+			next = words[i+1]
+		}
+		switch {
+		case w == "*":
+			cp.items = append(cp.items, patItem{star: true})
+			cp.open = true
+			continue
+		case !ended && w == "--":
+			ended = true
+			continue
+		case !ended && len(w) >= 2 && w[0] == '-':
+			if cp.requirement(t, w, next) {
+				i++
+			}
+			continue
+		}
+		g := globOf(w)
+		cp.items = append(cp.items, patItem{g: g})
+		operands++
+		if !subChosen {
+			subChosen = true
+			lit, ok := g.literal()
+			if ok && t.subs[lit] != nil {
+				t = t.subs[lit]
+			} else {
+				t = nil
+			}
+			continue
+		}
+		if t != nil && t.inOrder {
+			ended = true
+		}
+	}
+	if cp.open && last != "*" {
+		cp.items = append(cp.items, patItem{star: true})
+	}
+	return cp
+}
+
+// requirement adds the option requirements of pattern word w (next the
+// word after it, "" when none or a `*`), reporting whether it took next
+// as a value.
+func (cp *CommandPattern) requirement(t *optTable, w, next string) bool {
+	add := func(name string, value *wordGlob) {
+		cp.reqs = append(cp.reqs, optReq{name: globOf(name), value: value})
+	}
+	valueOf := func(s string) *wordGlob { g := globOf(s); return &g }
+	if name, v, ok := strings.Cut(w, "="); ok && (strings.HasPrefix(w, "--") || len(name) == 2) {
+		add(name, valueOf(v))
+		return false
+	}
+	if hasStar(w) || t == nil {
+		add(w, nil)
+		return false
+	}
+	lit := globOf(w).segs[0]
+	if strings.HasPrefix(lit, "--") || len(lit) == 2 || !t.clusters {
+		if sp := t.opts[lit]; sp != nil && sp.kind == optValue && next != "" {
+			add(w, valueOf(next))
+			return true
+		}
+		add(w, nil)
+		return false
+	}
+	for j := 1; j < len(lit); j++ {
+		name := "-" + lit[j:j+1]
+		sp := t.opts[name]
+		if sp == nil || sp.kind == optFlag {
+			add(name, nil)
+			continue
+		}
+		switch {
+		case j+1 < len(lit):
+			add(name, valueOf(strings.TrimPrefix(lit[j+1:], "=")))
+		case sp.kind == optValue && next != "":
+			add(name, valueOf(next))
+			return true
+		default:
+			add(name, nil)
+		}
+		return false
+	}
+	return false
+}
+
+// Match reports whether an option reading (see IsOptionReading) meets
+// the pattern: every required option is among the command's, the
+// operands match in order, and unless the pattern has a `*` word the
+// command has no option the pattern does not name.
+func (p *CommandPattern) Match(v string) bool {
+	c, ok := decodeCommand(v)
+	if !ok {
+		return false
+	}
+	for i := range p.reqs {
+		found := false
+		for j := range c.Options {
+			if p.reqs[i].meets(&c.Options[j]) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if !p.open {
+		for j := range c.Options {
+			named := false
+			for i := range p.reqs {
+				if p.reqs[i].meets(&c.Options[j]) {
+					named = true
+					break
+				}
+			}
+			if !named {
+				return false
+			}
+		}
+	}
+	return p.matchOperands(c.Operands)
+}
+
+func (r *optReq) meets(o *Option) bool {
+	if r.value != nil && (!o.HasValue || !r.value.match(o.Value)) {
+		return false
+	}
+	for _, n := range o.Names {
+		if r.name.match(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchOperands matches the pattern's operand words against ops, a `*`
+// word matching any run: the classic wildcard walk, which backtracks
+// only to the last star, is exact when every other item matches one
+// element.
+func (p *CommandPattern) matchOperands(ops []string) bool {
+	items := p.items
+	i, j := 0, 0
+	star, mark := -1, 0
+	for j < len(ops) {
+		switch {
+		case i < len(items) && !items[i].star && items[i].g.match(ops[j]):
+			i++
+			j++
+		case i < len(items) && items[i].star:
+			star, mark = i, j
+			i++
+		case star >= 0:
+			i = star + 1
+			mark++
+			j = mark
+		default:
+			return false
+		}
+	}
+	for i < len(items) && items[i].star {
+		i++
+	}
+	return i == len(items)
+}
+
+// ReadingProgram is the first operand of an option reading: the program
+// as spelled.
+func ReadingProgram(v string) (string, bool) {
+	if len(v) < 2 || v[0] != 0 || v[1] != itemOperand {
+		return "", false
+	}
+	w := v[2:]
+	if i := strings.IndexByte(w, 0); i >= 0 {
+		w = w[:i]
+	}
+	return w, true
+}
+
+// ReadingHasOptions reports whether an option reading has any option.
+func ReadingHasOptions(v string) bool {
+	c, ok := decodeCommand(v)
+	return ok && len(c.Options) > 0
+}
