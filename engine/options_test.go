@@ -122,6 +122,32 @@ func TestOptionRules(t *testing.T) {
 	}
 }
 
+// Rules naming as many options rank alike: the most restrictive wins,
+// whichever reading (the line as written, the option reading) each
+// matched and whatever their lengths.
+func TestOptionRulesTie(t *testing.T) {
+	p := compileTest(t, `{"permission": {"exec": {"*": "allow"}, "bash": {
+	  "*": "ask", "git push --quiet *": "allow", "git push --force*": "deny", "git push *": "ask"}}}`)
+	for _, tc := range []struct {
+		line string
+		want Action
+		rule string
+	}{
+		{"git push --quiet --force origin main", Deny, "git push --force*"},
+		{"git push --force --quiet origin main", Deny, "git push --force*"},
+		{"git push -qf origin main", Deny, "git push --force*"},
+		{"git push --quiet other main", Allow, "git push --quiet *"},
+		{"git push other main -q", Allow, "git push --quiet *"},
+		{"git push other main", Ask, "git push *"},
+	} {
+		argv := strings.Fields(tc.line)
+		d := p.DecideExec(ExecIntent{Path: "git", Resolved: "/usr/bin/git", Argv: argv, Cwd: "/w"})
+		if r := d.Units[0].Result; r.Action != tc.want || r.Rule.Pattern != tc.rule {
+			t.Errorf("%s: %s by %q, want %s by %q", tc.line, r.Action, r.Rule.Pattern, tc.want, tc.rule)
+		}
+	}
+}
+
 func baseOf(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[i+1:]

@@ -544,7 +544,7 @@ func (e *evaluation) better(b *evaluation) bool {
 	if re != rb {
 		return re > rb
 	}
-	if re == 2 && e.spec != b.spec {
+	if re == 2 && e.spec != b.spec && !optionTie(e.spec, b.spec) {
 		return e.spec.moreSpecific(b.spec)
 	}
 	return stronger(e, b)

@@ -56,9 +56,24 @@ func (r *compiledRule) beats(o *compiledRule) bool {
 		return r.order > o.order
 	}
 	if r.spec != o.spec {
+		if optionTie(r.spec, o.spec) && r.Action != o.Action {
+			return r.Action > o.Action
+		}
 		return r.spec.moreSpecific(o.spec)
 	}
+	if optionTie(r.spec, o.spec) && r.Action != o.Action {
+		return r.Action > o.Action
+	}
 	return r.order > o.order
+}
+
+// optionTie reports whether two command patterns rank alike: both exact
+// or both not, naming the same number of options, at least one. Between
+// such rules the most restrictive wins (`git push --quiet *` allow and
+// `git push --force*` deny both match `git push --quiet --force x`):
+// which option a rule names says nothing about which rule is meant.
+func optionTie(a, b specificity) bool {
+	return a.options > 0 && a.options == b.options && a.exact == b.exact
 }
 
 // ruleList holds one layer's rules for one surface, ready for
