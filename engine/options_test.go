@@ -154,3 +154,29 @@ func baseOf(p string) string {
 	}
 	return p
 }
+
+// `permwrap check` accepts option patterns and warns about one naming an
+// option its program does not accept.
+func TestOptionPatternLint(t *testing.T) {
+	src := `{"permission": {"bash": {
+  "git push --force*": "deny", "git push origin *": "allow", "git push * origin *": "allow",
+  "rm -rf / *": "deny", "git push --no-verify *": "ask", "git push -o ci.skip *": "allow",
+  "curl -X POST *": "ask", "mytool --anything *": "deny",
+  "git push --froce*": "deny", "rm -rf --recusive *": "deny"}}}`
+	_, warns, err := CheckFile("p.jsonc", []byte(src), FileGlobal, Env{Home: "/home/u", Workspace: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`p.jsonc:5:3: pattern "git push --froce*" names --froce*, which git push does not accept`,
+		`p.jsonc:5:32: pattern "rm -rf --recusive *" names --recusive, which rm does not accept`,
+	}
+	if len(warns) != len(want) {
+		t.Fatalf("warnings: %v", warns)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(warns[i].String(), w) {
+			t.Errorf("warning %d = %q, want prefix %q", i, warns[i], w)
+		}
+	}
+}

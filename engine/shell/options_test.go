@@ -106,6 +106,7 @@ func TestCommandPattern(t *testing.T) {
 		{"rm -rf / *", "rm --recursive --force /", true},
 		{"rm -rf / *", "rm -r /", false},
 		{"rm -rf *", "rm -rfv x", true},
+		{"rm --recur *", "rm -R x", true},
 		// Any program, options anywhere.
 		{"* --force*", "tool x --force", true},
 		{"tool --danger*", "tool x --danger=1", true},

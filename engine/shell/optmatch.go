@@ -133,7 +133,15 @@ type CommandPattern struct {
 	reqs  []optReq
 	// open: a `*` word admits options the pattern does not name.
 	open bool
+	// unknown are option words the program's table has no option for.
+	unknown []string
 }
+
+// UnknownOptions are the option words of the pattern that name no option
+// its program accepts (`git push --froce*`): such a rule matches only a
+// command line written that way, which the program refuses. Empty when
+// the program has no option table.
+func (p *CommandPattern) UnknownOptions() []string { return p.unknown }
 
 // patItem is one operand word of a pattern, or a `*` word (any run of
 // operands, possibly none).
@@ -281,8 +289,17 @@ func CompileCommandPattern(pat string) *CommandPattern {
 			ended = true
 			continue
 		case !ended && len(w) >= 2 && w[0] == '-':
+			n := len(cp.reqs)
 			if cp.requirement(t, w, next) {
 				i++
+			}
+			if t != nil {
+				for _, r := range cp.reqs[n:] {
+					if !t.knows(r.name) {
+						cp.unknown = append(cp.unknown, w)
+						break
+					}
+				}
 			}
 			continue
 		}
@@ -314,6 +331,13 @@ func CompileCommandPattern(pat string) *CommandPattern {
 // as a value.
 func (cp *CommandPattern) requirement(t *optTable, w, next string) bool {
 	add := func(name string, value *wordGlob) {
+		if t != nil && t.abbrev && strings.HasPrefix(name, "--") && !hasStar(name) && t.opts[name] == nil {
+			// An abbreviation in a rule, as the program reads it in a
+			// command: `--recur` is --recursive.
+			if c := abbreviations(t, name); len(c) == 1 {
+				name = c[0].names[0]
+			}
+		}
 		cp.reqs = append(cp.reqs, optReq{name: globOf(name), value: value})
 	}
 	valueOf := func(s string) *wordGlob { g := globOf(s); return &g }
@@ -452,4 +476,20 @@ func ReadingProgram(v string) (string, bool) {
 func ReadingHasOptions(v string) bool {
 	c, ok := decodeCommand(v)
 	return ok && len(c.Options) > 0
+}
+
+// knows reports whether some option name of t matches g, or a --no-
+// form of one for a table that negates.
+func (t *optTable) knows(g wordGlob) bool {
+	for n, sp := range t.opts {
+		if g.match(n) || t.negate && strings.HasPrefix(n, "--") && g.match("--no-"+n[2:]) {
+			return true
+		}
+		for _, a := range sp.names {
+			if g.match(a) {
+				return true
+			}
+		}
+	}
+	return false
 }
