@@ -65,7 +65,9 @@ type UnitDecision struct {
 	// written, with the program's path or name, with ~ for the home
 	// directory, and its canonical readings (`git -C d push` → `git
 	// push`). Possible are readings that may or may not be what runs; they
-	// only count when they are more restrictive.
+	// only count when they are more restrictive. Both hold option
+	// readings as evaluated (shell.IsOptionReading, NUL-led): show them
+	// with shell.ShowReading.
 	Spellings []string
 	Possible  []string
 	// AtRunTime is set for a sentinel no rule names: what it stands for is
@@ -352,13 +354,13 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	d.Units = slices.Grow(d.Units, len(a.Units))
 	d.Redirects = slices.Grow(d.Redirects, len(a.Redirects))
 	self := a.Units[0]
-	r, sp, poss, shown := p.judgeSpellings(shell.ExecSpellings(c.identity, c.argv0, names, c.args, self.Line, p.env.Home))
+	r, sp, poss, shown, as := p.judgeSpellings(shell.ExecSpellings(c.identity, c.argv0, names, c.args, self.Line, p.env.Home))
 	d.Units = append(d.Units, UnitDecision{Unit: self, Result: r, Spellings: sp, Possible: poss})
 	what := self.Line
 	if shown != "" {
 		what = shown
 	}
-	what += readAs(r, poss)
+	what += as
 	if len(c.via) > 0 {
 		what += " (via " + strings.Join(c.via, ", ") + ")"
 	}
@@ -421,7 +423,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 			continue
 		}
 		prog := p.unitProgram(u, in)
-		r, sp, poss, shown := p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
+		r, sp, poss, shown, as := p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
 		d.Units = append(d.Units, UnitDecision{Unit: u, Result: r, Spellings: sp, Possible: poss})
 		if u.InProcess {
 			// The loader runs it in its own process, with the libraries
@@ -433,7 +435,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 			if shown != "" {
 				what = shown
 			}
-			set.add(r, what+readAs(r, poss))
+			set.add(r, what+as)
 		} else {
 			set.add(r, "")
 		}
@@ -479,18 +481,21 @@ func (p *Policy) unitProgram(u shell.Unit, in ExecIntent) string {
 }
 
 // judgeSpellings evaluates a command in the spellings the analysis found
-// for it, returning them and its display form with the result.
-//
-// Option readings (shell.IsOptionReading) are shown as a person reads
-// them, in the spellings returned and in the result's check.
-func (p *Policy) judgeSpellings(sp shell.Spellings) (Result, []string, []string, string) {
+// for it, returning them, its display form and what readAs says with
+// the result. The spellings are returned as evaluated: option readings
+// (shell.IsOptionReading) are rendered where they are shown
+// (showReadings); in the result's check, which the prompt, the notices
+// and the log show, the reading is rendered already.
+func (p *Policy) judgeSpellings(sp shell.Spellings) (Result, []string, []string, string, string) {
 	r := p.evaluateSpellings(sp.Certain, sp.Possible)
-	decided := ""
-	if r.Check.Surface == SurfaceBash {
-		decided = r.Check.Value
+	as := readAs(r, sp.Possible)
+	if r.Check.Surface == SurfaceBash && shell.IsOptionReading(r.Check.Value) {
 		r.Check.Value = shell.ShowReading(r.Check.Value)
+		if as != "" {
+			as = " (may run as: " + r.Check.Value + ")"
+		}
 	}
-	return r, showReadings(sp.Certain, decided), showReadings(sp.Possible, decided), sp.Shown
+	return r, sp.Certain, sp.Possible, sp.Shown, as
 }
 
 // showReadings is the list with its option readings as a person reads
@@ -504,7 +509,7 @@ func showReadings(list []string, decided string) []string {
 			for _, w := range list[i:] {
 				if !shell.IsOptionReading(w) {
 					out = append(out, w)
-				} else if w == decided || shell.ReadingHasOptions(w) {
+				} else if shell.ShowReading(w) == decided || shell.ReadingHasOptions(w) {
 					out = append(out, shell.ShowReading(w))
 				}
 			}
@@ -779,11 +784,13 @@ func (p *Policy) explainScript(line string, ctx shell.ScriptContext) (string, Re
 			continue
 		}
 		fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", u.Result.Action, u.Unit.String(), u.Result.Rule.String())
-		if len(u.Spellings) > 1 || len(u.Possible) > 0 {
-			fmt.Fprintf(&b, "         judged as: %s\n", strings.Join(u.Spellings, " | "))
+		certain := showReadings(u.Spellings, u.Result.Check.Value)
+		possible := showReadings(u.Possible, u.Result.Check.Value)
+		if len(certain) > 1 || len(possible) > 0 {
+			fmt.Fprintf(&b, "         judged as: %s\n", strings.Join(certain, " | "))
 		}
-		if len(u.Possible) > 0 {
-			fmt.Fprintf(&b, "         and, if stricter: %s\n", strings.Join(u.Possible, " | "))
+		if len(possible) > 0 {
+			fmt.Fprintf(&b, "         and, if stricter: %s\n", strings.Join(possible, " | "))
 		}
 	}
 	if len(d.Redirects) > 0 {

@@ -102,7 +102,7 @@ func TestOptionRules(t *testing.T) {
 	} {
 		d := p.DecideExec(ExecIntent{Path: tc.argv[0], Resolved: "/usr/bin/" + baseOf(tc.argv[0]), Argv: tc.argv, Cwd: "/w"})
 		if r := d.Units[0].Result; r.Action != tc.want || r.Rule.Pattern != tc.rule {
-			t.Errorf("exec %q: %s by %q, want %s by %q (judged as %q, and if stricter %q)", tc.argv, r.Action, r.Rule.Pattern, tc.want, tc.rule, d.Units[0].Spellings, d.Units[0].Possible)
+			t.Errorf("exec %q: %s by %q, want %s by %q (judged as %q, and if stricter %q)", tc.argv, r.Action, r.Rule.Pattern, tc.want, tc.rule, showReadings(d.Units[0].Spellings, ""), showReadings(d.Units[0].Possible, ""))
 		}
 		// The bash surface: the same command in a script.
 		line := strings.Join(tc.argv, " ")

@@ -384,7 +384,7 @@ func readOptions(line []field) []optionReading {
 	}
 	p := &optParse{line: line}
 	st := optState{table: t, certain: t != nil}
-	st.operands = append(st.operands, line[0].s)
+	st.operands = append(make([]string, 0, len(line)), line[0].s)
 	p.walk(1, st)
 	return p.out
 }

@@ -25,6 +25,17 @@ func IsOptionReading(v string) bool { return len(v) > 0 && v[0] == 0 }
 // encodeCommand is the value an option reading is judged as.
 func encodeCommand(c Command) string {
 	var b strings.Builder
+	n := 0
+	for _, o := range c.Operands {
+		n += len(o) + 2
+	}
+	for _, o := range c.Options {
+		for _, name := range o.Names {
+			n += len(name) + 2
+		}
+		n += len(o.Value) + len(o.From) + 4
+	}
+	b.Grow(n)
 	item := func(kind byte, s string) {
 		b.WriteByte(0)
 		b.WriteByte(kind)
@@ -381,17 +392,51 @@ func (cp *CommandPattern) requirement(t *optTable, w, next string) bool {
 
 // Match reports whether an option reading (see IsOptionReading) meets
 // the pattern: every required option is among the command's, the
-// operands match in order, and unless the pattern has a `*` word the
-// command has no option the pattern does not name.
+// operands match in order, and unless the pattern has a trailing star
+// the command has no option the pattern does not name. It reads the
+// encoding in place: it runs for every rule a reading meets.
 func (p *CommandPattern) Match(v string) bool {
-	c, ok := decodeCommand(v)
-	if !ok {
+	if !IsOptionReading(v) {
 		return false
+	}
+	var opsBuf [32]string
+	var optBuf [16]encodedOption
+	ops, opts := opsBuf[:0], optBuf[:0]
+	for i := 0; i < len(v); {
+		// v[i] is the NUL that starts an item.
+		end := len(v)
+		if j := strings.IndexByte(v[i+1:], 0); j >= 0 {
+			end = i + 1 + j
+		}
+		if end-i < 2 {
+			return false
+		}
+		item := v[i+2 : end]
+		switch v[i+1] {
+		case itemOperand:
+			ops = append(ops, item)
+		case itemOption:
+			opts = append(opts, encodedOption{names: v[i:end]})
+		case itemName, itemValue, itemFrom:
+			if len(opts) == 0 {
+				return false
+			}
+			o := &opts[len(opts)-1]
+			switch v[i+1] {
+			case itemName:
+				o.names = v[i-len(o.names) : end] // the names are contiguous
+			case itemValue:
+				o.value, o.hasValue = item, true
+			}
+		default:
+			return false
+		}
+		i = end
 	}
 	for i := range p.reqs {
 		found := false
-		for j := range c.Options {
-			if p.reqs[i].meets(&c.Options[j]) {
+		for j := range opts {
+			if p.reqs[i].meetsEncoded(&opts[j]) {
 				found = true
 				break
 			}
@@ -401,10 +446,10 @@ func (p *CommandPattern) Match(v string) bool {
 		}
 	}
 	if !p.open {
-		for j := range c.Options {
+		for j := range opts {
 			named := false
 			for i := range p.reqs {
-				if p.reqs[i].meets(&c.Options[j]) {
+				if p.reqs[i].meetsEncoded(&opts[j]) {
 					named = true
 					break
 				}
@@ -414,17 +459,30 @@ func (p *CommandPattern) Match(v string) bool {
 			}
 		}
 	}
-	return p.matchOperands(c.Operands)
+	return p.matchOperands(ops)
 }
 
-func (r *optReq) meets(o *Option) bool {
-	if r.value != nil && (!o.HasValue || !r.value.match(o.Value)) {
+// encodedOption is one option of an encoded reading: names is its run
+// of name items (each a NUL, a kind byte and the name).
+type encodedOption struct {
+	names    string
+	value    string
+	hasValue bool
+}
+
+func (r *optReq) meetsEncoded(o *encodedOption) bool {
+	if r.value != nil && (!o.hasValue || !r.value.match(o.value)) {
 		return false
 	}
-	for _, n := range o.Names {
-		if r.name.match(n) {
+	for n := o.names; n != ""; {
+		end := len(n)
+		if j := strings.IndexByte(n[1:], 0); j >= 0 {
+			end = 1 + j
+		}
+		if r.name.match(n[2:end]) {
 			return true
 		}
+		n = n[end:]
 	}
 	return false
 }
@@ -474,8 +532,7 @@ func ReadingProgram(v string) (string, bool) {
 
 // ReadingHasOptions reports whether an option reading has any option.
 func ReadingHasOptions(v string) bool {
-	c, ok := decodeCommand(v)
-	return ok && len(c.Options) > 0
+	return IsOptionReading(v) && strings.Contains(v, "\x00o")
 }
 
 // knows reports whether some option name of t matches g, or a --no-

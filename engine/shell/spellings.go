@@ -181,16 +181,28 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 		// Option readings (a line whose arguments come from stdin,
 		// xargs's, has words no one can see: it has none).
 		n := 0
+		// The names of one command share its arguments: read them once
+		// per option table, and give each name its own first operand.
+		var lastTable *optTable
+		var lastTail []field
+		var last []optionReading
 		add := func(lines [][]field, sure bool) {
 			for _, w := range lines {
 				if len(w) == 0 || !optionCandidate(w[0].s, w[1:]) {
 					continue
 				}
-				for _, r := range readOptions(w) {
+				t := optionTables[BaseName(w[0].s)]
+				rs := last
+				if last == nil || t != lastTable || w[0].dyn != static || !sameFields(w[1:], lastTail) {
+					rs = readOptions(w)
+					lastTable, lastTail, last = t, w[1:], rs
+				}
+				for _, r := range rs {
 					if n >= maxOptionReadings {
 						return
 					}
 					n++
+					r.cmd.Operands[0] = w[0].s
 					if v := encodeCommand(r.cmd); sure && r.certain {
 						certain = appendUnique(certain, v)
 					} else if !slices.Contains(certain, v) {
@@ -203,6 +215,19 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 		add(misread, false)
 	}
 	return Spellings{Certain: certain, Possible: possible, Shown: shown}
+}
+
+// sameFields reports whether two word lists are the same words.
+func sameFields(a, b []field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // optionCandidate reports whether a line of program name (as spelled)
