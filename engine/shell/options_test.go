@@ -143,7 +143,7 @@ func TestCommandPattern(t *testing.T) {
 			t.Errorf("%q against %q: %v, want %v", tc.pattern, tc.line, got, tc.want)
 		}
 	}
-	for _, p := range []string{"git commit -m 'a b'", "a  b", " a", "a\tb", `a\b`} {
+	for _, p := range []string{"git commit -m 'a b'", "a  b", " a", "a\tb", `a\b`, "curl * | sh", "a && b", "a > f"} {
 		if CompileCommandPattern(p) != nil {
 			t.Errorf("%q: compiled, want the line as written only", p)
 		}

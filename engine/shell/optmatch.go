@@ -256,10 +256,11 @@ func (p *CommandPattern) Options() int { return len(p.reqs) }
 // options, with the option table of the program its first word names.
 // It returns nil for a pattern that is not a plain run of words (quotes,
 // doubled or leading spaces, tabs, a backslash other than `\*` or
-// `\\`): such a pattern matches the command line as written only.
+// `\\`, a shell operator as in `curl * | sh`): such a pattern matches
+// the command line as written only.
 func CompileCommandPattern(pat string) *CommandPattern {
 	if pat == "" || strings.HasPrefix(pat, " ") || strings.HasSuffix(pat, " ") ||
-		strings.Contains(pat, "  ") || strings.ContainsAny(pat, "'\"\t\n\r\x00`") {
+		strings.Contains(pat, "  ") || strings.ContainsAny(pat, "'\"\t\n\r\x00`|&;<>()") {
 		return nil
 	}
 	for i := 0; i < len(pat); i++ {
