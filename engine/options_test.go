@@ -54,6 +54,7 @@ func TestOptionRules(t *testing.T) {
 		{[]string{"git", "push", "--mirror", "origin"}, Deny, "git push --force*"},
 		{[]string{"git", "-C", "/w", "push", "-f", "origin", "main"}, Deny, "git push --force*"},
 		{[]string{"/usr/bin/git", "push", "origin", "-f", "main"}, Deny, "git push --force*"},
+		{[]string{"git", "-c", "remote.origin.push=+main:main", "push", "origin"}, Deny, "git push --force*"},
 		// A value is not an operand: -o takes ci.skip.
 		{[]string{"git", "push", "-o", "ci.skip", "origin", "main"}, Allow, "git push -o ci.skip origin main"},
 		{[]string{"git", "push", "--push-option", "ci.skip", "origin", "main"}, Allow, "git push -o ci.skip origin main"},

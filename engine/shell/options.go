@@ -621,6 +621,9 @@ func (p *optParse) short(i int, st *optState, t *optTable) (int, bool) {
 		case sp.kind == optValue && i+1 < len(p.line):
 			opt.Value, opt.HasValue = p.line[i+1].s, true
 			st.opts = append(st.opts, opt)
+			if t == gitOptions && name == "-c" && p.line[i+1].dyn == static && gitConfigForces(opt.Value) {
+				st.opts = append(st.opts, Option{Names: []string{"--force"}, From: "-c " + opt.Value})
+			}
 			return 1, true
 		}
 		st.opts = append(st.opts, opt)
@@ -653,6 +656,28 @@ func (p *optParse) short(i int, st *optState, t *optTable) (int, bool) {
 		return 0, true
 	}
 	return 0, true
+}
+
+// gitConfigForces reports whether a `git -c KEY=VALUE` makes a push
+// force its updates: a push refspec with a leading + for a remote
+// (remote.NAME.push=+REF), or a remote that mirrors (remote.NAME.mirror).
+func gitConfigForces(kv string) bool {
+	k, v, hasEq := strings.Cut(kv, "=")
+	k = strings.ToLower(k)
+	if !strings.HasPrefix(k, "remote.") {
+		return false
+	}
+	switch {
+	case strings.HasSuffix(k, ".push"):
+		return strings.HasPrefix(v, "+")
+	case strings.HasSuffix(k, ".mirror"):
+		switch strings.ToLower(v) {
+		case "false", "no", "off", "0":
+			return false
+		}
+		return hasEq || v == ""
+	}
+	return false
 }
 
 func withName(names []string, n string) []string {

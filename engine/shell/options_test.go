@@ -46,6 +46,10 @@ func TestReadOptions(t *testing.T) {
 		{"git push --force-with-lease origin main", []string{"git push origin main [options: --force-with-lease]"}, nil},
 		{"git push origin -- -f", []string{"git push origin -f [options: none]"}, nil},
 		{"git -C /w -c a=b push origin", []string{"git push origin [options: -C=/w, -c=a=b]"}, nil},
+		// A force a -c on the line configures.
+		{"git -c remote.origin.push=+main:main push origin", []string{"git push origin [options: -c=remote.origin.push=+main:main, --force ('-c remote.origin.push=+main:main')]"}, nil},
+		{"git -c remote.origin.mirror=true push origin", []string{"git push origin [options: -c=remote.origin.mirror=true, --force ('-c remote.origin.mirror=true')]"}, nil},
+		{"git -c remote.origin.mirror=false push origin", []string{"git push origin [options: -c=remote.origin.mirror=false]"}, nil},
 		// An option git push does not know: flag (certain) or value.
 		{"git push --frob origin main", []string{"git push origin main [options: --frob]"},
 			[]string{"git push main [options: --frob=origin]"}},
