@@ -149,6 +149,42 @@ func TestOptionRulesTie(t *testing.T) {
 	}
 }
 
+// A rule is more specific only when it names everything the other
+// names and more; rules naming different things leave it to the most
+// restrictive (docs/bash-rules.md §2.2).
+func TestOptionRulesRank(t *testing.T) {
+	p := compileTest(t, `{"permission": {"exec": {"*": "allow"}, "bash": {"*": "ask",
+	  "git push *": "deny", "git push --dry-run *": "allow", "git push --dry-run --force*": "ask",
+	  "curl https://internal.example/*": "deny", "curl -s *": "allow",
+	  "npm -g *": "deny", "npm install -g eslint": "allow"}}}`)
+	for _, tc := range []struct {
+		line string
+		want Action
+		rule string
+	}{
+		// --dry-run names more than git push *: its allow stands,
+		// wherever the option is.
+		{"git push --dry-run origin main", Allow, "git push --dry-run *"},
+		{"git push origin main --dry-run", Allow, "git push --dry-run *"},
+		{"git push -n origin main", Allow, "git push --dry-run *"},
+		{"git push origin main", Deny, "git push *"},
+		{"git push --dry-run -f origin", Ask, "git push --dry-run --force*"},
+		// An option and an operand are different things: the deny.
+		{"curl -s https://internal.example/x", Deny, "curl https://internal.example/*"},
+		{"curl https://internal.example/x -s", Deny, "curl https://internal.example/*"},
+		{"curl -s https://example.org", Allow, "curl -s *"},
+		// An exact rule is the most specific, options in any order.
+		{"npm install eslint -g", Allow, "npm install -g eslint"},
+		{"npm install -g left-pad", Deny, "npm -g *"},
+	} {
+		argv := strings.Fields(tc.line)
+		d := p.DecideExec(ExecIntent{Path: argv[0], Resolved: "/usr/bin/" + argv[0], Argv: argv, Cwd: "/w"})
+		if r := d.Units[0].Result; r.Action != tc.want || r.Rule.Pattern != tc.rule {
+			t.Errorf("%s: %s by %q, want %s by %q", tc.line, r.Action, r.Rule.Pattern, tc.want, tc.rule)
+		}
+	}
+}
+
 func baseOf(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[i+1:]

@@ -291,11 +291,7 @@ func (g *globMatcher) match(v string) bool {
 // fewer wildcards, then longer pattern. Declaration order breaks the
 // remaining ties and is kept beside it.
 type specificity struct {
-	exact bool
-	// options is the number of options a command pattern requires
-	// (`git push --force*` one): a rule that names an option is more
-	// specific than one that does not, whatever its operands name.
-	options   int
+	exact     bool
 	literals  int
 	wildcards int
 	length    int
@@ -305,9 +301,6 @@ type specificity struct {
 func (a specificity) moreSpecific(b specificity) bool {
 	if a.exact != b.exact {
 		return a.exact
-	}
-	if a.options != b.options {
-		return a.options > b.options
 	}
 	if a.literals != b.literals {
 		return a.literals > b.literals
@@ -640,9 +633,7 @@ func compileBashPattern(p string) (*bashPattern, error) {
 	}
 	bp.segs = append(bp.segs, cur.String())
 	bp.spec.exact = len(bp.segs) == 1
-	if bp.opt = shell.CompileCommandPattern(p); bp.opt != nil {
-		bp.spec.options = bp.opt.Options()
-	}
+	bp.opt = shell.CompileCommandPattern(p)
 	if n := len(bp.segs); n >= 2 && bp.segs[n-1] == "" && strings.HasSuffix(bp.segs[n-2], " ") && !strings.HasSuffix(p, `\*`) {
 		short := append([]string(nil), bp.segs[:n-1]...)
 		short[n-2] = strings.TrimSuffix(short[n-2], " ")

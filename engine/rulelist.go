@@ -56,24 +56,76 @@ func (r *compiledRule) beats(o *compiledRule) bool {
 		return r.order > o.order
 	}
 	if r.spec != o.spec {
-		if optionTie(r.spec, o.spec) && r.Action != o.Action {
-			return r.Action > o.Action
-		}
 		return r.spec.moreSpecific(o.spec)
-	}
-	if optionTie(r.spec, o.spec) && r.Action != o.Action {
-		return r.Action > o.Action
 	}
 	return r.order > o.order
 }
 
-// optionTie reports whether two command patterns rank alike: both exact
-// or both not, naming the same number of options, at least one. Between
-// such rules the most restrictive wins (`git push --quiet *` allow and
-// `git push --force*` deny both match `git push --quiet --force x`):
-// which option a rule names says nothing about which rule is meant.
-func optionTie(a, b specificity) bool {
-	return a.options > 0 && a.options == b.options && a.exact == b.exact
+// namesOptions reports whether r is a command rule that names an option.
+func (r *compiledRule) namesOptions() bool {
+	return r.bash != nil && r.bash.opt != nil && r.bash.opt.Options() > 0
+}
+
+// cmdCompare orders two rules that match one command (docs/bash-rules.md
+// §2.2): +1 when r is the more specific, -1 when o is, 0 when neither
+// is, and then the most restrictive of the two wins. An exact rule is
+// the more specific. When either names an option, a rule is the more
+// specific only when it names everything the other names and more (its
+// options, and at least as many characters of operands): `git push
+// origin *` and `git push --force*` name different things, so the
+// stricter decides; `git push --dry-run *` names more than `git push *`.
+// Otherwise the usual order (more literal characters, fewer stars,
+// longer) decides, with 0 for equals.
+func cmdCompare(r, o *compiledRule) int {
+	if r.spec.exact != o.spec.exact {
+		if r.spec.exact {
+			return 1
+		}
+		return -1
+	}
+	if (r.namesOptions() || o.namesOptions()) && r.bash != nil && o.bash != nil && r.bash.opt != nil && o.bash.opt != nil {
+		if c := r.bash.opt.Compare(o.bash.opt); c != 0 || !r.bash.opt.Same(o.bash.opt) {
+			return c
+		}
+	}
+	switch {
+	case r.spec == o.spec:
+		return 0
+	case r.spec.moreSpecific(o.spec):
+		return 1
+	}
+	return -1
+}
+
+// pickCommandRule chooses among the rules that match one command: of
+// those no other is more specific than (cmdCompare), the most
+// restrictive; among equals, the one the usual order puts first.
+func pickCommandRule(matches []*compiledRule) *compiledRule {
+	var best *compiledRule
+	for i, r := range matches {
+		dominated := false
+		for j, o := range matches {
+			if i != j && cmdCompare(o, r) > 0 {
+				dominated = true
+				break
+			}
+		}
+		if dominated {
+			continue
+		}
+		if best == nil || r.Action > best.Action || r.Action == best.Action && r.beats(best) {
+			best = r
+		}
+	}
+	if best == nil {
+		// No rule stands above the others: the most restrictive.
+		for _, r := range matches {
+			if best == nil || r.Action > best.Action || r.Action == best.Action && r.beats(best) {
+				best = r
+			}
+		}
+	}
+	return best
 }
 
 // ruleList holds one layer's rules for one surface, ready for
@@ -352,39 +404,32 @@ func (l *ruleList) find(v string) *compiledRule {
 	return l.rules[best].r
 }
 
-// findReading is find for an option reading of a command: the exact
-// command patterns that read it, then the others, which the index
-// narrows by their first word (the reading's program word).
+// findReading is find for an option reading of a command: every rule
+// that reads it (the exact command patterns, the others the index
+// narrows by their first word, the reading's program word), chosen
+// among by pickCommandRule.
 func (l *ruleList) findReading(v string) *compiledRule {
-	var best *compiledRule
+	var buf [8]*compiledRule
+	matches := buf[:0]
 	for _, r := range l.optExact {
-		if r.match(v) && (best == nil || r.beats(best)) {
-			best = r
+		if r.match(v) {
+			matches = append(matches, r)
 		}
 	}
-	ix := l.index
-	if ix == nil || !ix.bash {
-		return best
-	}
-	try := func(idx []int32) {
-		for _, i := range idx {
-			r := l.rules[i].r
-			if best != nil && best.beats(r) {
-				break // the list is in specificity order
-			}
-			if r.match(v) {
-				best = r
-				break
+	if ix := l.index; ix != nil && ix.bash {
+		try := func(idx []int32) {
+			for _, i := range idx {
+				if r := l.rules[i].r; r.match(v) {
+					matches = append(matches, r)
+				}
 			}
 		}
-	}
-	try(ix.any)
-	if word, ok := shell.ReadingProgram(v); ok {
-		if list, ok := ix.byWord[word]; ok {
-			try(list)
+		try(ix.any)
+		if word, ok := shell.ReadingProgram(v); ok {
+			try(ix.byWord[word])
 		}
 	}
-	return best
+	return pickCommandRule(matches)
 }
 
 // matching returns every matching rule, most specific first.

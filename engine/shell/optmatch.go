@@ -166,6 +166,7 @@ type patItem struct {
 type optReq struct {
 	name  wordGlob
 	value *wordGlob
+	raw   string // as the pattern writes it, for comparing rules
 }
 
 // wordGlob is a glob over one word: literal pieces between stars.
@@ -248,9 +249,61 @@ func hasStar(w string) bool {
 	return false
 }
 
-// Options is the number of options the pattern requires: a rule that
-// names more options is the more specific (docs/bash-rules.md).
+// Options is the number of options the pattern requires.
 func (p *CommandPattern) Options() int { return len(p.reqs) }
+
+// Compare orders two command patterns by what they name, for a command
+// both match (docs/bash-rules.md §2.2): +1 when p names everything q
+// names and more (q's options among p's, and at least as many literal
+// characters in its operand words), -1 the other way round, 0 when they
+// name the same or different things. A caller breaks 0 by the most
+// restrictive answer, or for the same things by the usual order.
+func (p *CommandPattern) Compare(q *CommandPattern) int {
+	pq, qp := p.covers(q), q.covers(p)
+	switch {
+	case pq && !qp:
+		return 1
+	case qp && !pq:
+		return -1
+	}
+	return 0
+}
+
+// Same reports whether two patterns name the same options and as many
+// operand characters: neither names more than the other.
+func (p *CommandPattern) Same(q *CommandPattern) bool { return p.covers(q) && q.covers(p) }
+
+// covers reports whether p names every option q names and at least as
+// many operand characters.
+func (p *CommandPattern) covers(q *CommandPattern) bool {
+	if p.operandLiterals() < q.operandLiterals() {
+		return false
+	}
+	for _, r := range q.reqs {
+		found := false
+		for _, o := range p.reqs {
+			if o.raw == r.raw {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// operandLiterals counts the literal characters of the operand words.
+func (p *CommandPattern) operandLiterals() int {
+	n := 0
+	for _, it := range p.items {
+		for _, s := range it.g.segs {
+			n += len(s)
+		}
+	}
+	return n
+}
 
 // CompileCommandPattern reads a bash-surface pattern as operands and
 // options, with the option table of the program its first word names.
@@ -350,7 +403,11 @@ func (cp *CommandPattern) requirement(t *optTable, w, next string) bool {
 				name = c[0].names[0]
 			}
 		}
-		cp.reqs = append(cp.reqs, optReq{name: globOf(name), value: value})
+		raw := name
+		if value != nil {
+			raw += "=" + strings.Join(value.segs, "*")
+		}
+		cp.reqs = append(cp.reqs, optReq{name: globOf(name), value: value, raw: raw})
 	}
 	valueOf := func(s string) *wordGlob { g := globOf(s); return &g }
 	if name, v, ok := strings.Cut(w, "="); ok && (strings.HasPrefix(w, "--") || len(name) == 2) {
