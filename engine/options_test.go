@@ -185,6 +185,39 @@ func TestOptionRulesRank(t *testing.T) {
 	}
 }
 
+// The default profile's rules about force pushes stay when a policy
+// allows pushes by their operands: the rules name different things.
+func TestOptionRulesOverDefault(t *testing.T) {
+	p, warns, err := Compile(Config{
+		Global:         &File{Name: "policy.jsonc", Data: []byte(`{"permission": {"bash": {"git push origin *": "allow", "git push --dry-run *": "allow"}}}`)},
+		DefaultExtends: DefaultProfile,
+		Env:            Env{Home: "/home/u", Workspace: "/w", TmpDir: "/tmp"},
+	})
+	if err != nil || len(warns) > 0 {
+		t.Fatal(err, warns)
+	}
+	for _, tc := range []struct {
+		line string
+		want Action
+		rule string
+	}{
+		{"git push -q origin main", Allow, "git push origin *"},
+		{"git push origin main", Allow, "git push origin *"},
+		{"git push -f origin main", Ask, "git push -f*"},
+		{"git push origin main --force", Ask, "git push --force*"},
+		{"git push origin +main", Ask, "git push --force*"},
+		{"git push -q other main", Ask, "git push *"},
+		// The policy's --dry-run names more than the default's git push *.
+		{"git push other main -n", Allow, "git push --dry-run *"},
+	} {
+		argv := strings.Fields(tc.line)
+		d := p.DecideExec(ExecIntent{Path: "git", Resolved: "/usr/bin/git", Argv: argv, Cwd: "/w"})
+		if r := d.Units[0].Result; r.Action != tc.want || r.Rule.Pattern != tc.rule {
+			t.Errorf("%s: %s by %q, want %s by %q", tc.line, r.Action, r.Rule.Pattern, tc.want, tc.rule)
+		}
+	}
+}
+
 func baseOf(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[i+1:]

@@ -226,6 +226,15 @@ func (p *Policy) policyRule(s Surface, v string) *compiledRule {
 		return b
 	case u.Action >= b.Action && !u.catchAll():
 		return u
+	case u.namesOptions() || b.namesOptions():
+		// Command rules that name options: the less strict one wins
+		// only by naming more (docs/bash-rules.md §2.2); `git push
+		// origin *` in policy.jsonc does not lift the default profile's
+		// ask for `git push --force*`.
+		if u.bash != nil && b.bash != nil && cmdCompare(u, b) > 0 {
+			return u
+		}
+		return b
 	case u.beats(b):
 		return u
 	}
