@@ -544,7 +544,7 @@ func (p *optParse) long(i int, st *optState, t *optTable) (int, bool) {
 		names, kind = sp.names, sp.kind
 	} else if rest, ok := strings.CutPrefix(name, "--no-"); ok && t.negate && t.opts["--"+rest] != nil {
 		names = []string{name}
-	} else if t.abbrev {
+	} else if t.abbrev && len(name) > 2 {
 		for _, sp := range abbreviations(t, name) {
 			names = append(names, sp.names...)
 			kind = max(kind, sp.kind)

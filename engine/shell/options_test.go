@@ -34,6 +34,8 @@ func TestReadOptions(t *testing.T) {
 		// the first; TestCommandPattern matches the others).
 		{"git push --fo origin", []string{"git push origin [options: --force]"}, nil},
 		{"git push --no-verify origin", []string{"git push origin [options: --no-verify]"}, nil},
+		// `--=x` abbreviates nothing (git refuses it): an option of its own.
+		{"git push --=x origin", []string{"git push origin [options: --=x]"}, nil},
 		{"git push --no-forc origin", []string{"git push origin [options: --no-force]"}, nil},
 		{"git push origin +main", []string{"git push origin +main [options: --force (+main)]"}, nil},
 		// The repository is not a refspec.
