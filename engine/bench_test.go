@@ -141,3 +141,23 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		t.Errorf("EvaluateAny: %v allocs", n)
 	}
 }
+
+// BenchmarkDecideExecDefault: the execs of ordinary work under the
+// default policy, with and without options (option readings, §2.2).
+func BenchmarkDecideExecDefault(b *testing.B) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	execs := []ExecIntent{
+		{Path: "/usr/bin/git", Resolved: "/usr/bin/git", Argv: []string{"git", "status", "--short"}, Cwd: "/home/u/src/proj"},
+		{Path: "/usr/bin/git", Resolved: "/usr/bin/git", Argv: []string{"git", "push", "-q", "origin", "main"}, Cwd: "/home/u/src/proj"},
+		{Path: "/usr/bin/ls", Resolved: "/usr/bin/ls", Argv: []string{"ls", "-la", "src"}, Cwd: "/home/u/src/proj"},
+		{Path: "/usr/bin/cat", Resolved: "/usr/bin/cat", Argv: []string{"cat", "go.mod"}, Cwd: "/home/u/src/proj"},
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sink = p.DecideExec(execs[i&3]).Result
+	}
+}

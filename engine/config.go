@@ -439,6 +439,11 @@ func (p *parser) rule(s Surface, pattern string, a Action, reason string, off in
 				p.warnf(off, "pattern %q has leading or trailing spaces; no command line does (did you mean %q?)", pattern, t)
 			}
 			r.bash, err = compileBashPattern(pattern)
+			if err == nil && r.bash.opt != nil {
+				if u := r.bash.opt.UnknownOptions(); len(u) > 0 {
+					p.warnf(off, "pattern %q names %s, which %s does not accept: it matches only a command written that way, which the program refuses (docs/bash-rules.md, \"Options in command rules\")", pattern, strings.Join(u, ", "), commandNamed(pattern))
+				}
+			}
 		}
 	case SurfaceNet:
 		r.net, err = compileNetPattern(pattern, p.env)
@@ -472,6 +477,19 @@ func (p *parser) rule(s Surface, pattern string, a Action, reason string, off in
 
 // lintCommandPattern refuses the command patterns other tools use that
 // would silently match nothing here.
+// commandNamed is the program and subcommand a command pattern names:
+// its words before the first option or star.
+func commandNamed(pattern string) string {
+	var out []string
+	for _, w := range strings.Fields(pattern) {
+		if strings.HasPrefix(w, "-") || strings.Contains(w, "*") {
+			break
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
+}
+
 func lintCommandPattern(pattern string) error {
 	if strings.HasSuffix(pattern, ":*") {
 		return fmt.Errorf("\":*\" is Claude Code's prefix syntax, which matches nothing here: write %q (a trailing \" *\" also matches the bare command)", strings.TrimSuffix(pattern, ":*")+" *")

@@ -65,7 +65,9 @@ type UnitDecision struct {
 	// written, with the program's path or name, with ~ for the home
 	// directory, and its canonical readings (`git -C d push` → `git
 	// push`). Possible are readings that may or may not be what runs; they
-	// only count when they are more restrictive.
+	// only count when they are more restrictive. Both hold option
+	// readings as evaluated (shell.IsOptionReading, NUL-led): show them
+	// with shell.ShowReading.
 	Spellings []string
 	Possible  []string
 	// AtRunTime is set for a sentinel no rule names: what it stands for is
@@ -356,7 +358,7 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	d.Units = slices.Grow(d.Units, len(a.Units))
 	d.Redirects = slices.Grow(d.Redirects, len(a.Redirects))
 	self := a.Units[0]
-	r, sp, poss, shown := p.judgeSpellings(shell.ExecSpellings(c.identity, c.argv0, names, c.args, self.Line, p.env.Home))
+	r, sp, poss, shown, as := p.judgeSpellings(shell.ExecSpellings(c.identity, c.argv0, names, c.args, self.Line, p.env.Home))
 	if len(c.via) == 0 && r.Action != Deny {
 		d.Effects = append(d.Effects, p.effectsOf(self, c.identity, in.Cwd, in.ReadFile, len(d.Units))...)
 	}
@@ -365,7 +367,7 @@ func (p *Policy) decideCommand(d *ExecDecision, set *decisionSet, c execCommand,
 	if shown != "" {
 		what = shown
 	}
-	what += readAs(r, poss)
+	what += as
 	if len(c.via) > 0 {
 		what += " (via " + strings.Join(c.via, ", ") + ")"
 	}
@@ -428,7 +430,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 			continue
 		}
 		prog := p.unitProgram(u, in)
-		r, sp, poss, shown := p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
+		r, sp, poss, shown, as := p.judgeSpellings(shell.UnitSpellings(u, prog, p.env.Home))
 		if dir, ok := resolveIn(".", u.Dir, in.Cwd, home); ok && r.Action != Deny {
 			d.Effects = append(d.Effects, p.effectsOf(u, prog, dir, in.ReadFile, len(d.Units))...)
 		}
@@ -443,7 +445,7 @@ func (p *Policy) decideParts(d *ExecDecision, set *decisionSet, a shell.Analysis
 			if shown != "" {
 				what = shown
 			}
-			set.add(r, what+readAs(r, poss))
+			set.add(r, what+as)
 		} else {
 			set.add(r, "")
 		}
@@ -489,9 +491,42 @@ func (p *Policy) unitProgram(u shell.Unit, in ExecIntent) string {
 }
 
 // judgeSpellings evaluates a command in the spellings the analysis found
-// for it, returning them and its display form with the result.
-func (p *Policy) judgeSpellings(sp shell.Spellings) (Result, []string, []string, string) {
-	return p.evaluateSpellings(sp.Certain, sp.Possible), sp.Certain, sp.Possible, sp.Shown
+// for it, returning them, its display form and what readAs says with
+// the result. The spellings are returned as evaluated: option readings
+// (shell.IsOptionReading) are rendered where they are shown
+// (showReadings); in the result's check, which the prompt, the notices
+// and the log show, the reading is rendered already.
+func (p *Policy) judgeSpellings(sp shell.Spellings) (Result, []string, []string, string, string) {
+	r := p.evaluateSpellings(sp.Certain, sp.Possible)
+	as := readAs(r, sp.Possible)
+	if r.Check.Surface == SurfaceBash && shell.IsOptionReading(r.Check.Value) {
+		r.Check.Value = shell.ShowReading(r.Check.Value)
+		if as != "" {
+			as = " (may run as: " + r.Check.Value + ")"
+		}
+	}
+	return r, sp.Certain, sp.Possible, sp.Shown, as
+}
+
+// showReadings is the list with its option readings as a person reads
+// them (a copy when there are any). A reading without options says
+// nothing the line as written does not, and is left out unless it is
+// the one that decided.
+func showReadings(list []string, decided string) []string {
+	for i, v := range list {
+		if shell.IsOptionReading(v) {
+			out := slices.Clone(list[:i])
+			for _, w := range list[i:] {
+				if !shell.IsOptionReading(w) {
+					out = append(out, w)
+				} else if shell.ShowReading(w) == decided || shell.ReadingHasOptions(w) {
+					out = append(out, shell.ShowReading(w))
+				}
+			}
+			return out
+		}
+	}
+	return list
 }
 
 // resolveIn makes a path a command names absolute: relative ones against
@@ -759,11 +794,13 @@ func (p *Policy) explainScript(line string, ctx shell.ScriptContext) (string, Re
 			continue
 		}
 		fmt.Fprintf(&b, "  %-5s  %s\n         %s\n", u.Result.Action, u.Unit.String(), u.Result.Rule.String())
-		if len(u.Spellings) > 1 || len(u.Possible) > 0 {
-			fmt.Fprintf(&b, "         judged as: %s\n", strings.Join(u.Spellings, " | "))
+		certain := showReadings(u.Spellings, u.Result.Check.Value)
+		possible := showReadings(u.Possible, u.Result.Check.Value)
+		if len(certain) > 1 || len(possible) > 0 {
+			fmt.Fprintf(&b, "         judged as: %s\n", strings.Join(certain, " | "))
 		}
-		if len(u.Possible) > 0 {
-			fmt.Fprintf(&b, "         and, if stricter: %s\n", strings.Join(u.Possible, " | "))
+		if len(possible) > 0 {
+			fmt.Fprintf(&b, "         and, if stricter: %s\n", strings.Join(possible, " | "))
 		}
 	}
 	if len(d.Redirects) > 0 {

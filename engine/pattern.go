@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // Path patterns are matched by a small automaton of our own rather than
@@ -597,6 +599,10 @@ type bashPattern struct {
 	segs  []string // literal pieces between stars
 	short []string // segs for the pattern without its trailing " *", or nil
 	spec  specificity
+	// opt is the pattern read as operands and options, which matches
+	// a command's option readings (shell.IsOptionReading); nil for a
+	// pattern that is not a run of plain words.
+	opt *shell.CommandPattern
 }
 
 func compileBashPattern(p string) (*bashPattern, error) {
@@ -627,6 +633,7 @@ func compileBashPattern(p string) (*bashPattern, error) {
 	}
 	bp.segs = append(bp.segs, cur.String())
 	bp.spec.exact = len(bp.segs) == 1
+	bp.opt = shell.CompileCommandPattern(p)
 	if n := len(bp.segs); n >= 2 && bp.segs[n-1] == "" && strings.HasSuffix(bp.segs[n-2], " ") && !strings.HasSuffix(p, `\*`) {
 		short := append([]string(nil), bp.segs[:n-1]...)
 		short[n-2] = strings.TrimSuffix(short[n-2], " ")
@@ -636,6 +643,9 @@ func compileBashPattern(p string) (*bashPattern, error) {
 }
 
 func (bp *bashPattern) match(v string) bool {
+	if shell.IsOptionReading(v) {
+		return bp.opt != nil && bp.opt.Match(v)
+	}
 	if matchSegs(bp.segs, v) {
 		return true
 	}

@@ -226,6 +226,15 @@ func (p *Policy) policyRule(s Surface, v string) *compiledRule {
 		return b
 	case u.Action >= b.Action && !u.catchAll():
 		return u
+	case u.namesOptions() || b.namesOptions():
+		// Command rules that name options: the less strict one wins
+		// only by naming more (docs/bash-rules.md §2.2); `git push
+		// origin *` in policy.jsonc does not lift the default profile's
+		// ask for `git push --force*`.
+		if u.bash != nil && b.bash != nil && cmdCompare(u, b) > 0 {
+			return u
+		}
+		return b
 	case u.beats(b):
 		return u
 	}
@@ -525,9 +534,17 @@ func (e *evaluation) rank() int {
 // specific answers compose most-restrictive-wins. This way a rule written
 // for either spelling applies, and a precise allow is not overruled by
 // the broad rule another spelling happened to hit.
+//
+// On the bash surface the deciding rules of the spellings are compared
+// as command rules (cmdCompare), which two rules naming different
+// things may leave unordered: of the answers no other is more specific
+// than, the most restrictive decides.
 func (p *Policy) EvaluateAny(s Surface, values ...string) Result {
 	if len(values) == 0 {
 		return p.fallbackFor(Check{Surface: s}).Result
+	}
+	if s == SurfaceBash && len(values) > 1 {
+		return p.evaluateCommand(values)
 	}
 	best := p.evaluate(Check{s, values[0]}, assumeSecret)
 	for _, v := range values[1:] {
@@ -537,6 +554,52 @@ func (p *Policy) EvaluateAny(s Surface, values ...string) Result {
 		}
 	}
 	return best.Result
+}
+
+// evaluateCommand is EvaluateAny for the spellings of a command.
+func (p *Policy) evaluateCommand(values []string) Result {
+	var buf [8]evaluation
+	evals := buf[:0]
+	for _, v := range values {
+		evals = append(evals, p.evaluate(Check{SurfaceBash, v}, assumeSecret))
+	}
+	best := -1
+	for i := range evals {
+		dominated := false
+		for j := range evals {
+			if i != j && evals[j].moreSpecific(&evals[i]) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated && (best < 0 || stronger(&evals[i], &evals[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		// No answer stands above the others: the most restrictive.
+		best = 0
+		for i := range evals {
+			if stronger(&evals[i], &evals[best]) {
+				best = i
+			}
+		}
+	}
+	return evals[best].Result
+}
+
+// moreSpecific reports whether e's answer outranks b's on the bash
+// surface: a higher layer rank, or for two rules the more specific by
+// cmdCompare. Equals are for the most restrictive to decide.
+func (e *evaluation) moreSpecific(b *evaluation) bool {
+	re, rb := e.rank(), b.rank()
+	if re != rb {
+		return re > rb
+	}
+	if re != 2 || e.cr == nil || b.cr == nil {
+		return false
+	}
+	return cmdCompare(e.cr, b.cr) > 0
 }
 
 func (e *evaluation) better(b *evaluation) bool {

@@ -3,6 +3,8 @@ package engine
 import (
 	"sort"
 	"strings"
+
+	"github.com/permwrap/permwrap/engine/shell"
 )
 
 // compiledRule is a Rule with its matcher.
@@ -59,14 +61,84 @@ func (r *compiledRule) beats(o *compiledRule) bool {
 	return r.order > o.order
 }
 
+// namesOptions reports whether r is a command rule that names an option.
+func (r *compiledRule) namesOptions() bool {
+	return r.bash != nil && r.bash.opt != nil && r.bash.opt.Options() > 0
+}
+
+// cmdCompare orders two rules that match one command (docs/bash-rules.md
+// §2.2): +1 when r is the more specific, -1 when o is, 0 when neither
+// is, and then the most restrictive of the two wins. An exact rule is
+// the more specific. When either names an option, a rule is the more
+// specific only when it names everything the other names and more (its
+// options, and at least as many characters of operands): `git push
+// origin *` and `git push --force*` name different things, so the
+// stricter decides; `git push --dry-run *` names more than `git push *`.
+// Otherwise the usual order (more literal characters, fewer stars,
+// longer) decides, with 0 for equals.
+func cmdCompare(r, o *compiledRule) int {
+	if r.spec.exact != o.spec.exact {
+		if r.spec.exact {
+			return 1
+		}
+		return -1
+	}
+	if (r.namesOptions() || o.namesOptions()) && r.bash != nil && o.bash != nil && r.bash.opt != nil && o.bash.opt != nil {
+		if c := r.bash.opt.Compare(o.bash.opt); c != 0 || !r.bash.opt.Same(o.bash.opt) {
+			return c
+		}
+	}
+	switch {
+	case r.spec == o.spec:
+		return 0
+	case r.spec.moreSpecific(o.spec):
+		return 1
+	}
+	return -1
+}
+
+// pickCommandRule chooses among the rules that match one command: of
+// those no other is more specific than (cmdCompare), the most
+// restrictive; among equals, the one the usual order puts first.
+func pickCommandRule(matches []*compiledRule) *compiledRule {
+	var best *compiledRule
+	for i, r := range matches {
+		dominated := false
+		for j, o := range matches {
+			if i != j && cmdCompare(o, r) > 0 {
+				dominated = true
+				break
+			}
+		}
+		if dominated {
+			continue
+		}
+		if best == nil || r.Action > best.Action || r.Action == best.Action && r.beats(best) {
+			best = r
+		}
+	}
+	if best == nil {
+		// No rule stands above the others: the most restrictive.
+		for _, r := range matches {
+			if best == nil || r.Action > best.Action || r.Action == best.Action && r.beats(best) {
+				best = r
+			}
+		}
+	}
+	return best
+}
+
 // ruleList holds one layer's rules for one surface, ready for
 // first-match evaluation: exact patterns in a map, the rest sorted most
 // specific first.
 type ruleList struct {
 	exact map[string]*compiledRule
-	rules []listEntry
-	index *ruleIndex
-	n     int
+	// optExact are the exact command patterns that also match option
+	// readings (`rm -rf /` meets `rm -r -f /`), which the map cannot find.
+	optExact []*compiledRule
+	rules    []listEntry
+	index    *ruleIndex
+	n        int
 }
 
 // each calls f for every rule of the list: the exact ones (in map order),
@@ -145,6 +217,9 @@ func newRuleList(rules []*compiledRule) ruleList {
 			}
 			if old, dup := l.exact[k]; !dup || r.order > old.order {
 				l.exact[k] = r
+			}
+			if r.bash != nil && r.bash.opt != nil {
+				l.optExact = append(l.optExact, r)
 			}
 			continue
 		}
@@ -256,6 +331,9 @@ func (l *ruleList) scan(idx []int32, v, base string, best int32) int32 {
 
 // find returns the most specific matching rule, or nil.
 func (l *ruleList) find(v string) *compiledRule {
+	if shell.IsOptionReading(v) {
+		return l.findReading(v)
+	}
 	if l.exact != nil {
 		if r, ok := l.exact[v]; ok {
 			return r
@@ -326,9 +404,50 @@ func (l *ruleList) find(v string) *compiledRule {
 	return l.rules[best].r
 }
 
+// findReading is find for an option reading of a command: every rule
+// that reads it (the exact command patterns, the others the index
+// narrows by their first word, the reading's program word), chosen
+// among by pickCommandRule.
+func (l *ruleList) findReading(v string) *compiledRule {
+	var buf [8]*compiledRule
+	matches := buf[:0]
+	for _, r := range l.optExact {
+		if r.match(v) {
+			matches = append(matches, r)
+		}
+	}
+	if ix := l.index; ix != nil && ix.bash {
+		try := func(idx []int32) {
+			for _, i := range idx {
+				if r := l.rules[i].r; r.match(v) {
+					matches = append(matches, r)
+				}
+			}
+		}
+		try(ix.any)
+		if word, ok := shell.ReadingProgram(v); ok {
+			try(ix.byWord[word])
+		}
+	}
+	return pickCommandRule(matches)
+}
+
 // matching returns every matching rule, most specific first.
 func (l *ruleList) matching(v string) []*compiledRule {
 	var out []*compiledRule
+	if shell.IsOptionReading(v) {
+		for _, r := range l.optExact {
+			if r.match(v) {
+				out = append(out, r)
+			}
+		}
+		for _, e := range l.rules {
+			if e.r.match(v) {
+				out = append(out, e.r)
+			}
+		}
+		return out
+	}
 	if r, ok := l.exact[v]; ok {
 		out = append(out, r)
 		// Shadowed duplicates of the same exact pattern are not kept.

@@ -44,7 +44,7 @@ func UnitSpellings(u Unit, prog, home string) Spellings {
 	if prog != BaseName(u.Argv[0]) {
 		spelled = append(spelled, prog)
 	}
-	if len(spelled) == 1 && !hasGrammar(prog) && !tildeCandidateWords(u, home) {
+	if len(spelled) == 1 && !hasGrammar(prog) && !tildeCandidateWords(u, home) && !unitOptionCandidate(u) {
 		// The common case: the line as written is the only spelling.
 		return Spellings{Certain: []string{u.Line}}
 	}
@@ -68,6 +68,24 @@ func UnitSpellings(u Unit, prog, home string) Spellings {
 	return spellingsOf(prog, argv0, spelled, args, marker, u.Line, home)
 }
 
+// unitOptionCandidate is optionCandidate on a unit's words.
+func unitOptionCandidate(u Unit) bool {
+	if optionTables[BaseName(u.Argv[0])] != nil {
+		return true
+	}
+	d := 0
+	for i, w := range u.Argv {
+		dyn := d < len(u.Dynamic) && u.Dynamic[d] == i
+		if dyn {
+			d++
+		}
+		if i > 0 && !dyn && len(w) > 1 && w[0] == '-' {
+			return true
+		}
+	}
+	return false
+}
+
 // spellingsOf finds the spellings of one command on the bash surface.
 // prog is the program it is, argv0 what it receives as argv[0], names the
 // ways it may be spelled (name, path as invoked, resolved path), args the
@@ -77,6 +95,7 @@ func UnitSpellings(u Unit, prog, home string) Spellings {
 // spelling of a process started with argv[0] `git-push`.
 func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0, home string) Spellings {
 	certain := make([]string, 0, 4)
+	var certainWords [][]field // the words of each certain line, for option readings
 	tilde := tildeCandidate(args, home)
 	rest := "" // the words after the name, rendered once for every name
 	if len(names) > 1 {
@@ -87,9 +106,11 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 			rendered = renderFields(words, marker)
 		}
 		certain = appendUnique(certain, rendered)
+		certainWords = append(certainWords, words)
 		if tilde {
 			for _, v := range tildeVariants(words, home) {
 				certain = appendUnique(certain, renderFields(v, marker))
+				certainWords = append(certainWords, v)
 			}
 		}
 	}
@@ -99,6 +120,9 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 	addName := func(n, rendered string) {
 		if rendered != "" && !tilde {
 			certain = appendUnique(certain, rendered)
+			if optionCandidate(n, args) {
+				certainWords = append(certainWords, lineOf(n))
+			}
 			return
 		}
 		addLine(lineOf(n), rendered)
@@ -153,7 +177,72 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 	if len(certain) == 0 {
 		addLine(append([]field{{s: BaseName(argv0)}}, args...), "")
 	}
+	if marker == "" {
+		// Option readings (a line whose arguments come from stdin,
+		// xargs's, has words no one can see: it has none).
+		n := 0
+		// The names of one command share its arguments: read them once
+		// per option table, and give each name its own first operand.
+		var lastTable *optTable
+		var lastTail []field
+		var last []optionReading
+		add := func(lines [][]field, sure bool) {
+			for _, w := range lines {
+				if len(w) == 0 || !optionCandidate(w[0].s, w[1:]) {
+					continue
+				}
+				t := optionTables[BaseName(w[0].s)]
+				rs := last
+				if last == nil || t != lastTable || w[0].dyn != static || !sameFields(w[1:], lastTail) {
+					rs = readOptions(w)
+					lastTable, lastTail, last = t, w[1:], rs
+				}
+				for _, r := range rs {
+					if n >= maxOptionReadings {
+						return
+					}
+					n++
+					r.cmd.Operands[0] = w[0].s
+					if v := encodeCommand(r.cmd); sure && r.certain {
+						certain = appendUnique(certain, v)
+					} else if !slices.Contains(certain, v) {
+						possible = appendUnique(possible, v)
+					}
+				}
+			}
+		}
+		add(certainWords, true)
+		add(misread, false)
+	}
 	return Spellings{Certain: certain, Possible: possible, Shown: shown}
+}
+
+// sameFields reports whether two word lists are the same words.
+func sameFields(a, b []field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// optionCandidate reports whether a line of program name (as spelled)
+// with these arguments has option readings: its program has an option
+// table, or a word looks like an option.
+func optionCandidate(name string, args []field) bool {
+	if optionTables[BaseName(name)] != nil {
+		return true
+	}
+	for _, f := range args {
+		if f.dyn == static && len(f.s) > 1 && f.s[0] == '-' {
+			return true
+		}
+	}
+	return false
 }
 
 // hasGrammar reports whether commandReadings knows prog.
