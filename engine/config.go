@@ -87,8 +87,14 @@ func (t TypoPath) Match(path string) bool { return t.pat != nil && t.pat.match(p
 // LogSettings configures the review log.
 type LogSettings struct {
 	Path       string // "" → the review log's default location
-	ReadAllows string // "all" or "none": whether allowed reads are logged
-	FieldWidth int    // longest value written per field before truncation
+	// ReadAllows is how reads allowed without asking are logged:
+	// "summary" (one record per process), "each" (one per read), "none".
+	ReadAllows string
+	FieldWidth int // longest value written per field before truncation
+	// RotateBytes: the log is rotated when it would pass this size (0:
+	// never); Keep older files are kept.
+	RotateBytes int64
+	Keep        int
 }
 
 // Settings is the non-rule configuration. It comes from the global
@@ -112,6 +118,8 @@ const (
 	DefaultAskTimeout        = 10 * time.Minute
 	DefaultAuthorizerTimeout = 3 * time.Second
 	DefaultLogFieldWidth     = 512
+	DefaultLogRotateMB       = 10
+	DefaultLogKeep           = 3
 )
 
 func defaultSettings() Settings {
@@ -120,7 +128,7 @@ func defaultSettings() Settings {
 		AskTimeout:   DefaultAskTimeout,
 		DenialNotice: "stderr",
 		Proxy:        "env",
-		Log:          LogSettings{ReadAllows: "all", FieldWidth: DefaultLogFieldWidth},
+		Log:          LogSettings{ReadAllows: "summary", FieldWidth: DefaultLogFieldWidth, RotateBytes: DefaultLogRotateMB << 20, Keep: DefaultLogKeep},
 	}
 }
 

@@ -40,7 +40,7 @@ func TestConfigErrors(t *testing.T) {
 		{"authorizer empty command", FileGlobal, `{"authorizers": {"j": {"command": []}}}`, []string{`1:35: authorizer "j": command must name a program`}},
 		{"delegation surface", FileGlobal, `{"modelDelegation": {"allowedSurfaces": ["reed"]}}`, []string{`1:42: unknown surface "reed"`}},
 		{"typoPaths missing to", FileGlobal, `{"typoPaths": [{"from": "/a/*"}]}`, []string{`1:16: a typoPaths entry needs both`}},
-		{"log readAllows", FileGlobal, `{"log": {"readAllows": "some"}}`, []string{`1:24: log.readAllows: "some" is not`}},
+		{"log readAllows", FileGlobal, `{"log": {"readAllows": "some"}}`, []string{`1:24: log.readAllows: "some" is not "summary"`}},
 		{"log relative path", FileGlobal, `{"log": {"path": "review.log"}}`, []string{`1:18: log.path "review.log" must be absolute`}},
 		{"log fieldWidth", FileGlobal, `{"log": {"fieldWidth": 2}}`, []string{"1:24: log.fieldWidth: want a whole number from 16"}},
 		{"scope may not set yolo", FileScope, `{"permission": {}, "yoloMode": true}`, []string{`1:20: key "yoloMode" is not allowed in a --policy scope: settings come from the global policy.jsonc only`}},

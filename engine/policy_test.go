@@ -738,7 +738,7 @@ func TestSettings(t *testing.T) {
 	}
 	d, _ := compile(t, `{}`)
 	ds := d.Settings()
-	if ds.AskTimeout != DefaultAskTimeout || ds.DenialNotice != "stderr" || ds.Proxy != "env" || ds.Log.ReadAllows != "all" || ds.Log.FieldWidth != DefaultLogFieldWidth || ds.Yolo {
+	if ds.AskTimeout != DefaultAskTimeout || ds.DenialNotice != "stderr" || ds.Proxy != "env" || ds.Log.ReadAllows != "summary" || ds.Log.FieldWidth != DefaultLogFieldWidth || ds.Yolo {
 		t.Fatalf("defaults %+v", ds)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -527,11 +528,13 @@ func processInfo(th *pin.Thread, tid int, full bool, exe string) authority.Proce
 	if p.Exe == "" {
 		p.Exe = th.Exe()
 	}
+	if th.Tgid != tid && th.Tgid > 0 {
+		// The process, and the thread that asked: a thread's allows
+		// are counted under its process in the log's read summaries.
+		p.PID, p.TID = th.Tgid, tid
+	}
 	if !full {
 		return p
-	}
-	if th.Tgid != tid {
-		p.PID, p.TID = th.Tgid, tid // the process, and the thread that asked
 	}
 	base := "/proc/" + strconv.Itoa(tid)
 	if b, err := os.ReadFile(base + "/comm"); err == nil {
@@ -543,5 +546,25 @@ func processInfo(th *pin.Thread, tid int, full bool, exe string) authority.Proce
 			p.Cmdline = strings.Split(string(b), "\x00")
 		}
 	}
+	p.Comm = programName(p.Comm, p.Exe, p.Cmdline)
 	return p
+}
+
+// programName is what the prompt and the log call a process: its comm,
+// unless the comm names how it was started rather than what runs — a
+// program exec'd through /proc/self/exe (permwrap's own stages, Go and
+// Rust programs re-executing themselves) has the comm "exe", and one
+// exec'd from a descriptor (fexecve, execveat with AT_EMPTY_PATH) the
+// descriptor's number. Then the executable's base name, else argv[0]'s.
+func programName(comm, exe string, argv []string) string {
+	if comm != "" && comm != "exe" && strings.Trim(comm, "0123456789") != "" {
+		return comm
+	}
+	if exe != "" && !strings.HasPrefix(exe, "/proc/") {
+		return path.Base(strings.TrimSuffix(exe, " (deleted)"))
+	}
+	if len(argv) > 0 && argv[0] != "" {
+		return path.Base(argv[0])
+	}
+	return comm
 }
