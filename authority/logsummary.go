@@ -114,17 +114,12 @@ func (l *Log) dueSummaries(b []byte, now time.Time, all bool) ([]byte, int) {
 	return b, n
 }
 
-type dirCount struct {
-	Dir   string `json:"dir"`
-	Count int64  `json:"count"`
-}
-
 func (l *Log) summaryFields(k summaryKey, s *readSummary) fields {
-	dirs := make([]dirCount, 0, len(s.dirs))
+	dirs := make([]DirCount, 0, len(s.dirs))
 	for d, c := range s.dirs {
-		dirs = append(dirs, dirCount{d, c})
+		dirs = append(dirs, DirCount{d, c})
 	}
-	slices.SortFunc(dirs, func(a, b dirCount) int {
+	slices.SortFunc(dirs, func(a, b DirCount) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
 			return c
 		}
