@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"golang.org/x/sys/unix"
+	"github.com/permwrap/permwrap/internal/appendfile"
 )
 
 // Where the review log's records go: a file (fileSink), written whole
@@ -81,6 +81,10 @@ type fileSink struct {
 	keep     int
 	// rawWrite is the write(2) of a batch; tests inject short writes.
 	rawWrite func(f *os.File, b []byte) (int, error)
+	// reserve makes room for a write before it is made (appendfile.Reserve);
+	// noReserve: the filesystem cannot, so a short write is cut back.
+	reserve   func(f *os.File, off, n int64) error
+	noReserve bool
 	// cutFailed: a short write could not be cut back; the next write
 	// starts with a newline so the broken line stays alone.
 	cutFailed bool
@@ -94,28 +98,26 @@ func openFileSink(path string, rotateAt int64, keep int) (*fileSink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &fileSink{path: path, f: f, rotateAt: rotateAt, keep: keep, rawWrite: func(f *os.File, b []byte) (int, error) { return f.Write(b) }}
+	s := &fileSink{path: path, f: f, rotateAt: rotateAt, keep: keep, rawWrite: func(f *os.File, b []byte) (int, error) { return f.Write(b) }, reserve: appendfile.Reserve}
 	if lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, logFileMode); err == nil {
 		s.lock = lf
 	}
 	return s, nil
 }
 
-func (s *fileSink) lockFd() int {
+func (s *fileSink) lockFile() *os.File {
 	if s.lock != nil {
-		return int(s.lock.Fd())
+		return s.lock
 	}
-	return int(s.f.Fd())
+	return s.f
 }
 
 func (s *fileSink) write(b []byte) (int, error) {
-	fd := s.lockFd()
 	// A lock that cannot be taken (a filesystem without flock) leaves the
-	// write to O_APPEND alone, as before there was a lock.
-	locked := unix.Flock(fd, unix.LOCK_EX) == nil
-	if locked {
-		defer unix.Flock(fd, unix.LOCK_UN)
-	}
+	// write to O_APPEND alone, and the file is not rotated.
+	unlock, lerr := appendfile.Lock(s.lockFile())
+	defer unlock()
+	locked := lerr == nil
 	if err := s.follow(); err != nil {
 		return 0, err
 	}
@@ -133,6 +135,17 @@ func (s *fileSink) write(b []byte) (int, error) {
 	out := b
 	if s.cutFailed {
 		out = append([]byte{'\n'}, b...)
+	}
+	if locked && !s.noReserve {
+		// Room first: where the filesystem can reserve it, a batch that
+		// does not fit is refused before a byte of it is written, so not
+		// even a reader at that moment sees part of a record.
+		switch err := s.reserve(s.f, size, int64(len(out))); {
+		case errors.Is(err, appendfile.ErrUnsupported):
+			s.noReserve = true
+		case err != nil:
+			return 0, err
+		}
 	}
 	n, err := s.rawWrite(s.f, out)
 	if err == nil && n < len(out) {
