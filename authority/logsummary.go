@@ -15,7 +15,9 @@ import (
 // serving thread hands the writer goroutine a readNote (a value on a
 // channel: no allocation, no encoding), and the writer counts it under
 // its process. One permission_request.allowed_reads record per process
-// (and rule) says how many reads it made, where, and the first paths;
+// (and rule) says how many reads it made, where, and the first and last
+// distinct paths (a program's first reads are its libraries, its last
+// the files it was run for: the four it read most recently);
 // it is written when the process has read nothing for summaryIdle (it
 // ended or moved on), every summaryEvery while it keeps reading, and
 // when permwrap exits.
@@ -27,7 +29,7 @@ const (
 	summaryIdle    = time.Second
 	summaryEvery   = 10 * time.Second
 	summaryTick    = 500 * time.Millisecond
-	summaryPaths   = 8   // first distinct paths kept
+	summaryPaths   = 4   // the first and the last distinct paths kept, this many each
 	summaryDirs    = 5   // top directories written
 	summaryDirsMax = 256 // distinct directories counted; the rest are "other"
 	summaryDirKeep = 3   // a directory is counted by its first 3 components: /usr/share/doc
@@ -54,7 +56,9 @@ type readSummary struct {
 	by          DecidedBy
 	first, last time.Time
 	count       int64
-	paths       []string
+	paths       []string // the first summaryPaths distinct paths
+	lastPaths   []string // then the last summaryPaths (a ring from lastAt)
+	lastAt      int
 	dirs        map[string]int64
 	other       int64 // reads in directories past summaryDirsMax
 }
@@ -71,8 +75,15 @@ func (m summaries) add(n readNote) {
 	}
 	s.count++
 	s.last = n.t
-	if len(s.paths) < summaryPaths && !slices.Contains(s.paths, n.value) {
+	switch {
+	case slices.Contains(s.paths, n.value) || slices.Contains(s.lastPaths, n.value):
+	case len(s.paths) < summaryPaths:
 		s.paths = append(s.paths, n.value)
+	case len(s.lastPaths) < summaryPaths:
+		s.lastPaths = append(s.lastPaths, n.value)
+	default:
+		s.lastPaths[s.lastAt] = n.value
+		s.lastAt = (s.lastAt + 1) % summaryPaths
 	}
 	d := topDir(n.value)
 	if _, ok := s.dirs[d]; ok || len(s.dirs) < summaryDirsMax {
@@ -137,9 +148,12 @@ func (l *Log) summaryFields(k summaryKey, s *readSummary) fields {
 	if rest += s.other; rest > 0 {
 		list = append(list, map[string]any{"dir": "(elsewhere)", "count": rest})
 	}
-	paths := make([]any, len(s.paths))
-	for i, p := range s.paths {
-		paths[i] = p
+	paths := make([]any, 0, len(s.paths)+len(s.lastPaths))
+	for _, p := range s.paths {
+		paths = append(paths, p)
+	}
+	for i := range s.lastPaths {
+		paths = append(paths, s.lastPaths[(s.lastAt+i)%len(s.lastPaths)])
 	}
 	f := fields{
 		{"requestId", NewRequestID()},
