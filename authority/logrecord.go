@@ -23,6 +23,12 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 			return
 		}
 	}
+	l.record(ev, r, d, readAllow)
+}
+
+// record queues the record; apart from Record so that only these records
+// move r to the heap (the closures keep it), not a read summary's note.
+func (l *Log) record(ev Event, r Request, d Decision, readAllow bool) {
 	t := l.now()
 	if ev == EventAllowed || ev == EventAnswered {
 		// Routine records (most of a busy tree's) are gathered on the
