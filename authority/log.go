@@ -310,6 +310,17 @@ func (l *Log) writer() {
 		case n := <-l.reads:
 			l.sums.add(n)
 			l.takeReads()
+			// Then rest routineDelay, so that a busy tree's reads are
+			// taken a channelful at a time instead of waking this
+			// goroutine once per call; a record that must be written
+			// at once (or a reads channel half full) wakes it (kick).
+			timer.Reset(routineDelay)
+			select {
+			case <-l.kick:
+			case <-timer.C:
+			}
+			timer.Stop()
+			l.takeReads()
 		case <-tick.C:
 			batch, _ = l.dueSummaries(batch, l.now(), false)
 			marks = summaryMarks(batch, marks) // summaries are routine

@@ -54,6 +54,9 @@ func (l *Log) noteRead(r Request, d Decision) {
 	default:
 		l.dropped.Add(1)
 	}
+	if 2*len(l.reads) >= cap(l.reads) {
+		l.wake()
+	}
 }
 
 // recordFields are the fields of a permission_request record.
