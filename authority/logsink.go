@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/permwrap/permwrap/internal/appendfile"
 )
@@ -66,6 +67,10 @@ const (
 	DefaultLogKeep        = 3
 )
 
+// lockWait bounds the wait for the log's lock: between permwraps it is
+// held for one write; longer, someone else holds it.
+const lockWait = 500 * time.Millisecond
+
 // fileSink writes a review-log file. Every write holds an exclusive
 // flock on path+".lock" (the file itself when that cannot be made), so
 // permwrap processes sharing the log — nested wrappers, parallel runs —
@@ -113,9 +118,10 @@ func (s *fileSink) lockFile() *os.File {
 }
 
 func (s *fileSink) write(b []byte) (int, error) {
-	// A lock that cannot be taken (a filesystem without flock) leaves the
-	// write to O_APPEND alone, and the file is not rotated.
-	unlock, lerr := appendfile.Lock(s.lockFile())
+	// A lock that cannot be taken (a filesystem without flock, a lock held
+	// too long — whoever can read the file can lock it) leaves the write
+	// to O_APPEND alone, and the file is not rotated.
+	unlock, lerr := appendfile.Lock(s.lockFile(), lockWait)
 	defer unlock()
 	locked := lerr == nil
 	if err := s.follow(); err != nil {

@@ -86,7 +86,7 @@ func (t TypoPath) Match(path string) bool { return t.pat != nil && t.pat.match(p
 
 // LogSettings configures the review log.
 type LogSettings struct {
-	Path       string // "" → the review log's default location
+	Path string // "" → the review log's default location
 	// ReadAllows is how reads allowed without asking are logged:
 	// "summary" (one record per process), "each" (one per read), "none".
 	ReadAllows string
@@ -120,6 +120,9 @@ const (
 	DefaultLogFieldWidth     = 512
 	DefaultLogRotateMB       = 10
 	DefaultLogKeep           = 3
+	// MaxLogKeep bounds log.keep: the older files a --log or log.path
+	// outside permwrap's state directory has are protected by name.
+	MaxLogKeep = 9
 )
 
 func defaultSettings() Settings {

@@ -41,6 +41,8 @@ func TestConfigErrors(t *testing.T) {
 		{"delegation surface", FileGlobal, `{"modelDelegation": {"allowedSurfaces": ["reed"]}}`, []string{`1:42: unknown surface "reed"`}},
 		{"typoPaths missing to", FileGlobal, `{"typoPaths": [{"from": "/a/*"}]}`, []string{`1:16: a typoPaths entry needs both`}},
 		{"log readAllows", FileGlobal, `{"log": {"readAllows": "some"}}`, []string{`1:24: log.readAllows: "some" is not "summary"`}},
+		{"log keep", FileGlobal, `{"log": {"keep": 10}}`, []string{"1:18: log.keep: at most 9 older files"}},
+		{"log rotateMB", FileGlobal, `{"log": {"rotateMB": "10MB"}}`, []string{"1:22: log.rotateMB: want a number, got a string"}},
 		{"log relative path", FileGlobal, `{"log": {"path": "review.log"}}`, []string{`1:18: log.path "review.log" must be absolute`}},
 		{"log fieldWidth", FileGlobal, `{"log": {"fieldWidth": 2}}`, []string{"1:24: log.fieldWidth: want a whole number from 16"}},
 		{"scope may not set yolo", FileScope, `{"permission": {}, "yoloMode": true}`, []string{`1:20: key "yoloMode" is not allowed in a --policy scope: settings come from the global policy.jsonc only`}},

@@ -302,7 +302,11 @@ func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
 			}
 		case "keep":
 			if n, ok := p.integer(&m.Value, "log.keep", 0); ok {
-				ls.Keep = int(n)
+				if n > MaxLogKeep {
+					p.errorf(m.Value.StartOffset, "log.keep: at most %d older files", MaxLogKeep)
+				} else {
+					ls.Keep = int(n)
+				}
 			}
 		case "fieldWidth":
 			if n, ok := p.integer(&m.Value, "log.fieldWidth", 16); ok {

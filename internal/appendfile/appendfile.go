@@ -8,25 +8,39 @@ package appendfile
 import (
 	"errors"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Lock waits for an exclusive flock on f and returns its release. An
-// error (a filesystem without locks) leaves f unlocked.
-func Lock(f *os.File) (unlock func(), err error) {
+// Lock takes an exclusive flock on f, waiting at most wait, and returns
+// its release. It does not wait longer: whoever can open the file can
+// hold its lock (a process permwrap runs may read the log's directory),
+// so a lock still held after wait is given up and the caller goes on
+// without it (err ErrLockBusy). Between permwrap processes a lock is
+// held for one write. An error leaves f unlocked.
+func Lock(f *os.File, wait time.Duration) (unlock func(), err error) {
 	fd := int(f.Fd())
+	deadline := time.Now().Add(wait)
+	pause := 100 * time.Microsecond
 	for {
-		err = unix.Flock(fd, unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Flock(fd, unix.LOCK_UN) }, nil
 		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			return func() {}, err
+		}
+		if time.Now().After(deadline) {
+			return func() {}, ErrLockBusy
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 20*time.Millisecond)
 	}
-	if err != nil {
-		return func() {}, err
-	}
-	return func() { unix.Flock(fd, unix.LOCK_UN) }, nil
 }
+
+// ErrLockBusy: the lock was held for longer than Lock waits.
+var ErrLockBusy = errors.New("the log's lock is held by another process")
 
 // ErrUnsupported: the filesystem cannot reserve room (the caller writes
 // and cuts back a short write instead).
