@@ -519,3 +519,31 @@ func TestLogDiskFullTmpfs(t *testing.T) {
 		t.Fatalf("told the person %d times: %q", len(said), said)
 	}
 }
+
+// A process that holds the log's lock (anyone who can open the lock
+// file can) delays a write by lockWait at most: the record is written
+// without the lock.
+func TestLogLockHeldByAnother(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "review.jsonl")
+	l, err := OpenLog(path, LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf, err := os.Open(path + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l.Decided(writeRequest(1), false, Denied(ByError{Reason: "x"}, "x"))
+	waitUntil(t, func() bool { b, _ := os.ReadFile(path); return len(b) > 0 })
+	if d := time.Since(start); d < lockWait/2 || d > lockWait+2*time.Second {
+		t.Fatalf("written after %v with the lock held elsewhere, want about %v", d, lockWait)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
