@@ -613,11 +613,21 @@ func (l *Log) closeErr() error {
 	if held == 0 && l.unwritten == 0 {
 		return err
 	}
-	if err == nil {
-		err = errors.New("review log")
+	where := "review log"
+	if l.path != "" {
+		where += " " + l.path
 	}
-	return fmt.Errorf("%w: %d ask, answer or denial record(s) and %d routine record(s) %w", err, held, l.unwritten, ErrUnwritten)
+	msg := fmt.Sprintf("%s: %d ask, answer or denial record(s) and %d routine record(s) were not written", where, held, l.unwritten)
+	if err != nil {
+		msg += ": " + errText(err)
+	}
+	return unwrittenError(msg)
 }
+
+type unwrittenError string
+
+func (e unwrittenError) Error() string { return string(e) }
+func (e unwrittenError) Unwrap() error { return ErrUnwritten }
 
 func (l *Log) send(line []byte, droppable bool) {
 	l.sendLazy(func(dst []byte) []byte { return append(dst, line...) }, droppable, true, true)
