@@ -414,13 +414,19 @@ const maxBatch = 64 << 10
 // (they may fit where the batch did not) and else held, routine ones
 // are dropped and counted.
 func (l *Log) writeOut(batch []byte, marks []mark) {
+	if l.failing {
+		// While the file refuses records, routine ones are not tried:
+		// what room comes back goes to the held records first.
+		batch, marks = l.importantOnly(batch, marks)
+	}
+	wrote := false
 	if len(l.pending) > 0 {
 		if _, err := l.sink.write(l.pending); err != nil {
 			l.failed(err)
 			l.hold(batch, marks, 0)
 			return
 		}
-		l.pending = l.pending[:0]
+		l.pending, wrote = l.pending[:0], true
 	}
 	if l.unwritten > 0 || l.lost > 0 {
 		rec := l.appendRecord(nil, l.now(), EventDropped, l.droppedFields(0, l.unwritten, l.lost))
@@ -429,15 +435,17 @@ func (l *Log) writeOut(batch []byte, marks []mark) {
 			l.hold(batch, marks, 0)
 			return
 		}
-		l.unwritten, l.lost = 0, 0
+		l.unwritten, l.lost, wrote = 0, 0, true
 	}
 	if len(batch) == 0 {
-		l.recovered()
+		if wrote {
+			l.failing = false
+		}
 		return
 	}
 	n, err := l.sink.write(batch)
 	if err == nil {
-		l.recovered()
+		l.failing = false
 		return
 	}
 	l.failed(err)
@@ -459,6 +467,24 @@ func (l *Log) writeOut(batch []byte, marks []mark) {
 	if _, err := l.sink.write(important); err != nil {
 		l.hold(important, nil, 0)
 	}
+}
+
+// importantOnly is batch without its routine records, which are counted
+// as dropped.
+func (l *Log) importantOnly(batch []byte, marks []mark) ([]byte, []mark) {
+	var out []byte
+	var om []mark
+	start := 0
+	for _, m := range marks {
+		if m.important {
+			out = append(out, batch[start:m.end]...)
+			om = append(om, mark{end: len(out), important: true})
+		} else {
+			l.unwritten++
+		}
+		start = m.end
+	}
+	return out, om
 }
 
 // hold keeps the important records of batch[from:] for later and counts
@@ -509,8 +535,6 @@ func (l *Log) failed(err error) {
 		l.say("cannot write " + where + ": " + errText(err) + "; permwrap goes on enforcing, holds asks and denials for it and drops routine records (counted) until it can write again")
 	}
 }
-
-func (l *Log) recovered() { l.failing = false }
 
 // errText is err without the *PathError's "write /path:" the message
 // already names.
