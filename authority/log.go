@@ -222,8 +222,13 @@ func newLog(sink logSink, opts LogOptions, batch bool) *Log {
 	case "", readAllowsAll:
 		opts.ReadAllows = readAllowsEach
 	}
-	l := &Log{opts: opts, sink: sink, ch: make(chan logEntry, opts.Buffer), reads: make(chan readNote, opts.Buffer),
+	l := &Log{opts: opts, sink: sink, ch: make(chan logEntry, opts.Buffer),
 		kick: make(chan struct{}, 1), done: make(chan struct{}), now: time.Now, batch: batch, sums: summaries{}}
+	if opts.ReadAllows == readAllowsSummary {
+		// Only a summarising log has reads to take (a nil channel is
+		// never ready in the writer's select).
+		l.reads = make(chan readNote, opts.Buffer)
+	}
 	go l.writer()
 	return l
 }
