@@ -293,6 +293,11 @@ func (l *Log) writer() {
 				case <-timer.C:
 				}
 				timer.Stop()
+			} else {
+				select { // the kick its sender gave: taken now, so the next wait is not cut short
+				case <-l.kick:
+				default:
+				}
 			}
 			batch, marks = appendEntry(batch, marks, e)
 		drain:
@@ -373,7 +378,7 @@ func (l *Log) finish() {
 		batch = l.appendRecord(batch, l.now(), EventDropped, l.droppedFields(n, 0, 0))
 		marks = append(marks, mark{end: len(batch), important: true})
 	}
-	if len(batch) > 0 || len(l.pending) > 0 {
+	if len(batch) > 0 || len(l.pending) > 0 || l.unwritten > 0 || l.lost > 0 {
 		l.writeOut(batch, marks)
 	}
 }
@@ -419,11 +424,6 @@ const maxBatch = 64 << 10
 // (they may fit where the batch did not) and else held, routine ones
 // are dropped and counted.
 func (l *Log) writeOut(batch []byte, marks []mark) {
-	if l.failing {
-		// While the file refuses records, routine ones are not tried:
-		// what room comes back goes to the held records first.
-		batch, marks = l.importantOnly(batch, marks)
-	}
 	wrote := false
 	if len(l.pending) > 0 {
 		if _, err := l.sink.write(l.pending); err != nil {
@@ -442,10 +442,15 @@ func (l *Log) writeOut(batch []byte, marks []mark) {
 		}
 		l.unwritten, l.lost, wrote = 0, 0, true
 	}
+	if wrote {
+		l.failing = false // the file took records again
+	}
+	if l.failing {
+		// While the file refuses records, routine ones are not tried:
+		// what room comes back goes to the held records first.
+		batch, marks = l.importantOnly(batch, marks)
+	}
 	if len(batch) == 0 {
-		if wrote {
-			l.failing = false
-		}
 		return
 	}
 	n, err := l.sink.write(batch)
