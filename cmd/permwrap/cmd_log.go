@@ -221,28 +221,35 @@ const followPoll = 200 * time.Millisecond
 // rotation) is read again from its start.
 func followLog(ctx context.Context, path string, file **os.File, emit func(authority.LogRecord) error, stderr io.Writer) (broken int) {
 	var partial []byte
+	// consume takes what was read; false when emit wants no more.
+	consume := func(b []byte) bool {
+		partial = append(partial, b...)
+		for {
+			i := bytes.IndexByte(partial, '\n')
+			if i < 0 {
+				break
+			}
+			line := partial[:i]
+			if len(bytes.TrimSpace(line)) > 0 {
+				if rec, perr := authority.ParseLogLine(line); perr != nil {
+					broken++
+				} else if emit(rec) != nil {
+					return false
+				}
+			}
+			partial = partial[i+1:]
+		}
+		if len(partial) > 1<<20 { // a line that never ends is not a record
+			partial, broken = nil, broken+1
+		}
+		return true
+	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := (*file).Read(buf)
 		if n > 0 {
-			partial = append(partial, buf[:n]...)
-			for {
-				i := bytes.IndexByte(partial, '\n')
-				if i < 0 {
-					break
-				}
-				line := partial[:i]
-				if len(bytes.TrimSpace(line)) > 0 {
-					if rec, perr := authority.ParseLogLine(line); perr != nil {
-						broken++
-					} else if emit(rec) != nil {
-						return broken
-					}
-				}
-				partial = partial[i+1:]
-			}
-			if len(partial) > 1<<20 { // a line that never ends is not a record
-				partial, broken = nil, broken+1
+			if !consume(buf[:n]) {
+				return broken
 			}
 			continue
 		}
@@ -257,6 +264,12 @@ func followLog(ctx context.Context, path string, file **os.File, emit func(autho
 		}
 		if rotated(*file, path) {
 			if nf, err := os.Open(path); err == nil {
+				// The records the old file got before it was rotated
+				// first (a rotated file is not written again).
+				if rest, _ := io.ReadAll(*file); len(rest) > 0 && !consume(rest) {
+					nf.Close()
+					return broken
+				}
 				(*file).Close()
 				*file, partial = nf, nil
 			}

@@ -225,3 +225,42 @@ func TestCmdLogReadsRotatedFiles(t *testing.T) {
 		t.Fatalf("without the current file: exit %d\n%s", code, out)
 	}
 }
+
+// --follow across rotations: every record is printed once, those the old
+// file got just before it was rotated included.
+func TestCmdLogFollowAcrossRotation(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "review.jsonl")
+	l, err := authority.OpenLog(p, authority.LogOptions{RotateBytes: 8 << 10, Keep: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb testutil.SyncBuffer
+	done := make(chan int)
+	go func() { done <- showLog(ctx, p, true, logFilter{denied: true}, false, &out, &errb) }()
+	deny := authority.FromRule(engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/etc/**", Action: engine.Deny, Origin: engine.OriginHardGuard})
+	const chunks, per = 4, 20
+	for c := range chunks {
+		for i := range per {
+			l.Decided(authority.NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: fmt.Sprintf("/etc/f-%d-%d", c, i)}), false, deny)
+		}
+		time.Sleep(2 * followPoll)
+	}
+	l.Close()
+	if files := authority.RotatedLogs(p); len(files) < 3 {
+		t.Fatalf("files %v: the log was not rotated", files)
+	}
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(out.String(), "\n") < chunks*per && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	got := out.String()
+	for c := range chunks {
+		for i := range per {
+			if n := strings.Count(got, fmt.Sprintf("/etc/f-%d-%d ", c, i)); n != 1 {
+				t.Fatalf("/etc/f-%d-%d printed %d times:\n%s", c, i, n, got)
+			}
+		}
+	}
+}
