@@ -37,7 +37,9 @@ type LogRecord struct {
 	Count   int64
 	Program string
 	Dirs    []DirCount
-	Raw     []byte
+	// What a review_log.dropped record says was dropped.
+	What string
+	Raw  []byte
 }
 
 // DirCount is a directory of a read summary and its reads.
@@ -71,6 +73,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Count     int64           `json:"count"`
 		Program   string          `json:"program"`
 		Dirs      []DirCount      `json:"dirs"`
+		What      string          `json:"what"`
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
@@ -90,7 +93,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Time: t, Event: Event(w.Event), RequestID: RequestID(w.RequestID), PID: w.PID,
 		Exe: w.Exe, Comm: w.Comm, Surface: w.Surface, Access: w.Access, Value: w.Value,
 		Action: w.Action, Reason: w.Reason, Node: w.Node,
-		Count: w.Count, Program: w.Program, Dirs: w.Dirs,
+		Count: w.Count, Program: w.Program, Dirs: w.Dirs, What: w.What,
 		Raw: append([]byte(nil), line...),
 	}
 	if len(w.DecidedBy) > 0 {

@@ -59,7 +59,9 @@ func (f logFilter) match(r authority.LogRecord) bool {
 		return false
 	}
 	if f.denied || f.decidedBy != "" || !f.json {
-		if !isDecision(r.Event) {
+		// The readable view also says where records are missing.
+		dropped := r.Event == authority.EventDropped && !f.denied && f.decidedBy == ""
+		if !isDecision(r.Event) && !dropped {
 			return false
 		}
 	}
@@ -363,6 +365,11 @@ func formatRecord(r authority.LogRecord, color bool) string {
 		code = ansiYellow
 	case authority.EventAnswered, authority.EventAllowedReads:
 		code = ansiDim
+	}
+	if r.Event == authority.EventDropped {
+		b.WriteString(paint(ansiYellow, fmt.Sprintf("%-9s", "missing")))
+		fmt.Fprintf(&b, "  %d record(s) not written: %s", r.Count, safeText(r.What))
+		return b.String()
 	}
 	b.WriteString(paint(code, fmt.Sprintf("%-9s", word)))
 	if r.Event == authority.EventAllowedReads {
