@@ -41,16 +41,32 @@ func (l *Log) record(ev Event, r Request, d Decision, readAllow bool) {
 	l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, f) }, readAllow, true, true)
 }
 
-// noteRead hands an allowed read to the writer's summary of its process:
-// a value on a channel, dropped and counted when the channel is full.
+// noteRead hands an allowed read to the writer's summary of its process.
 func (l *Log) noteRead(r Request, d Decision) {
+	l.NoteRead(r.Process, r.Check.Value, r.Node, r.Rule, l.provenance(r, d.DecidedBy()))
+}
+
+// SummarisesReads reports whether allowed reads go to per-process
+// summaries (readAllows "summary"): a caller may then hand them over with
+// NoteRead without making a Request (and its request id) for each.
+func (l *Log) SummarisesReads() bool {
+	return l != nil && l.opts.ReadAllows == readAllowsSummary && l.opts.Responder == ""
+}
+
+// NoteRead hands a read that rule allowed without asking (by, its
+// provenance) to the writer's summary of process p: a value on a
+// channel, dropped and counted when the channel is full.
+func (l *Log) NoteRead(p Process, path, node string, rule engine.Rule, by DecidedBy) {
+	if l == nil {
+		return
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
 		return
 	}
 	select {
-	case l.reads <- readNote{pid: r.Process.PID, exe: r.Process.Exe, value: r.Check.Value, node: r.Node, rule: r.Rule, by: l.provenance(r, d.DecidedBy()), t: l.now()}:
+	case l.reads <- readNote{pid: p.PID, exe: p.Exe, value: path, node: node, rule: rule, by: by, t: l.now()}:
 	default:
 		l.dropped.Add(1)
 	}

@@ -379,7 +379,15 @@ func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decisio
 // record writes the review-log record of a decision made without asking
 // and returns the request id it was written under ("" when not written).
 func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) authority.RequestID {
-	if !s.wantsRecord(r, authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
+	ev := authority.OutcomeEvent(asked, d)
+	if ev == authority.EventAllowed && v.result.Check.Surface == engine.SurfaceRead && !r.nested {
+		if l, ok := s.cfg.Log.(*authority.Log); ok && l.SummarisesReads() {
+			// Counted in its process's summary: no Request, no request id.
+			l.NoteRead(processInfo(r.th, r.tid, false, r.exe), v.result.Check.Value, "", v.result.Rule, d.DecidedBy())
+			return ""
+		}
+	}
+	if !s.wantsRecord(r, ev, v.result.Check.Surface) {
 		return "" // not written: do not gather it
 	}
 	req := s.authorityRequest(r, v)
