@@ -142,11 +142,11 @@ type Log struct {
 	lost      int64  // important records past maxPending, dropped
 	failing   bool   // the last write failed
 
-	// noticeMu guards the person's notice: said once.
-	noticeMu   sync.Mutex
-	notice     func(string)
-	noticeText string // said, or waiting for a notice function
-	noticeSaid bool
+	// noticeMu guards the person's notices: each kind said once.
+	noticeMu sync.Mutex
+	notice   func(string)
+	said     map[string]bool
+	unsaid   []string // said before there was a notice function
 }
 
 // logEntry is one queued record: its encoder, and whether it is one the
@@ -176,10 +176,7 @@ func OpenLog(path string, opts LogOptions) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := newLog(s, opts, true)
-	l.path = path
-	s.event = l.say
-	return l, nil
+	return newLog(s, opts, true, path), nil
 }
 
 // OpenLogFile opens the review-log file at path for appending, as
@@ -206,9 +203,11 @@ func OpenLogFile(path string) (*os.File, error) {
 
 // NewLogWriter is a Log over any writer (tests, a pipe). Each record is
 // one Write call.
-func NewLogWriter(w io.Writer, opts LogOptions) *Log { return newLog(writerSink{w: w}, opts, false) }
+func NewLogWriter(w io.Writer, opts LogOptions) *Log {
+	return newLog(writerSink{w: w}, opts, false, "")
+}
 
-func newLog(sink logSink, opts LogOptions, batch bool) *Log {
+func newLog(sink logSink, opts LogOptions, batch bool, path string) *Log {
 	if opts.FieldWidth <= 0 {
 		opts.FieldWidth = defaultFieldWidth
 	}
@@ -228,6 +227,10 @@ func newLog(sink logSink, opts LogOptions, batch bool) *Log {
 		// Only a summarising log has reads to take (a nil channel is
 		// never ready in the writer's select).
 		l.reads = make(chan readNote, opts.Buffer)
+	}
+	l.path = path
+	if fs, ok := sink.(*fileSink); ok {
+		fs.event = func(text string) { l.say("removed", text) }
 	}
 	go l.writer()
 	return l
@@ -542,7 +545,7 @@ func (l *Log) failed(err error) {
 		if l.path != "" {
 			where += " " + l.path
 		}
-		l.say("cannot write " + where + ": " + errText(err) + "; permwrap goes on enforcing, holds asks and denials for it and drops routine records (counted) until it can write again")
+		l.say("write", "cannot write "+where+": "+errText(err)+"; permwrap goes on enforcing, holds asks and denials for it and drops routine records (counted) until it can write again")
 	}
 }
 
@@ -569,27 +572,31 @@ func (l *Log) SetNotice(fn func(string)) {
 	}
 	l.noticeMu.Lock()
 	l.notice = fn
-	text, said := l.noticeText, l.noticeSaid
-	if fn != nil && text != "" && !said {
-		l.noticeSaid = true
+	var now []string
+	if fn != nil {
+		now, l.unsaid = l.unsaid, nil
 	}
 	l.noticeMu.Unlock()
-	if fn != nil && text != "" && !said {
+	for _, text := range now {
 		fn("permwrap: " + text)
 	}
 }
 
-// say tells the person about the log, once per run.
-func (l *Log) say(text string) {
+// say tells the person about the log, once per kind of trouble and run
+// ("write": the file refuses records; "removed": it was removed).
+func (l *Log) say(kind, text string) {
 	l.noticeMu.Lock()
-	if l.noticeText != "" {
+	if l.said[kind] {
 		l.noticeMu.Unlock()
 		return
 	}
-	l.noticeText = text
+	if l.said == nil {
+		l.said = map[string]bool{}
+	}
+	l.said[kind] = true
 	fn := l.notice
-	if fn != nil {
-		l.noticeSaid = true
+	if fn == nil {
+		l.unsaid = append(l.unsaid, text)
 	}
 	l.noticeMu.Unlock()
 	if fn != nil {
@@ -619,6 +626,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
+		<-l.done
 		return l.closeErr()
 	}
 	l.closed = true

@@ -220,7 +220,7 @@ func (s *flakySink) bytes() []byte {
 // person is told once.
 func TestLogFailingFileKeepsAsksAndDenials(t *testing.T) {
 	sink := &flakySink{failing: true}
-	l := newLog(sink, LogOptions{ReadAllows: "summary"}, true)
+	l := newLog(sink, LogOptions{ReadAllows: "summary"}, true, "")
 	var said []string
 	var mu sync.Mutex
 	l.SetNotice(func(s string) { mu.Lock(); said = append(said, s); mu.Unlock() })
@@ -276,7 +276,7 @@ func TestLogFailingFileKeepsAsksAndDenials(t *testing.T) {
 
 	// A file that never recovers: Close says what was not written.
 	sink = &flakySink{failing: true}
-	l = newLog(sink, LogOptions{}, true)
+	l = newLog(sink, LogOptions{}, true, "")
 	l.Decided(writeRequest(1), false, Denied(ByError{Reason: "x"}, "x"))
 	l.Decided(writeRequest(2), false, allow)
 	err := l.Close()
