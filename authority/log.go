@@ -312,7 +312,7 @@ func (l *Log) writer() {
 					}
 					batch, marks = appendEntry(batch, marks, more)
 					if len(batch) >= maxBatch {
-						l.writeOut(batch, marks)
+						l.writeOut(batch, marks, false)
 						batch, marks = batch[:0], marks[:0]
 					}
 				default:
@@ -346,7 +346,9 @@ func (l *Log) writer() {
 			marks = append(marks, mark{end: len(batch), important: true})
 		}
 		if len(batch) > 0 || (retry && (len(l.pending) > 0 || l.unwritten > 0 || l.lost > 0)) {
-			l.writeOut(batch, marks)
+			// While the file fails, the count of what was dropped is
+			// tried on the tick (retry), not with every batch.
+			l.writeOut(batch, marks, retry)
 		}
 	}
 }
@@ -382,7 +384,7 @@ func (l *Log) finish() {
 		marks = append(marks, mark{end: len(batch), important: true})
 	}
 	if len(batch) > 0 || len(l.pending) > 0 || l.unwritten > 0 || l.lost > 0 {
-		l.writeOut(batch, marks)
+		l.writeOut(batch, marks, true)
 	}
 }
 
@@ -426,24 +428,26 @@ const maxBatch = 64 << 10
 // What the sink refuses is sorted: important records are tried alone
 // (they may fit where the batch did not) and else held, routine ones
 // are dropped and counted.
-func (l *Log) writeOut(batch []byte, marks []mark) {
+func (l *Log) writeOut(batch []byte, marks []mark, probe bool) {
 	wrote := false
 	if len(l.pending) > 0 {
-		if _, err := l.sink.write(l.pending); err != nil {
+		if _, err := l.sink.write(l.pending, false); err != nil {
 			l.failed(err)
 			l.hold(batch, marks, 0)
 			return
 		}
 		l.pending, wrote = l.pending[:0], true
+		l.failing = false // the file took records again
 	}
-	if l.unwritten > 0 || l.lost > 0 {
+	if (l.unwritten > 0 || l.lost > 0) && (probe || !l.failing) {
+		// A count, not an ask or denial: it does not use the room kept
+		// for those (so retrying it cannot eat that room up).
 		rec := l.appendRecord(nil, l.now(), EventDropped, l.droppedFields(0, l.unwritten, l.lost))
-		if _, err := l.sink.write(rec); err != nil {
-			l.failed(err)
-			l.hold(batch, marks, 0)
-			return
+		if _, err := l.sink.write(rec, true); err != nil {
+			l.failed(err) // the batch's asks and denials are still tried
+		} else {
+			l.unwritten, l.lost, wrote = 0, 0, true
 		}
-		l.unwritten, l.lost, wrote = 0, 0, true
 	}
 	if wrote {
 		l.failing = false // the file took records again
@@ -456,7 +460,11 @@ func (l *Log) writeOut(batch []byte, marks []mark) {
 	if len(batch) == 0 {
 		return
 	}
-	n, err := l.sink.write(batch)
+	routine := false
+	for _, m := range marks {
+		routine = routine || !m.important
+	}
+	n, err := l.sink.write(batch, routine)
 	if err == nil {
 		l.failing = false
 		return
@@ -477,7 +485,7 @@ func (l *Log) writeOut(batch []byte, marks []mark) {
 	if len(important) == 0 {
 		return
 	}
-	if _, err := l.sink.write(important); err != nil {
+	if _, err := l.sink.write(important, false); err != nil {
 		l.hold(important, nil, 0)
 	}
 }

@@ -19,9 +19,11 @@ import (
 // logSink takes whole records (each ending in a newline). write reports
 // how many bytes of b, a prefix of whole records, reached the file; on an
 // error a file sink has taken nothing (it cut back what a short write
-// left), so every record is in the file whole or not at all.
+// left), so every record is in the file whole or not at all. routine: b
+// holds routine records, which a file sink refuses when they would eat
+// into the room it keeps for the others (appendfile.CheckRoom).
 type logSink interface {
-	write(b []byte) (int, error)
+	write(b []byte, routine bool) (int, error)
 	close() error
 }
 
@@ -31,7 +33,7 @@ type writerSink struct {
 	c io.Closer
 }
 
-func (s writerSink) write(b []byte) (int, error) {
+func (s writerSink) write(b []byte, _ bool) (int, error) {
 	done := 0
 	for done < len(b) {
 		end := len(b)
@@ -90,6 +92,9 @@ type fileSink struct {
 	// noReserve: the filesystem cannot, so a short write is cut back.
 	reserve   func(f *os.File, off, n int64) error
 	noReserve bool
+	// room refuses a routine write that would leave less free than the
+	// headroom kept for asks and denials (appendfile.CheckRoom).
+	room func(f *os.File, n int64) error
 	// cutFailed: a short write could not be cut back; the next write
 	// starts with a newline so the broken line stays alone.
 	cutFailed bool
@@ -103,7 +108,7 @@ func openFileSink(path string, rotateAt int64, keep int) (*fileSink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &fileSink{path: path, f: f, rotateAt: rotateAt, keep: keep, rawWrite: func(f *os.File, b []byte) (int, error) { return f.Write(b) }, reserve: appendfile.Reserve}
+	s := &fileSink{path: path, f: f, rotateAt: rotateAt, keep: keep, rawWrite: func(f *os.File, b []byte) (int, error) { return f.Write(b) }, reserve: appendfile.Reserve, room: appendfile.CheckRoom}
 	if lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, logFileMode); err == nil {
 		s.lock = lf
 	}
@@ -117,7 +122,7 @@ func (s *fileSink) lockFile() *os.File {
 	return s.f
 }
 
-func (s *fileSink) write(b []byte) (int, error) {
+func (s *fileSink) write(b []byte, routine bool) (int, error) {
 	// A lock that cannot be taken (a filesystem without flock, a lock held
 	// too long — whoever can read the file can lock it) leaves the write
 	// to O_APPEND alone, and the file is not rotated.
@@ -137,6 +142,11 @@ func (s *fileSink) write(b []byte) (int, error) {
 			return 0, err
 		}
 		size = 0
+	}
+	if routine {
+		if err := s.room(s.f, int64(len(b))); err != nil {
+			return 0, err
+		}
 	}
 	out := b
 	if s.cutFailed {

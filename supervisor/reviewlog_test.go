@@ -1,9 +1,15 @@
 package supervisor_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 )
 
 // The review log under the default policy: a process's allowed reads
@@ -59,5 +65,64 @@ func TestReviewLogSummariesAndProgramNames(t *testing.T) {
 	exe, _ := asked["exe"].(string)
 	if asked["comm"] == "exe" || asked["comm"] != filepath.Base(exe) {
 		t.Errorf("the asking process is named %v (exe %v), want its program's name", asked["comm"], exe)
+	}
+}
+
+// The issue's full disk, end to end: the review log on a 64 KB tmpfs,
+// filled by a tree's allowed writes, and then a denial. permwrap says so
+// once on stderr, enforces the denial, records it (it fits where the
+// routine records did not), leaves no half record, and its last line
+// counts what was not written.
+func TestReviewLogDiskFull(t *testing.T) {
+	s := newSandbox(t, "")
+	if os.Geteuid() != 0 {
+		kerneltest.Skip(t, "root, to mount a 64 KB tmpfs")
+	}
+	dir := filepath.Join(s.dir, "small")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kerneltest.Need(t, "a tmpfs mount", unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"))
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	s.logPath = filepath.Join(dir, "review.jsonl")
+	target := filepath.Join(s.dir, "target")
+	if err := os.WriteFile(target, []byte("/etc/permwrap-disk-full-test"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The target path is read at run time, so the denial is the write's,
+	// not the script's.
+	r := s.run("sh", "-c", `for i in $(seq 1 300); do echo x > w$i; done; d=$(cat `+target+`); echo y > "$d" || echo refused`)
+	if !strings.Contains(r.stdout, "refused") {
+		t.Fatalf("the write to /etc was not refused: %q %q", r.stdout, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "cannot write the review log"); n != 1 {
+		t.Fatalf("stderr says the log cannot be written %d times, want once:\n%s", n, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "no space left on device") {
+		t.Fatalf("stderr:\n%s", r.stderr)
+	}
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		t.Fatalf("the log ends in half a record: …%q", b[max(0, len(b)-80):])
+	}
+	denied, dropped := false, 0
+	for _, rec := range s.logRecords() {
+		if rec["value"] == "/etc/permwrap-disk-full-test" && rec["action"] == "deny" {
+			denied = true
+		}
+		if rec["event"] == "review_log.dropped" {
+			dropped++
+		}
+	}
+	if !denied {
+		t.Fatal("the denial is not in the log")
+	}
+	// What was dropped is counted: in the log, or, when even the count
+	// found no room, in permwrap's last line.
+	if dropped == 0 && !strings.Contains(r.stderr, "routine record(s) were not written") {
+		t.Fatalf("nothing says what was dropped; stderr:\n%s", r.stderr)
 	}
 }

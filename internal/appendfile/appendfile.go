@@ -64,3 +64,35 @@ func Reserve(f *os.File, off, n int64) error {
 		return &os.PathError{Op: "reserve", Path: f.Name(), Err: err}
 	}
 }
+
+// Headroom is the room kept on a filesystem for the records that must
+// not be lost (asks, answers, denials) once it fills with routine ones:
+// an eighth of the filesystem, at most MaxHeadroom.
+const MaxHeadroom = 256 << 10
+
+// ErrHeadroom is CheckRoom's error: writing n bytes would eat into the
+// headroom. It is a "no space left on device" (errors.Is ENOSPC).
+var ErrHeadroom error = headroomError{}
+
+type headroomError struct{}
+
+func (headroomError) Error() string {
+	return "no space left on device (the last of it is kept for asks and denials)"
+}
+func (headroomError) Is(target error) bool { return target == unix.ENOSPC }
+
+// CheckRoom reports ErrHeadroom when writing n bytes to f would leave
+// less than the headroom free on its filesystem; nil when there is room
+// or the filesystem does not say.
+func CheckRoom(f *os.File, n int64) error {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil || st.Blocks == 0 {
+		return nil
+	}
+	bsize := int64(st.Bsize)
+	total, avail := int64(st.Blocks)*bsize, int64(st.Bavail)*bsize
+	if avail-n < min(MaxHeadroom, total/8) {
+		return &os.PathError{Op: "write", Path: f.Name(), Err: ErrHeadroom}
+	}
+	return nil
+}
