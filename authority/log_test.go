@@ -540,3 +540,28 @@ func TestLogRecordsCovers(t *testing.T) {
 		t.Errorf("a rejection says what it covers: %v", rejected["covers"])
 	}
 }
+
+// BenchmarkLogDecidedAllowedReadSummary is BenchmarkLogDecidedAllowedRead
+// with readAllows "summary" (the default): what a supervisor worker pays
+// to hand an allowed read to the writer's summary of its process.
+func BenchmarkLogDecidedAllowedReadSummary(b *testing.B) {
+	l := NewLogWriter(discard{}, LogOptions{Buffer: 1 << 20, ReadAllows: "summary"})
+	r, d := allowedRead()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n++; n == 1<<19 {
+			b.StopTimer()
+			l.Close()
+			l = NewLogWriter(discard{}, LogOptions{Buffer: 1 << 20, ReadAllows: "summary"})
+			n = 0
+			b.StartTimer()
+		}
+		l.Decided(r, false, d)
+	}
+	b.StopTimer()
+	if l.dropped.Load() != 0 {
+		b.Fatalf("%d reads dropped: the benchmark measured dropping", l.dropped.Load())
+	}
+	l.Close()
+}

@@ -254,7 +254,8 @@ var recordKeySecret = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range []string{"requestId", "pid", "tid", "comm", "exe", "surface", "access", "value",
 		"net", "node", "rule", "action", "decidedBy", "reason", "sessionRules", "policyRules",
-		"command", "links", "terminal", "name", "rules", "count"} {
+		"command", "links", "terminal", "name", "rules", "count",
+		"exe", "program", "since", "dirs", "paths", "what", "routine", "important"} {
 		m[k] = secretKey(k)
 	}
 	return m

@@ -33,7 +33,20 @@ type LogRecord struct {
 	// audited request, the rule that would have asked or denied); the
 	// zero Rule when the record names none or it is unreadable.
 	Rule engine.Rule
+	// A permission_request.allowed_reads summary: how many reads, by
+	// which program, counted by directory (most first).
+	Count   int64
+	Program string
+	Dirs    []DirCount
+	// What a review_log.dropped record says was dropped.
+	What string
 	Raw  []byte
+}
+
+// DirCount is a directory of a read summary and its reads.
+type DirCount struct {
+	Dir   string `json:"dir"`
+	Count int64  `json:"count"`
 }
 
 // maxLogLine bounds one line read back; longer lines are skipped as
@@ -59,6 +72,10 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Run       string          `json:"run"`
 		DecidedBy json.RawMessage `json:"decidedBy"`
 		Rule      *ruleJSON       `json:"rule"`
+		Count     int64           `json:"count"`
+		Program   string          `json:"program"`
+		Dirs      []DirCount      `json:"dirs"`
+		What      string          `json:"what"`
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
@@ -78,6 +95,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Time: t, Event: Event(w.Event), RequestID: RequestID(w.RequestID), PID: w.PID,
 		Exe: w.Exe, Comm: w.Comm, Surface: w.Surface, Access: w.Access, Value: w.Value,
 		Action: w.Action, Reason: w.Reason, Node: w.Node, Run: w.Run,
+		Count: w.Count, Program: w.Program, Dirs: w.Dirs, What: w.What,
 		Raw: append([]byte(nil), line...),
 	}
 	if len(w.DecidedBy) > 0 {

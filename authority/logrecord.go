@@ -14,19 +14,65 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 		return
 	}
 	readAllow := ev == EventAllowed && r.Check.Surface == engine.SurfaceRead
-	if readAllow && l.opts.ReadAllows == readAllowsNone {
-		return
+	if readAllow {
+		switch l.opts.ReadAllows {
+		case readAllowsNone:
+			return
+		case readAllowsSummary:
+			l.noteRead(r, d)
+			return
+		}
 	}
+	l.record(ev, r, d, readAllow)
+}
+
+// record queues the record; apart from Record so that only these records
+// move r to the heap (the closures keep it), not a read summary's note.
+func (l *Log) record(ev Event, r Request, d Decision, readAllow bool) {
 	t := l.now()
 	if ev == EventAllowed || ev == EventAnswered {
 		// Routine records (most of a busy tree's) are gathered on the
 		// writer goroutine too, not on the worker a process waits on: r
 		// and d are values nobody changes once decided.
-		l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, l.recordFields(r, d)) }, readAllow, false)
+		l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, l.recordFields(r, d)) }, readAllow, false, false)
 		return
 	}
 	f := l.recordFields(r, d)
-	l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, f) }, readAllow, true)
+	l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, f) }, readAllow, true, true)
+}
+
+// noteRead hands an allowed read to the writer's summary of its process.
+func (l *Log) noteRead(r Request, d Decision) {
+	l.NoteRead(r.Process, r.Check.Value, r.Node, r.Rule, l.provenance(r, d.DecidedBy()))
+}
+
+// SummarisesReads reports whether allowed reads go to per-process
+// summaries (readAllows "summary"): a caller may then hand them over with
+// NoteRead without making a Request (and its request id) for each.
+func (l *Log) SummarisesReads() bool {
+	return l != nil && l.opts.ReadAllows == readAllowsSummary && l.opts.Responder == ""
+}
+
+// NoteRead hands a read that rule allowed without asking (by, its
+// provenance) to the writer's summary of process p: a value on a
+// channel, dropped and counted when the channel is full.
+func (l *Log) NoteRead(p Process, path, node string, rule engine.Rule, by DecidedBy) {
+	if l == nil {
+		return
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return
+	}
+	select {
+	case l.reads <- readNote{pid: p.PID, exe: p.Exe, value: path, node: node, rule: rule, by: by, t: l.now()}:
+	default:
+		l.dropped.Add(1)
+	}
+	if 2*len(l.reads) >= cap(l.reads) {
+		l.wake()
+	}
 }
 
 // recordFields are the fields of a permission_request record.
@@ -242,13 +288,25 @@ func (l *Log) requestFields(r Request) fields {
 	return f
 }
 
-// droppedFields describes read-allow records the writer could not keep up
-// with (they are counted, never silently lost).
-func (l *Log) droppedFields(n int64) fields {
-	return fields{
-		{"requestId", NewRequestID()},
-		{"count", n},
-		{"what", "read allows (log writer behind)"},
-		{"decidedBy", ByError{Reason: "review log writer fell behind"}},
+// droppedFields describes records that were not written (they are
+// counted, never silently lost): behind, read allows the queue had no
+// room for; unwritten, routine records the file refused (disk full,
+// read-only, I/O error); lost, asks, answers or denials the file refused
+// past what permwrap holds in memory for it.
+func (l *Log) droppedFields(behind, unwritten, lost int64) fields {
+	f := fields{{"requestId", NewRequestID()}, {"count", behind + unwritten + lost}}
+	switch {
+	case behind > 0:
+		f = append(f, field{"what", "read allows (log writer behind)"}, field{"decidedBy", ByError{Reason: "review log writer fell behind"}})
+	default:
+		f = append(f, field{"what", "records the log file refused (disk full, read-only or I/O error)"})
+		if unwritten > 0 {
+			f = append(f, field{"routine", unwritten})
+		}
+		if lost > 0 {
+			f = append(f, field{"important", lost})
+		}
+		f = append(f, field{"decidedBy", ByError{Reason: "review log could not be written"}})
 	}
+	return f
 }

@@ -86,9 +86,15 @@ func (t TypoPath) Match(path string) bool { return t.pat != nil && t.pat.match(p
 
 // LogSettings configures the review log.
 type LogSettings struct {
-	Path       string // "" → the review log's default location
-	ReadAllows string // "all" or "none": whether allowed reads are logged
-	FieldWidth int    // longest value written per field before truncation
+	Path string // "" → the review log's default location
+	// ReadAllows is how reads allowed without asking are logged:
+	// "summary" (one record per process), "each" (one per read), "none".
+	ReadAllows string
+	FieldWidth int // longest value written per field before truncation
+	// RotateBytes: the log is rotated when it would pass this size (0:
+	// never); Keep older files are kept.
+	RotateBytes int64
+	Keep        int
 }
 
 // Settings is the non-rule configuration. It comes from the global
@@ -112,6 +118,11 @@ const (
 	DefaultAskTimeout        = 10 * time.Minute
 	DefaultAuthorizerTimeout = 3 * time.Second
 	DefaultLogFieldWidth     = 512
+	DefaultLogRotateMB       = 10
+	DefaultLogKeep           = 3
+	// MaxLogKeep bounds log.keep: the older files a --log or log.path
+	// outside permwrap's state directory has are protected by name.
+	MaxLogKeep = 9
 )
 
 func defaultSettings() Settings {
@@ -120,7 +131,7 @@ func defaultSettings() Settings {
 		AskTimeout:   DefaultAskTimeout,
 		DenialNotice: "stderr",
 		Proxy:        "env",
-		Log:          LogSettings{ReadAllows: "all", FieldWidth: DefaultLogFieldWidth},
+		Log:          LogSettings{ReadAllows: "summary", FieldWidth: DefaultLogFieldWidth, RotateBytes: DefaultLogRotateMB << 20, Keep: DefaultLogKeep},
 	}
 }
 

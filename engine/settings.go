@@ -291,10 +291,25 @@ func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
 			}
 		case "readAllows":
 			if s, ok := p.str(&m.Value, "log.readAllows"); ok {
-				if s != "all" && s != "none" {
-					p.errorf(m.Value.StartOffset, "log.readAllows: %q is not \"all\" or \"none\"", s)
-				} else {
+				switch s {
+				case "summary", "each", "none":
 					ls.ReadAllows = s
+				case "all": // the old name of "each"
+					ls.ReadAllows = "each"
+				default:
+					p.errorf(m.Value.StartOffset, "log.readAllows: %q is not \"summary\", \"each\" or \"none\"", s)
+				}
+			}
+		case "rotateMB":
+			if n, ok := p.integer(&m.Value, "log.rotateMB", 0); ok {
+				ls.RotateBytes = n << 20
+			}
+		case "keep":
+			if n, ok := p.integer(&m.Value, "log.keep", 0); ok {
+				if n > MaxLogKeep {
+					p.errorf(m.Value.StartOffset, "log.keep: at most %d older files", MaxLogKeep)
+				} else {
+					ls.Keep = int(n)
 				}
 			}
 		case "fieldWidth":
@@ -302,7 +317,7 @@ func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
 				ls.FieldWidth = int(n)
 			}
 		default:
-			p.errorf(m.Name.StartOffset, "unknown key %q in log (want path, readAllows, fieldWidth)", k)
+			p.errorf(m.Name.StartOffset, "unknown key %q in log (want path, readAllows, fieldWidth, rotateMB, keep)", k)
 		}
 	}
 }

@@ -94,6 +94,13 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return ExitInternal, fmt.Errorf("pseudo-terminal: %w", err)
 	}
 	l.notices = terminal.NewNoticer(l.cfg.Notices)
+	// The review log says on this notice line (stderr, or between frames
+	// on a relayed terminal) when it cannot be written, once; after Run
+	// the caller's Close reports what was left unwritten.
+	if lg, ok := l.cfg.Log.(*authority.Log); ok && lg != nil {
+		lg.SetNotice(l.notices.Line)
+		defer lg.SetNotice(nil)
+	}
 	l.startEgress()
 	defer l.egress.stop()
 	if err := l.startWatchdog(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -383,7 +384,15 @@ func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decisio
 // record writes the review-log record of a decision made without asking
 // and returns the request id it was written under ("" when not written).
 func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) authority.RequestID {
-	if !s.wantsRecord(r, authority.OutcomeEvent(asked, d), v.result.Check.Surface) {
+	ev := authority.OutcomeEvent(asked, d)
+	if ev == authority.EventAllowed && v.result.Check.Surface == engine.SurfaceRead && !r.nested {
+		if l, ok := s.cfg.Log.(*authority.Log); ok && l.SummarisesReads() {
+			// Counted in its process's summary: no Request, no request id.
+			l.NoteRead(processInfo(r.th, r.tid, false, r.exe), v.result.Check.Value, "", v.result.Rule, d.DecidedBy())
+			return ""
+		}
+	}
+	if !s.wantsRecord(r, ev, v.result.Check.Surface) {
 		return "" // not written: do not gather it
 	}
 	req := s.authorityRequest(r, v)
@@ -546,11 +555,13 @@ func processInfo(th *pin.Thread, tid int, full bool, exe string) authority.Proce
 	if p.Exe == "" {
 		p.Exe = th.Exe()
 	}
+	if th.Tgid != tid && th.Tgid > 0 {
+		// The process, and the thread that asked: a thread's allows
+		// are counted under its process in the log's read summaries.
+		p.PID, p.TID = th.Tgid, tid
+	}
 	if !full {
 		return p
-	}
-	if th.Tgid != tid {
-		p.PID, p.TID = th.Tgid, tid // the process, and the thread that asked
 	}
 	base := "/proc/" + strconv.Itoa(tid)
 	if b, err := os.ReadFile(base + "/comm"); err == nil {
@@ -562,5 +573,25 @@ func processInfo(th *pin.Thread, tid int, full bool, exe string) authority.Proce
 			p.Cmdline = strings.Split(string(b), "\x00")
 		}
 	}
+	p.Comm = programName(p.Comm, p.Exe, p.Cmdline)
 	return p
+}
+
+// programName is what the prompt and the log call a process: its comm,
+// unless the comm names how it was started rather than what runs — a
+// program exec'd through /proc/self/exe (permwrap's own stages, Go and
+// Rust programs re-executing themselves) has the comm "exe", and one
+// exec'd from a descriptor (fexecve, execveat with AT_EMPTY_PATH) the
+// descriptor's number. Then the executable's base name, else argv[0]'s.
+func programName(comm, exe string, argv []string) string {
+	if comm != "" && comm != "exe" && strings.Trim(comm, "0123456789") != "" {
+		return comm
+	}
+	if exe != "" && !strings.HasPrefix(exe, "/proc/") {
+		return path.Base(strings.TrimSuffix(exe, " (deleted)"))
+	}
+	if len(argv) > 0 && argv[0] != "" {
+		return path.Base(argv[0])
+	}
+	return comm
 }

@@ -102,3 +102,27 @@ func TestAsksEnd(t *testing.T) {
 		}
 	}
 }
+
+// programName names a process by its comm unless the comm says how it
+// was started: "exe" (through /proc/self/exe) or a descriptor's number.
+func TestProgramName(t *testing.T) {
+	cases := []struct {
+		comm, exe string
+		argv      []string
+		want      string
+	}{
+		{"git", "/usr/bin/git", []string{"git", "push"}, "git"},
+		{"exe", "/usr/local/bin/permwrap", []string{"/proc/self/exe", "init"}, "permwrap"},
+		{"3", "/usr/bin/python3.11", []string{"python3"}, "python3.11"},
+		{"", "/usr/bin/ls", nil, "ls"},
+		{"exe", "/usr/local/bin/tool (deleted)", nil, "tool"},
+		{"exe", "", []string{"/opt/x/runner", "-v"}, "runner"},
+		{"exe", "", nil, "exe"},
+		{"myscript.sh", "/usr/bin/bash", []string{"/bin/bash", "./myscript.sh"}, "myscript.sh"},
+	}
+	for _, c := range cases {
+		if got := programName(c.comm, c.exe, c.argv); got != c.want {
+			t.Errorf("programName(%q, %q, %q) = %q, want %q", c.comm, c.exe, c.argv, got, c.want)
+		}
+	}
+}

@@ -18,13 +18,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/authority"
+	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/internal/display"
 )
 
 const logUsage = `usage: permwrap log [--file F] [--follow] [--since DUR] [--decided-by KIND] [--denied] [--json]
 
 Show the review log, one line per decision: time, outcome, surface,
-value, and who decided.
+value, and who decided (a summary line for a process's allowed reads).
+The rotated older files (F.3, F.2, F.1) are read first, oldest first.
 
   --file F           the log to read (default $XDG_STATE_HOME/permwrap/review.jsonl)
   --follow           keep printing decisions as they are written
@@ -46,7 +48,7 @@ type logFilter struct {
 func isDecision(e authority.Event) bool {
 	switch e {
 	case authority.EventAllowed, authority.EventDenied, authority.EventApproved, authority.EventRejected, authority.EventTimedOut,
-		authority.EventWouldAsk, authority.EventWouldDeny, authority.EventAnswered:
+		authority.EventWouldAsk, authority.EventWouldDeny, authority.EventAnswered, authority.EventAllowedReads:
 		return true
 	}
 	return false
@@ -57,7 +59,9 @@ func (f logFilter) match(r authority.LogRecord) bool {
 		return false
 	}
 	if f.denied || f.decidedBy != "" || !f.json {
-		if !isDecision(r.Event) {
+		// The readable view also says where records are missing.
+		dropped := r.Event == authority.EventDropped && !f.denied && f.decidedBy == ""
+		if !isDecision(r.Event) && !dropped {
 			return false
 		}
 	}
@@ -122,9 +126,13 @@ func cmdLog(args []string, stdout, stderr io.Writer) int {
 	return showLog(ctx, path, *follow, f, color, stdout, stderr)
 }
 
-// showLog prints the matching records of the log at path; with follow it
-// keeps reading what is appended until ctx ends.
+// showLog prints the matching records of the log at path — its rotated
+// older files first — and with follow keeps reading what is appended
+// until ctx ends. A request's outcome is printed once: a second outcome
+// record with a request id already shown is skipped.
 func showLog(ctx context.Context, path string, follow bool, f logFilter, color bool, stdout, stderr io.Writer) int {
+	files := authority.RotatedLogs(path)
+	older, path := files[:len(files)-1], files[len(files)-1]
 	file, err := os.Open(path)
 	for err != nil && follow && errors.Is(err, os.ErrNotExist) {
 		// Following a log that does not exist yet: wait for permwrap to create it.
@@ -135,7 +143,7 @@ func showLog(ctx context.Context, path string, follow bool, f logFilter, color b
 		}
 		file, err = os.Open(path)
 	}
-	if err != nil {
+	if err != nil && !(errors.Is(err, os.ErrNotExist) && len(older) > 0) {
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(stderr, "permwrap log: no review log at %s (nothing decided yet, or see --file)\n", path)
 			return exitFailure
@@ -143,12 +151,26 @@ func showLog(ctx context.Context, path string, follow bool, f logFilter, color b
 		fmt.Fprintf(stderr, "permwrap log: %v\n", err)
 		return exitInternal
 	}
-	defer func() { file.Close() }()
+	defer func() {
+		if file != nil {
+			file.Close()
+		}
+	}()
 
 	broken := 0
+	seen := map[authority.RequestID]bool{}
 	emit := func(r authority.LogRecord) error {
 		if !f.match(r) {
 			return nil
+		}
+		if isDecision(r.Event) && r.RequestID != "" {
+			if seen[r.RequestID] {
+				return nil
+			}
+			if len(seen) >= maxSeen {
+				clear(seen)
+			}
+			seen[r.RequestID] = true
 		}
 		var err error
 		if f.json {
@@ -158,9 +180,27 @@ func showLog(ctx context.Context, path string, follow bool, f logFilter, color b
 		}
 		return err
 	}
-	n, err := authority.ReadLog(file, emit)
-	broken += n
-	if err == nil && follow {
+	for _, p := range older {
+		of, oerr := os.Open(p)
+		if oerr != nil {
+			continue // rotated away while we read
+		}
+		n, rerr := authority.ReadLog(of, emit)
+		of.Close()
+		broken += n
+		if rerr != nil {
+			fmt.Fprintf(stderr, "permwrap log: %v\n", rerr)
+			return exitInternal
+		}
+	}
+	if file != nil {
+		n, rerr := authority.ReadLog(file, emit)
+		broken += n
+		err = rerr
+	} else {
+		err = nil
+	}
+	if err == nil && follow && file != nil {
 		broken += followLog(ctx, path, &file, emit, stderr)
 	}
 	if broken > 0 {
@@ -173,6 +213,9 @@ func showLog(ctx context.Context, path string, follow bool, f logFilter, color b
 	return exitOK
 }
 
+// maxSeen bounds the request ids remembered to print each outcome once.
+const maxSeen = 1 << 20
+
 const followPoll = 200 * time.Millisecond
 
 // followLog reads what is appended to *file after its current offset,
@@ -180,28 +223,35 @@ const followPoll = 200 * time.Millisecond
 // rotation) is read again from its start.
 func followLog(ctx context.Context, path string, file **os.File, emit func(authority.LogRecord) error, stderr io.Writer) (broken int) {
 	var partial []byte
+	// consume takes what was read; false when emit wants no more.
+	consume := func(b []byte) bool {
+		partial = append(partial, b...)
+		for {
+			i := bytes.IndexByte(partial, '\n')
+			if i < 0 {
+				break
+			}
+			line := partial[:i]
+			if len(bytes.TrimSpace(line)) > 0 {
+				if rec, perr := authority.ParseLogLine(line); perr != nil {
+					broken++
+				} else if emit(rec) != nil {
+					return false
+				}
+			}
+			partial = partial[i+1:]
+		}
+		if len(partial) > 1<<20 { // a line that never ends is not a record
+			partial, broken = nil, broken+1
+		}
+		return true
+	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := (*file).Read(buf)
 		if n > 0 {
-			partial = append(partial, buf[:n]...)
-			for {
-				i := bytes.IndexByte(partial, '\n')
-				if i < 0 {
-					break
-				}
-				line := partial[:i]
-				if len(bytes.TrimSpace(line)) > 0 {
-					if rec, perr := authority.ParseLogLine(line); perr != nil {
-						broken++
-					} else if emit(rec) != nil {
-						return broken
-					}
-				}
-				partial = partial[i+1:]
-			}
-			if len(partial) > 1<<20 { // a line that never ends is not a record
-				partial, broken = nil, broken+1
+			if !consume(buf[:n]) {
+				return broken
 			}
 			continue
 		}
@@ -216,6 +266,12 @@ func followLog(ctx context.Context, path string, file **os.File, emit func(autho
 		}
 		if rotated(*file, path) {
 			if nf, err := os.Open(path); err == nil {
+				// The records the old file got before it was rotated
+				// first (a rotated file is not written again).
+				if rest, _ := io.ReadAll(*file); len(rest) > 0 && !consume(rest) {
+					nf.Close()
+					return broken
+				}
 				(*file).Close()
 				*file, partial = nf, nil
 			}
@@ -269,6 +325,8 @@ var outcomeWords = map[authority.Event]string{
 	// Audit mode: allowed, but the policy would not have.
 	authority.EventWouldAsk:  "would ask",
 	authority.EventWouldDeny: "would deny",
+	// A process's allowed reads, counted (readAllows "summary").
+	authority.EventAllowedReads: "allowed",
 }
 
 const (
@@ -280,15 +338,14 @@ const (
 )
 
 // formatRecord is one readable line:
-// "2026-12-01 06:00:00  denied     write  /etc/hosts  by rule write:/etc/** (global) — system files".
+//
+//	2026-12-01 06:00:00  denied     write  /etc/hosts  by rule write:/etc/** (deny, policy.jsonc:12:5) — system files
+//	2026-12-01 06:00:01  rejected   write  /etc/foo  asked by rule write:* (ask, default.jsonc:101:7); no one to answer (headless)
+//	2026-12-01 06:00:02  allowed    read   212 reads by rg (pid 42): /usr/share/doc 180, /usr/share/man 30, … — by rule read:* (allow, default.jsonc:20:7)
 func formatRecord(r authority.LogRecord, color bool) string {
 	word := outcomeWords[r.Event]
 	if word == "" {
 		word = string(r.Event)
-	}
-	by := "unknown"
-	if r.DecidedBy != nil {
-		by = r.DecidedBy.String()
 	}
 	var b strings.Builder
 	stamp := r.Time.Local().Format("2006-01-02 15:04:05")
@@ -306,18 +363,86 @@ func formatRecord(r authority.LogRecord, color bool) string {
 		code = ansiRed
 	case authority.EventTimedOut, authority.EventWouldAsk, authority.EventWouldDeny:
 		code = ansiYellow
-	case authority.EventAnswered:
+	case authority.EventAnswered, authority.EventAllowedReads:
 		code = ansiDim
 	}
+	if r.Event == authority.EventDropped {
+		b.WriteString(paint(ansiYellow, fmt.Sprintf("%-9s", "missing")))
+		fmt.Fprintf(&b, "  %d record(s) not written: %s", r.Count, safeText(r.What))
+		return b.String()
+	}
 	b.WriteString(paint(code, fmt.Sprintf("%-9s", word)))
-	fmt.Fprintf(&b, "  %-5s  %s  by %s", safeText(r.Surface), safeText(r.Value), safeText(by))
-	if r.Reason != "" {
-		b.WriteString(" — " + safeText(r.Reason))
+	if r.Event == authority.EventAllowedReads {
+		fmt.Fprintf(&b, "  %-5s  %s — %s", safeText(r.Surface), safeText(readsSummary(r)), safeText(decider(r)))
+	} else {
+		fmt.Fprintf(&b, "  %-5s  %s  %s", safeText(r.Surface), safeText(r.Value), safeText(decider(r)))
+		if r.Reason != "" && !unanswered(r) {
+			b.WriteString(" — " + safeText(r.Reason))
+		}
 	}
 	if r.Node != "" {
 		b.WriteString(" [node " + safeText(r.Node) + "]")
 	}
 	return b.String()
+}
+
+// unanswered: an ask nobody could answer (headless, timed out, the
+// prompt unavailable); its reason is what decider says.
+func unanswered(r authority.LogRecord) bool {
+	_, ok := r.DecidedBy.(authority.ByUnavailable)
+	return ok
+}
+
+// decider says who decided: the rule (its pattern, action and origin or
+// place) when the record names it, or for an ask nobody answered the
+// rule that asked and why nobody did.
+func decider(r authority.LogRecord) string {
+	hasRule := r.Rule.Pattern != "" || r.Rule.Surface != engine.SurfaceInvalid
+	switch by := r.DecidedBy.(type) {
+	case nil:
+		return "by unknown"
+	case authority.ByUnavailable:
+		asked := "asked"
+		if hasRule {
+			asked += " by " + r.Rule.String()
+		}
+		switch by.Reason {
+		case "", authority.ReasonUnavailable:
+			return asked + "; no one to answer (headless)"
+		case authority.ReasonTimedOut:
+			return asked + "; no answer in time"
+		}
+		return asked + "; " + by.Reason
+	case authority.ByRule:
+		if hasRule && r.Rule.Pattern == by.Pattern && r.Rule.Surface == by.Surface {
+			return "by " + r.Rule.String()
+		}
+		return "by " + by.String()
+	}
+	return "by " + r.DecidedBy.String()
+}
+
+// readsSummary is a read summary's middle: "212 reads by rg (pid 42):
+// /usr/share/doc 180, /usr/share/man 30, …".
+func readsSummary(r authority.LogRecord) string {
+	prog := r.Program
+	if prog == "" {
+		prog = "?"
+	}
+	s := fmt.Sprintf("%d reads by %s (pid %d)", r.Count, prog, r.PID)
+	for i, d := range r.Dirs {
+		if i == 0 {
+			s += ": "
+		} else {
+			s += ", "
+		}
+		if i == 3 {
+			s += "…"
+			break
+		}
+		s += fmt.Sprintf("%s %d", d.Dir, d.Count)
+	}
+	return s
 }
 
 // safeText keeps a log value from driving the terminal: the log holds

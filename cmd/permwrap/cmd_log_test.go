@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestCmdLogReadable(t *testing.T) {
 	want := `2026-12-01 06:00:00  denied     write  /etc/hosts  by rule write:/etc/** (policy.jsonc:12:5) — system files
 2026-12-01 06:00:03  approved   bash   git push  by user (dialog)
 2026-12-01 07:00:00  rejected   write  /home/u/project-old/x.go\x1b[2J  by authorizer typo-path (deny) — did you mean /home/u/project/x.go?
-2026-12-01 07:00:01  timed out  read   /home/u/.ssh/id_rsa  by unavailable: timed out waiting for confirmation — timed out waiting for confirmation
+2026-12-01 07:00:01  timed out  read   /home/u/.ssh/id_rsa  asked; no answer in time
 2026-12-01 07:00:02  allowed    bash   npm test  by forwarded from outer: session approval bash:npm * [node inner-1]
 `
 	if code != exitOK || out != want {
@@ -172,5 +173,96 @@ func TestCmdLogFollowWithRealLog(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "/ok") {
 		t.Fatal("--denied printed an approval")
+	}
+}
+
+// A headless ask's denial names the rule that asked and says nobody could
+// answer; a rule's denial names the rule with its action and place; an
+// outcome written twice under one request id is shown once; a read
+// summary is one line.
+func TestCmdLogDeniedOneLinePerRequest(t *testing.T) {
+	time.Local = time.UTC
+	const headless = `{"time":"2026-12-01T06:00:00Z","event":"permission_request.rejected","requestId":"0190a0b0-0000-7000-8000-00000000000a","pid":7,"comm":"sh","surface":"write","access":"create","value":"/etc/foo","rule":{"surface":"write","pattern":"*","action":"ask","origin":"default","position":"default.jsonc:101:7"},"action":"deny","decidedBy":{"kind":"unavailable","reason":"confirmation unavailable"},"reason":"confirmation unavailable"}`
+	const byRule = `{"time":"2026-12-01T06:00:01Z","event":"permission_request.denied","requestId":"0190a0b0-0000-7000-8000-00000000000b","pid":7,"surface":"write","value":"/etc/hosts","rule":{"surface":"write","pattern":"/etc/**","action":"deny","origin":"global","position":"policy.jsonc:12:5"},"action":"deny","decidedBy":{"kind":"rule","surface":"write","pattern":"/etc/**","origin":"global","position":"policy.jsonc:12:5"},"reason":"system files"}`
+	const summary = `{"time":"2026-12-01T06:00:02Z","event":"permission_request.allowed_reads","requestId":"0190a0b0-0000-7000-8000-00000000000c","pid":42,"exe":"/usr/bin/rg","program":"rg","surface":"read","count":212,"since":"2026-12-01T06:00:01Z","dirs":[{"dir":"/usr/share/doc","count":180},{"dir":"/usr/share/man","count":30},{"dir":"/etc","count":1},{"dir":"/usr/lib","count":1}],"paths":["/usr/share/doc/a"],"rule":{"surface":"read","pattern":"*","action":"allow","origin":"default","position":"default.jsonc:20:7"},"action":"allow","decidedBy":{"kind":"rule","surface":"read","pattern":"*","origin":"default","position":"default.jsonc:20:7"}}`
+	p := filepath.Join(t.TempDir(), "review.jsonl")
+	const dropped = `{"time":"2026-12-01T06:00:03Z","event":"review_log.dropped","requestId":"0190a0b0-0000-7000-8000-00000000000d","count":412,"what":"records the log file refused (disk full, read-only or I/O error)","routine":412,"decidedBy":{"kind":"error","reason":"review log could not be written"}}`
+	if err := os.WriteFile(p, []byte(headless+"\n"+byRule+"\n"+headless+"\n"+summary+"\n"+dropped+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runLog(t, "--file", p, "--denied")
+	want := `2026-12-01 06:00:00  rejected   write  /etc/foo  asked by rule write:* (ask, default.jsonc:101:7); no one to answer (headless)
+2026-12-01 06:00:01  denied     write  /etc/hosts  by rule write:/etc/** (deny, policy.jsonc:12:5) — system files
+`
+	if code != exitOK || out != want {
+		t.Fatalf("--denied: exit %d\n got:\n%s\nwant:\n%s", code, out, want)
+	}
+	code, out, _ = runLog(t, "--file", p)
+	if wantSum := "2026-12-01 06:00:02  allowed    read   212 reads by rg (pid 42): /usr/share/doc 180, /usr/share/man 30, /etc 1, … — by rule read:* (allow, default.jsonc:20:7)\n" +
+		"2026-12-01 06:00:03  missing    412 record(s) not written: records the log file refused (disk full, read-only or I/O error)\n"; code != exitOK || !strings.HasSuffix(out, wantSum) || strings.Count(out, "\n") != 4 {
+		t.Fatalf("all: exit %d\n got:\n%s\nwant it to end in:\n%s", code, out, wantSum)
+	}
+}
+
+// permwrap log reads the rotated files first, oldest first, and goes on
+// when the current file is missing (rotated, not yet written again).
+func TestCmdLogReadsRotatedFiles(t *testing.T) {
+	time.Local = time.UTC
+	dir := t.TempDir()
+	p := filepath.Join(dir, "review.jsonl")
+	rec := func(sec int) string {
+		return fmt.Sprintf(`{"time":"2026-12-01T06:00:%02dZ","event":"permission_request.denied","requestId":"0190a0b0-0000-7000-8000-0000000000%02d","surface":"write","value":"/f%d","action":"deny","decidedBy":{"kind":"error","reason":"x"}}`+"\n", sec, sec, sec)
+	}
+	for name, sec := range map[string]int{p + ".2": 1, p + ".1": 2, p: 3} {
+		if err := os.WriteFile(name, []byte(rec(sec)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, _ := runLog(t, "--file", p)
+	if code != exitOK || !strings.Contains(out, "/f1") || strings.Index(out, "/f1") > strings.Index(out, "/f2") || strings.Index(out, "/f2") > strings.Index(out, "/f3") {
+		t.Fatalf("exit %d, want /f1, /f2, /f3 in order:\n%s", code, out)
+	}
+	os.Remove(p)
+	if code, out, _ = runLog(t, "--file", p); code != exitOK || strings.Count(out, "\n") != 2 {
+		t.Fatalf("without the current file: exit %d\n%s", code, out)
+	}
+}
+
+// --follow across rotations: every record is printed once, those the old
+// file got just before it was rotated included.
+func TestCmdLogFollowAcrossRotation(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "review.jsonl")
+	l, err := authority.OpenLog(p, authority.LogOptions{RotateBytes: 8 << 10, Keep: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb testutil.SyncBuffer
+	done := make(chan int)
+	go func() { done <- showLog(ctx, p, true, logFilter{denied: true}, false, &out, &errb) }()
+	deny := authority.FromRule(engine.Rule{Surface: engine.SurfaceWrite, Pattern: "/etc/**", Action: engine.Deny, Origin: engine.OriginHardGuard})
+	const chunks, per = 4, 20
+	for c := range chunks {
+		for i := range per {
+			l.Decided(authority.NewRequest(engine.Check{Surface: engine.SurfaceWrite, Value: fmt.Sprintf("/etc/f-%d-%d", c, i)}), false, deny)
+		}
+		time.Sleep(2 * followPoll)
+	}
+	l.Close()
+	if files := authority.RotatedLogs(p); len(files) < 3 {
+		t.Fatalf("files %v: the log was not rotated", files)
+	}
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(out.String(), "\n") < chunks*per && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	got := out.String()
+	for c := range chunks {
+		for i := range per {
+			if n := strings.Count(got, fmt.Sprintf("/etc/f-%d-%d ", c, i)); n != 1 {
+				t.Fatalf("/etc/f-%d-%d printed %d times:\n%s", c, i, n, got)
+			}
+		}
 	}
 }

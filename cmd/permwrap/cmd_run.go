@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -73,13 +74,21 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "permwrap: audit mode: hard guards, protected writes and permwrap's own files are still enforced; `permwrap policy suggest` reads the log")
 	}
 	settings := policy.Settings()
-	log, err := authority.OpenLog(ld.logPath, authority.LogOptions{FieldWidth: settings.Log.FieldWidth, ReadAllows: settings.Log.ReadAllows, Run: string(authority.NewRequestID())})
+	logOpts := logOptions(settings.Log)
+	logOpts.Run = string(authority.NewRequestID())
+	log, err := authority.OpenLog(ld.logPath, logOpts)
 	if err != nil {
 		printErr(stderr, "permwrap: ", err) // the error names the review log
 		printLines(stderr, "permwrap: ", logUnwritableHint(f.logPath.set))
 		return exitInternal
 	}
-	defer log.Close()
+	defer func() {
+		// Records the file refused to the end (the person was told when
+		// it began): say how many, once more, as the run ends.
+		if err := log.Close(); errors.Is(err, authority.ErrUnwritten) {
+			printErr(stderr, "permwrap: ", err)
+		}
+	}()
 	// Fail at start, not at the first ask, when the reviewers are misconfigured.
 	newDecider, err := deciderFactory(policy, settings, log, f.configDir.v, stderr)
 	if err != nil {
@@ -122,6 +131,19 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	return status
+}
+
+// logOptions are the review log's settings as authority.OpenLog takes
+// them (0 there means the default; a setting of 0 means never / none).
+func logOptions(s engine.LogSettings) authority.LogOptions {
+	o := authority.LogOptions{FieldWidth: s.FieldWidth, ReadAllows: s.ReadAllows, RotateBytes: s.RotateBytes, Keep: s.Keep}
+	if o.RotateBytes == 0 {
+		o.RotateBytes = -1
+	}
+	if o.Keep == 0 {
+		o.Keep = -1
+	}
+	return o
 }
 
 // userPolicyFile is the policy.jsonc a person's "always allow" / "always

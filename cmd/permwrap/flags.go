@@ -122,7 +122,7 @@ func loadPolicy(pf *policyFlags, logFlag string) (loaded, error) {
 		if logPath, err = filepath.Abs(logPath); err != nil {
 			return loaded{}, fmt.Errorf("--log: %w", err)
 		}
-		opts.Protect = append(opts.Protect, protectLog(logPath))
+		opts.Protect = append(opts.Protect, protectLog(logPath)...)
 	}
 	p, warns, err := engine.Load(opts)
 	if err != nil {
@@ -132,7 +132,7 @@ func loadPolicy(pf *policyFlags, logFlag string) (loaded, error) {
 		if logPath = p.Settings().Log.Path; logPath != "" {
 			// The policy names its own log: protect that too (a second
 			// compile; the files are already read and cheap to redo).
-			opts.Protect = append(opts.Protect, protectLog(logPath))
+			opts.Protect = append(opts.Protect, protectLog(logPath)...)
 			if p, warns, err = engine.Load(opts); err != nil {
 				return loaded{warnings: warns}, err
 			}
@@ -144,8 +144,16 @@ func loadPolicy(pf *policyFlags, logFlag string) (loaded, error) {
 	return loaded{policy: p, env: p.Env(), warnings: warns, logPath: logPath}, nil
 }
 
-func protectLog(path string) engine.Protected {
-	return engine.Protected{Path: path, Reason: "permwrap's review log is read-only to what it runs"}
+// protectLog protects a review log outside permwrap's state directory:
+// the file, its rotated older files (log.keep is at most
+// engine.MaxLogKeep) and its lock.
+func protectLog(path string) []engine.Protected {
+	const reason = "permwrap's review log is read-only to what it runs"
+	out := []engine.Protected{{Path: path, Reason: reason}, {Path: path + ".lock", Reason: reason}}
+	for i := 1; i <= engine.MaxLogKeep; i++ {
+		out = append(out, engine.Protected{Path: path + "." + strconv.Itoa(i), Reason: reason})
+	}
+	return out
 }
 
 // newFlagSet makes a FlagSet that reports to stderr and never exits.
