@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -148,30 +149,40 @@ type observations struct {
 // that has any). When there is nothing to suggest it has said why on
 // stderr and returns the exit code and false.
 func readObservations(logPath string, opts suggestOptions, stderr io.Writer) (*observations, int, bool) {
-	f, err := os.Open(logPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "permwrap policy suggest: %v\n", err)
-		return nil, exitFailure, false
-	}
-	defer f.Close()
 	var recs []authority.LogRecord
 	runs := map[string]bool{}
 	last := ""
-	broken, err := authority.ReadLog(f, func(r authority.LogRecord) error {
-		if !opts.from.IsZero() && r.Time.Before(opts.from) {
+	broken := 0
+	// The rotated older files first, so "the last run" is the last one
+	// recorded even when rotation split it.
+	files := authority.RotatedLogs(logPath)
+	for i, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && i < len(files)-1 {
+				continue // rotated away while we listed
+			}
+			fmt.Fprintf(stderr, "permwrap policy suggest: %v\n", err)
+			return nil, exitFailure, false
+		}
+		b, err := authority.ReadLog(f, func(r authority.LogRecord) error {
+			if !opts.from.IsZero() && r.Time.Before(opts.from) {
+				return nil
+			}
+			if wanted(r, opts.approved) {
+				runs[r.Run] = true
+				last = r.Run
+				r.Raw = nil
+				recs = append(recs, r)
+			}
 			return nil
+		})
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "permwrap policy suggest: %s: %v\n", path, err)
+			return nil, exitFailure, false
 		}
-		if wanted(r, opts.approved) {
-			runs[r.Run] = true
-			last = r.Run
-			r.Raw = nil
-			recs = append(recs, r)
-		}
-		return nil
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "permwrap policy suggest: %s: %v\n", logPath, err)
-		return nil, exitFailure, false
+		broken += b
 	}
 	if broken > 0 {
 		fmt.Fprintf(stderr, "permwrap policy suggest: skipped %d broken line(s)\n", broken)
