@@ -14,7 +14,9 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 		return
 	}
 	readAllow := ev == EventAllowed && r.Check.Surface == engine.SurfaceRead
-	if readAllow {
+	if _, byRule := d.DecidedBy().(ByRule); readAllow && byRule {
+		// Only a rule's allow is routine: a read a person's approval
+		// or a session rule allowed keeps a record of its own.
 		switch l.opts.ReadAllows {
 		case readAllowsNone:
 			return

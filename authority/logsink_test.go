@@ -80,12 +80,16 @@ func TestLogSummarisesReads(t *testing.T) {
 	}
 	l.Decided(writeRequest(1), false, Allowed(ByRule{Surface: engine.SurfaceWrite, Pattern: "/home/u/p/**"}))
 	l.Decided(writeRequest(2), false, Denied(ByError{Reason: "x"}, "x"))
+	// A read a person's approval allowed is not routine: it keeps its
+	// own record.
+	approved, _ := readAllowRequest(9, "/usr/bin/cat", "/home/u/.aws/config")
+	l.Decided(approved, false, Allowed(ByUser{Via: "script approval"}))
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	recs := records(t, buf.Bytes())
-	if n := len(byEvent(recs, EventAllowed)); n != 1 {
-		t.Fatalf("%d allowed records, want 1 (the write):\n%s", n, buf.Bytes())
+	if n := len(byEvent(recs, EventAllowed)); n != 2 {
+		t.Fatalf("%d allowed records, want 2 (the write, the approved read):\n%s", n, buf.Bytes())
 	}
 	if n := len(byEvent(recs, EventDenied)); n != 1 {
 		t.Fatalf("%d denied records, want 1", n)

@@ -330,9 +330,13 @@ func (s *supervisor) answered(r *request, v verdict, ans kernelAnswer) {
 // ask takes a request whose answer is ask to the decider. It owns r.
 func (s *supervisor) ask(r *request, v verdict) {
 	req := s.authorityRequest(r, v)
-	s.logAsked(r, req)
 	tgid := s.tgidOf(r.tid)
 	var d authority.Decision
+	// An ask an approval already answers asks nobody: it is recorded as
+	// allowed by that approval, without an asked record before it (a
+	// push's sixteen writes into its remote were sixteen asked/approved
+	// pairs).
+	asked := false
 	if sd, ok := s.saves.answer(v, tgid); ok && !r.nested {
 		// The rest of a save already allowed (saves.go).
 		d = sd
@@ -340,16 +344,20 @@ func (s *supervisor) ask(r *request, v verdict) {
 		// One of the commands or files of a script already allowed for
 		// this process tree.
 		d = sd
-	} else if s.cfg.Decider == nil {
-		d = authority.Denied(authority.ByUnavailable{Reason: "confirmation unavailable"}, "confirmation unavailable")
 	} else {
-		d = s.cfg.Decider.Resolve(s.ctx, req)
+		asked = true
+		s.logAsked(r, req)
+		if s.cfg.Decider == nil {
+			d = authority.Denied(authority.ByUnavailable{Reason: "confirmation unavailable"}, "confirmation unavailable")
+		} else {
+			d = s.cfg.Decider.Resolve(s.ctx, req)
+		}
 	}
 	// "Allow for this session" and "always deny": the rules hold from
 	// the next request on (for a nested caller, in its node's chain); the
 	// log records those that could be added.
 	d = s.addSessionRules(r, d)
-	s.logDecided(r, req, true, d)
+	s.logDecided(r, req, asked, d)
 	if v.exec != nil && approves(d) && !r.nested {
 		s.scripts.approve(tgid, v.exec, d.DecidedBy())
 	}

@@ -184,13 +184,12 @@ func TestScriptAskedOnce(t *testing.T) {
 	var dialog, script int
 	for _, rec := range s.logRecords() {
 		by, _ := rec["decidedBy"].(map[string]any)
-		if rec["event"] == "permission_request.approved" && by["kind"] == "user" {
-			switch by["via"] {
-			case "dialog":
-				dialog++
-			case "script approval":
-				script++
-			}
+		switch {
+		case rec["event"] == "permission_request.approved" && by["kind"] == "user" && by["via"] == "dialog":
+			dialog++
+		case rec["event"] == "permission_request.allowed" && by["kind"] == "user" && by["via"] == "script approval":
+			// The script's execs: nobody was asked again.
+			script++
 		}
 	}
 	if dialog != 1 || script != 2 {
@@ -265,7 +264,7 @@ func TestShellRedirectAskedOnce(t *testing.T) {
 	// The review log: the person decided each script once; the opens are
 	// the script approval's and the session rule's.
 	for file, want := range map[string]map[string]int{
-		"asked/a.txt": {"approved by user/dialog": 1, "approved by user/script approval": 1},
+		"asked/a.txt": {"approved by user/dialog": 1, "allowed by user/script approval": 1},
 		"asked/b.txt": {"approved by user/dialog": 1, "allowed by session_approval": 1},
 		"asked/c.txt": {"allowed by session_approval": 2}, // the script, and its open
 		"asked/d.txt": {"allowed by session_approval": 1},
