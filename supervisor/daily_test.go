@@ -24,12 +24,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tailscale/hujson"
+
+	"github.com/permwrap/permwrap/internal/kerneltest"
 	"github.com/permwrap/permwrap/internal/testutil"
 )
 
@@ -289,4 +294,560 @@ func bgProcesses(marker string) []string {
 		out = append(out, e.Name()+":"+string(bytes.SplitN(cmd, []byte{0}, 2)[0]))
 	}
 	return out
+}
+
+// The second battery.
+
+// dailyStep is one command of the routine day, run by permwrap in a
+// terminal of its own.
+type dailyStep struct {
+	name string
+	// argv runs under permwrap; script, when set, is bash -c script.
+	argv   []string
+	script string
+	// policy, when set, is a --policy scope file.
+	policy string
+	// The prompts it may make, and how it must end.
+	minPrompts, maxPrompts int
+	fail                   bool // must exit non-zero, with permwrap's denial on the screen
+	// before, when set, is run (bare) before it; check after it.
+	before func(d *daily)
+	check  func(d *daily) string
+}
+
+// daily drives the battery: a tmux server as the battery's user, one
+// session per step.
+type daily struct {
+	b      *battery
+	sock   string
+	n      int
+	remote string // the local bare remote, outside the workspace
+	opts   string // the --policy file of command rules about options
+	// prompts counts the prompts answered; asked the asks the log shows.
+	prompts int
+}
+
+func newDaily(t *testing.T, b *battery) *daily {
+	d := &daily{b: b, remote: filepath.Join(b.home, "remotes", "origin.git"), opts: filepath.Join(b.fix, "push-rules.jsonc")}
+	if err := os.WriteFile(d.opts, []byte(`{ "permission": { "bash": { "git push origin *": "allow", "git push --force*": "deny" } } }`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(b.base, "tmux")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if b.cred != nil {
+		if err := os.Chown(dir, batteryUID, batteryUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.sock = filepath.Join(dir, "sock")
+	// The server runs as the battery's user, so its panes do; the test
+	// (root, or that user) drives it.
+	cmd := exec.Command("tmux", "-S", d.sock, "-f", "/dev/null", "new-session", "-d", "-s", "keep", "-x", "200", "-y", "60", "sleep 100000")
+	cmd.Env = append(append([]string{}, b.env...), "TERM=xterm-256color")
+	cmd.Dir = b.ws
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: b.cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("starting tmux as the battery's user: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-S", d.sock, "kill-server").Run() })
+	return d
+}
+
+// setup makes the workspace a repository with a Go module, a C program
+// with a Makefile, a Python tool and a Node test; the remote a bare
+// repository under ~/remotes; an SSH key pair. Done bare, as the user.
+func (d *daily) setup() {
+	d.b.runOK(false, d.b.ws, "bash", "-c", `set -e
+git init -q -b main .
+printf 'module example.com/daily\n\ngo 1.22\n' > go.mod
+printf 'package main\n\nimport "fmt"\n\n// TODO: more\nfunc main() { fmt.Println("daily", Half(8)) }\n' > main.go
+printf 'package main\n\n// Half halves.\nfunc Half(x int) int { return x / 2 }\n' > half.go
+printf 'package main\n\nimport "testing"\n\nfunc TestHalf(t *testing.T) {\n\tif Half(8) != 4 {\n\t\tt.Fatal(Half(8))\n\t}\n}\n' > half_test.go
+printf '#include <stdio.h>\nint main(void) { puts("built"); return 0; }\n' > hello.c
+printf 'CFLAGS = -O1 -Wall\nall: hello\nhello: hello.o\n\t$(CC) -o $@ $^\nclean:\n\trm -f hello hello.o\n' > Makefile
+mkdir -p tools
+printf 'def double(x):\n    return 2 * x\n' > tools/mathx.py
+printf 'import sys\nsys.path.insert(0, "tools")\nimport mathx\nprint("python", mathx.double(21))\n' > tool.py
+printf '{"name":"app","version":"1.0.0","private":true,"scripts":{"test":"node test.js"}}\n' > package.json
+printf 'console.log("node", 6 * 7)\n' > test.js
+seq 1 300 > notes.txt
+printf 'hello\nbin/\n__pycache__/\n*.o\n' > .gitignore
+git add -A
+git commit -qm init
+git init -q --bare "$HOME/remotes/origin.git"
+git remote add origin "$HOME/remotes/origin.git"
+git push -q origin main
+mkdir -m 700 "$HOME/.ssh"
+ssh-keygen -q -t ed25519 -N '' -C dev@example.com -f "$HOME/.ssh/id_ed25519"`)
+}
+
+// routine is the part of a pass the default policy must let through
+// without a prompt; it is also what --audit and policy suggest see.
+func (d *daily) routine(pass int) []dailyStep {
+	steps := []dailyStep{
+		{name: "edit and commit", script: fmt.Sprintf(`set -e
+printf '// pass %d\n' >> half.go
+sed -i 's/TODO: more/TODO: more (pass %d)/' main.go
+git status --short | wc -l
+git add -A
+git commit -qm "pass %d"
+git log --oneline | head -1`, pass, pass, pass)},
+		{name: "go build and test", script: `set -e
+go build -o bin/daily .
+./bin/daily
+go vet ./...
+go test -count=1 ./... | cut -f1`},
+		{name: "python", script: `set -e
+python3 tool.py
+python3 -c 'import json, os; print(json.dumps({"cwd": os.path.basename(os.getcwd())}))'`},
+		{name: "less on a file", script: `printf q | TERM=xterm script -qec 'less notes.txt' /dev/null >/dev/null && test -s "$HOME/.lesshst"`},
+		{name: "cat a public key", script: `cat "$HOME/.ssh/id_ed25519.pub" | cut -d' ' -f1`},
+		{name: "grep and rg", script: `set -e
+grep -rn TODO --include='*.go' . | wc -l
+if command -v rg >/dev/null; then rg -n TODO -g '*.go' | wc -l; fi`},
+		{name: "make", script: `set -e
+make -s clean
+make -s
+./hello`},
+	}
+	if _, err := exec.LookPath("npm"); err == nil {
+		steps = append(steps, dailyStep{name: "npm test (offline)", script: `npm test --silent --offline`})
+	}
+	return steps
+}
+
+// pushes are the steps about the local remote: a push the default asks
+// about once, git worktree add beside the workspace, and the command
+// rules about options.
+func (d *daily) pushes(pass int) []dailyStep {
+	head := func(ref string) func(d *daily) string {
+		return func(d *daily) string {
+			local := strings.TrimSpace(d.b.runOK(false, d.b.ws, "git", "rev-parse", ref))
+			remote := strings.TrimSpace(d.b.runOK(false, d.remote, "git", "rev-parse", "main"))
+			if local != remote {
+				return fmt.Sprintf("the remote's main is %s, the workspace's %s is %s", remote, ref, local)
+			}
+			return ""
+		}
+	}
+	wtName := fmt.Sprintf("wt-%d", pass)
+	wt := filepath.Join(filepath.Dir(d.b.ws), wtName)
+	return []dailyStep{
+		{name: "git push to a local remote (default policy)", script: fmt.Sprintf(`git commit -q --allow-empty -m "push %d" && git push -q origin main`, pass),
+			minPrompts: 1, maxPrompts: 1, check: head("HEAD")},
+		{name: "git worktree add ../wt", argv: []string{"git", "worktree", "add", "-q", "../" + wtName}, maxPrompts: 1,
+			check: func(d *daily) string {
+				if _, err := os.Stat(filepath.Join(wt, "main.go")); err != nil {
+					return "the worktree was not made: " + err.Error()
+				}
+				return ""
+			}},
+		{name: "git push -q origin main, allowed by \"git push origin *\"", argv: []string{"git", "push", "-q", "origin", "main"}, policy: d.opts,
+			check: head("HEAD")},
+		// A real rewrite: the last commit amended (bare) first. Refused,
+		// the remote keeps the commit before the amend, and the
+		// workspace goes back to it (bare).
+		{name: "git push --force origin main, denied by \"git push --force*\"", argv: []string{"git", "push", "--force", "origin", "main"}, policy: d.opts, fail: true,
+			before: func(d *daily) {
+				d.b.runOK(false, d.b.ws, "git", "commit", "-q", "--amend", "--allow-empty", "-m", fmt.Sprintf("amended %d", pass))
+			},
+			check: func(d *daily) string {
+				f := head("HEAD@{1}")(d)
+				d.b.runOK(false, d.b.ws, "git", "reset", "-q", "--hard", "HEAD@{1}")
+				return f
+			}},
+	}
+}
+
+// run runs one step in a fresh tmux session and answers every prompt
+// "Allow once"; it returns the step's failures (nil when none).
+func (d *daily) run(pass int, s dailyStep) []string {
+	t := d.b.t
+	t.Helper()
+	if s.before != nil {
+		s.before(d)
+	}
+	off := d.b.logSize()
+	name := fmt.Sprintf("s%d", d.n)
+	d.n++
+	argv := []string{"env", "-i"}
+	argv = append(append(argv, d.b.env...), "TERM=xterm-256color", d.b.bin)
+	if s.policy != "" {
+		argv = append(argv, "--policy", s.policy)
+	}
+	argv = append(argv, "--")
+	if s.script != "" {
+		argv = append(argv, "bash", "-c", s.script)
+	} else {
+		argv = append(argv, s.argv...)
+	}
+	testutil.Tmux(t, d.sock, "new-session", "-d", "-s", name, "-x", "200", "-y", "60", "-c", d.b.ws,
+		testutil.ShellQuote(argv)+"; echo STEP-EXIT=$?; sleep 100000")
+	defer exec.Command("tmux", "-S", d.sock, "kill-session", "-t", name).Run()
+	ts := &tmuxSession{t: t, socket: d.sock, name: name}
+	exitRE := regexp.MustCompile(`STEP-EXIT=(\d+)`)
+	var prompts []string
+	code, scr := -1, ""
+	deadline := time.Now().Add(testutil.Scale(15 * time.Minute))
+	for code < 0 {
+		scr = ts.screen()
+		if m := exitRE.FindStringSubmatch(scr); m != nil {
+			code, _ = strconv.Atoi(m[1])
+			break
+		}
+		if strings.Contains(scr, "Allow this?") {
+			prompts = append(prompts, promptText(scr))
+			ts.answer(prompt{choose: "Allow once"})
+			// Answered when the log has its outcome.
+			wait := time.Now().Add(testutil.Scale(time.Minute))
+			for outcomes(d.b.logFrom(off)) < len(prompts) {
+				if time.Now().After(wait) {
+					t.Fatalf("pass %d, %s: the answer to prompt %d never reached the review log; the screen:\n%s", pass, s.name, len(prompts), ts.screen())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pass %d, %s: did not finish in %v; the screen:\n%s", pass, s.name, testutil.Scale(15*time.Minute), scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.prompts += len(prompts)
+	var fails []string
+	switch {
+	case s.fail && code == 0:
+		fails = append(fails, "exit 0, want a refusal")
+	case s.fail && !strings.Contains(scr, "permwrap: denied"):
+		fails = append(fails, "no \"permwrap: denied\" line on the screen")
+	case !s.fail && code != 0:
+		fails = append(fails, fmt.Sprintf("exit %d", code))
+	}
+	if len(prompts) < s.minPrompts || len(prompts) > s.maxPrompts {
+		want := fmt.Sprintf("%d", s.minPrompts)
+		if s.maxPrompts != s.minPrompts {
+			want = fmt.Sprintf("%d to %d", s.minPrompts, s.maxPrompts)
+		}
+		f := fmt.Sprintf("%d prompts, want %s", len(prompts), want)
+		for i, p := range prompts {
+			f += fmt.Sprintf("\n    prompt %d: %s", i+1, p)
+		}
+		fails = append(fails, f)
+	}
+	if s.check != nil {
+		if f := s.check(d); f != "" {
+			fails = append(fails, f)
+		}
+	}
+	if len(fails) > 0 {
+		fails = append(fails, "screen:\n"+indent(strings.TrimRight(scr, "\n")))
+		for _, rec := range d.b.logFrom(off) {
+			if ev, _ := rec["event"].(string); ev == eventAsked || eventRefused[ev] {
+				fails = append(fails, "log: "+describe(rec))
+			}
+		}
+	}
+	return fails
+}
+
+// promptText is the prompt on the screen, from its title to its
+// question, in one line.
+func promptText(scr string) string {
+	i := strings.Index(scr, "permwrap: permission request")
+	j := strings.Index(scr, "Allow this?")
+	if i < 0 || j < i {
+		i = 0
+	}
+	if j < 0 {
+		j = len(scr)
+	}
+	var parts []string
+	for _, l := range strings.Split(scr[i:j], "\n") {
+		if l = strings.TrimSpace(strings.Trim(l, " │┃")); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " | ")
+}
+
+func outcomes(recs []map[string]any) int {
+	n := 0
+	for _, r := range recs {
+		if ev, _ := r["event"].(string); eventOutcomes[ev] {
+			n++
+		}
+	}
+	return n
+}
+
+func indent(s string) string {
+	return "      " + strings.ReplaceAll(s, "\n", "\n      ")
+}
+
+// logBytes is the size of every file of the review log (the log and its
+// rotated parts).
+func (b *battery) logBytes() int64 {
+	var n int64
+	matches, _ := filepath.Glob(b.logPath + "*")
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// TestSecondBattery is issue 29's "Done when": as an ordinary user with
+// the default policy, in a terminal that answers every prompt "Allow
+// once", a routine day asks nothing, a push to a local bare remote asks
+// once and succeeds, git worktree add beside the workspace asks at most
+// once, and with { "git push origin *": "allow", "git push --force*":
+// "deny" } git push -q origin main goes through without a prompt and
+// git push --force origin main is refused. The review log then shows
+// every ask, denial, exec and write, and its size per hour is measured
+// (target: under 2 MB; PERMWRAP_DAILY_BUDGET=1h loops the day for that
+// long, default one pass). Last, permwrap --audit of the day and
+// permwrap policy suggest: the suggestions, applied with --policy, make
+// the same day silent, and none is broader than the workspace or a
+// tool's own directory.
+func TestSecondBattery(t *testing.T) {
+	kerneltest.Long(t)
+	need(t, "bash", "git", "go", "python3", "make", "cc", "less", "script", "ssh-keygen", "grep", "sed", "tmux")
+	budget := time.Duration(0)
+	if v := os.Getenv("PERMWRAP_DAILY_BUDGET"); v != "" {
+		var err error
+		if budget, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("PERMWRAP_DAILY_BUDGET: %v", err)
+		}
+	}
+	b := newDailyHome(t)
+	d := newDaily(t, b)
+	d.setup()
+
+	start, logStart := time.Now(), b.logBytes()
+	passes := 0
+	for ; passes == 0 || time.Since(start) < budget; passes++ {
+		for _, s := range append(d.routine(passes), d.pushes(passes)...) {
+			for _, f := range d.run(passes, s) {
+				t.Errorf("pass %d, step %q: %s", passes, s.name, f)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	d.checkLog(logStart, elapsed, passes)
+	d.auditAndSuggest(passes)
+}
+
+// checkLog: every prompt is an ask in the log, the force push's denial
+// is there, and the execs and writes of the day; the size per hour.
+func (d *daily) checkLog(logStart int64, elapsed time.Duration, passes int) {
+	t, b := d.b.t, d.b
+	recs := b.logFrom(0)
+	var asked, forceDenied int
+	execs, writes := map[string]bool{}, map[string]bool{}
+	for _, r := range recs {
+		ev, _ := r["event"].(string)
+		switch {
+		case ev == eventAsked:
+			asked++
+		case ev == "permission_request.denied":
+			if v, _ := json.Marshal(r); bytes.Contains(v, []byte("push --force")) {
+				forceDenied++
+			}
+		}
+		if ev == eventAsked || ev == "permission_request.allowed" || ev == "permission_request.approved" {
+			switch r["surface"] {
+			case "exec":
+				if v, ok := r["value"].(string); ok {
+					execs[filepath.Base(v)] = true
+				}
+			case "write":
+				if v, ok := r["value"].(string); ok {
+					writes[v] = true
+				}
+			}
+		}
+	}
+	if asked != d.prompts {
+		t.Errorf("review log: %d asks, but the terminal showed %d prompts", asked, d.prompts)
+	}
+	if forceDenied < passes {
+		t.Errorf("review log: %d denials of git push --force, want %d (one a pass)", forceDenied, passes)
+	}
+	for _, exe := range []string{"git", "go", "python3", "make", "less", "cat", "grep"} {
+		if !slices.ContainsFunc(keys(execs), func(k string) bool { return strings.HasPrefix(k, exe) }) {
+			t.Errorf("review log: no exec of %s (execs seen: %v)", exe, keys(execs))
+		}
+	}
+	for _, w := range []string{filepath.Join(b.ws, "half.go"), filepath.Join(b.ws, "bin", "daily"), filepath.Join(b.ws, "hello"), filepath.Join(b.home, ".lesshst")} {
+		found := false
+		for p := range writes {
+			if p == w || strings.HasPrefix(p, w) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("review log: no write of %s", w)
+		}
+	}
+	size := b.logBytes() - logStart
+	perHour := float64(size) * float64(time.Hour) / float64(elapsed)
+	t.Logf("review log: %d bytes, %d records for %d pass(es) in %v: %.2f MB per hour of the battery (target: under 2 MB)", size, len(recs), passes, elapsed.Round(time.Second), perHour/1e6)
+	if perHour >= 2e6 {
+		counts := map[string]int{}
+		for _, r := range recs {
+			counts[fmt.Sprintf("%v %v", r["event"], r["surface"])]++
+		}
+		t.Errorf("review log: %.2f MB per hour of the battery, want under 2 MB; records by kind: %v", perHour/1e6, counts)
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// auditAndSuggest runs the day's routine and the push under --audit
+// (headless), asks policy suggest for rules, checks none is too broad,
+// and runs the same day again with them, headless: it must be silent.
+func (d *daily) auditAndSuggest(passes int) {
+	t, b := d.b.t, d.b
+	steps := append(d.routine(passes), d.pushes(passes)[:2]...)
+	var script strings.Builder
+	for _, s := range steps {
+		body := s.script
+		if body == "" {
+			body = testutil.ShellQuote(s.argv)
+		}
+		fmt.Fprintf(&script, "( %s ) >/dev/null || echo 'STEP FAILED: %s' >&2\n", body, s.name)
+	}
+	auditLog := filepath.Join(b.fix, "audit.jsonl")
+	r := b.runFlags([]string{"--audit", "--log", auditLog}, b.ws, nil, "bash", "-c", script.String())
+	if r.code != 0 || strings.Contains(r.stderr, "STEP FAILED") {
+		t.Errorf("permwrap --audit -- the day: exit %d\n%s", r.code, r.stderr)
+	}
+	sug := b.runFlags(nil, b.ws, nil, b.bin, "policy", "suggest", "--workspace", b.ws, auditLog)
+	if sug.code != 0 {
+		t.Fatalf("permwrap policy suggest: exit %d\n%s", sug.code, sug.stderr)
+	}
+	t.Logf("permwrap policy suggest:\n%s", sug.stdout)
+	for _, bad := range d.tooBroad(sug.stdout) {
+		t.Errorf("policy suggest: %s", bad)
+	}
+	suggested := filepath.Join(b.fix, "suggested.jsonc")
+	if err := os.WriteFile(suggested, []byte(sug.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.chownHome()
+	// The same day again: the worktree made anew where it was.
+	wt := filepath.Join(filepath.Dir(b.ws), fmt.Sprintf("wt-%d", passes))
+	b.runOK(false, b.ws, "git", "worktree", "remove", "--force", wt)
+	silentLog := filepath.Join(b.fix, "silent.jsonl")
+	r = b.runFlags([]string{"--policy", suggested, "--log", silentLog}, b.ws, nil, "bash", "-c", script.String())
+	if r.code != 0 || strings.Contains(r.stderr, "permwrap:") {
+		t.Errorf("the day with the suggested rules (--policy %s): exit %d\n%s", suggested, r.code, r.stderr)
+	}
+	for _, rec := range testutil.ReadRecords(t, silentLog) {
+		if ev, _ := rec["event"].(string); ev == eventAsked || eventRefused[ev] {
+			t.Errorf("the day with the suggested rules: %s", describe(rec))
+		}
+	}
+}
+
+// tooBroad lists the suggested path rules broader than the workspace or
+// a tool's own directory: /, /home, ~, ~/*, ~/** or the workspace's
+// parents (the workspace itself and beneath it are fine).
+func (d *daily) tooBroad(fragment string) []string {
+	b := d.b
+	std, err := hujson.Standardize([]byte(fragment))
+	if err != nil {
+		return []string{fmt.Sprintf("the suggestion does not parse: %v\n%s", err, fragment)}
+	}
+	var doc struct {
+		Permission map[string]json.RawMessage `json:"permission"`
+	}
+	if err := json.Unmarshal(std, &doc); err != nil {
+		return []string{fmt.Sprintf("the suggestion is not a policy scope: %v\n%s", err, fragment)}
+	}
+	var bad []string
+	for surface, raw := range doc.Permission {
+		switch surface {
+		case "read", "write", "exec", "path":
+		default:
+			continue
+		}
+		var rules map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &rules); err != nil {
+			continue // a surface-wide action
+		}
+		for pat := range rules {
+			exp := pat
+			exp = strings.ReplaceAll(exp, "${WORKSPACE}", b.ws)
+			exp = strings.ReplaceAll(exp, "${HOME}", b.home)
+			if exp == "~" || strings.HasPrefix(exp, "~/") {
+				exp = b.home + exp[1:]
+			}
+			switch pat {
+			case "/", "/*", "/**", "/home", "/home/*", "/home/**", "~", "~/*", "~/**":
+				bad = append(bad, fmt.Sprintf("%s rule %q is broader than the workspace", surface, pat))
+				continue
+			}
+			// The directory it starts from (the pattern up to its first
+			// wildcard, cut back to a whole name) and the rest: a rule is
+			// broad where the rest begins with a wildcard (~/*.txt,
+			// ~/src/**), or where there is no rest (the directory
+			// itself); ~/src/wt-*/** is not.
+			dir, rest := exp, ""
+			if i := strings.IndexAny(exp, "*?["); i >= 0 {
+				dir = exp[:strings.LastIndexByte(exp[:i], '/')+1]
+				rest = exp[len(dir):]
+				dir = strings.TrimSuffix(dir, "/")
+			}
+			broad := rest == "" || strings.IndexAny(rest[:1], "*?[") == 0
+			switch {
+			case !strings.HasPrefix(exp, "/"):
+				bad = append(bad, fmt.Sprintf("%s rule %q names files anywhere", surface, pat))
+			case dir == "" || dir == "/home":
+				bad = append(bad, fmt.Sprintf("%s rule %q is broader than the workspace", surface, pat))
+			case dir == b.home && broad:
+				bad = append(bad, fmt.Sprintf("%s rule %q is broader than the workspace (the home)", surface, pat))
+			case dir != b.ws && strings.HasPrefix(b.ws+"/", dir+"/") && broad:
+				bad = append(bad, fmt.Sprintf("%s rule %q covers a parent of the workspace (%s)", surface, pat, dir))
+			}
+		}
+	}
+	return bad
+}
+
+func TestTooBroad(t *testing.T) {
+	d := &daily{b: &battery{t: t, home: "/home/u", ws: "/home/u/src/project"}}
+	frag := `{
+  // suggested
+  "permission": {
+    "write": {
+      "/": "allow", "/home": "allow", "~": "allow", "~/*": "allow", "~/**": "allow",
+      "/home/u": "allow", "/home/u/src": "allow", "/home/u/src/**": "allow", "/home/*/src/project/x": "allow",
+      "*.pyc": "allow", "~/*.txt": "allow",
+      "${WORKSPACE}/**": "allow", "~/src/project/a/b": "allow", "~/.lesshsQ": "allow", "~/.lesshs?": "allow",
+      "~/.cache/**": "allow", "~/remotes/origin.git/objects/**": "allow", "~/src/wt-*/**": "allow", "~/src/wt-3": "allow"
+    },
+    "bash": { "git push -q origin main": "allow" },
+    "net": "ask"
+  }
+}`
+	got := d.tooBroad(frag)
+	want := []string{`"/"`, `"/home"`, `"~"`, `"~/*"`, `"~/**"`, `"/home/u"`, `"/home/u/src"`, `"/home/u/src/**"`, `"/home/*/src/project/x"`, `"*.pyc"`, `"~/*.txt"`}
+	if len(got) != len(want) {
+		t.Errorf("tooBroad found %d, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, "rule "+w+" ") }) {
+			t.Errorf("tooBroad missed %s:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
 }
