@@ -365,8 +365,9 @@ printf 'module example.com/daily\n\ngo 1.22\n' > go.mod
 printf 'package main\n\nimport "fmt"\n\n// TODO: more\nfunc main() { fmt.Println("daily", Half(8)) }\n' > main.go
 printf 'package main\n\n// Half halves.\nfunc Half(x int) int { return x / 2 }\n' > half.go
 printf 'package main\n\nimport "testing"\n\nfunc TestHalf(t *testing.T) {\n\tif Half(8) != 4 {\n\t\tt.Fatal(Half(8))\n\t}\n}\n' > half_test.go
-printf '#include <stdio.h>\nint main(void) { puts("built"); return 0; }\n' > hello.c
-printf 'CFLAGS = -O1 -Wall\nall: hello\nhello: hello.o\n\t$(CC) -o $@ $^\nclean:\n\trm -f hello hello.o\n' > Makefile
+mkdir -p cproj
+printf '#include <stdio.h>\nint main(void) { puts("built"); return 0; }\n' > cproj/hello.c
+printf 'CFLAGS = -O1 -Wall\nall: hello\nhello: hello.o\n\t$(CC) -o $@ $^\nclean:\n\trm -f hello hello.o\n' > cproj/Makefile
 mkdir -p tools
 printf 'def double(x):\n    return 2 * x\n' > tools/mathx.py
 printf 'import sys\nsys.path.insert(0, "tools")\nimport mathx\nprint("python", mathx.double(21))\n' > tool.py
@@ -408,6 +409,7 @@ python3 -c 'import json, os; print(json.dumps({"cwd": os.path.basename(os.getcwd
 grep -rn TODO --include='*.go' . | wc -l
 if command -v rg >/dev/null; then rg -n TODO -g '*.go' | wc -l; fi`},
 		{name: "make", script: `set -e
+cd cproj
 make -s clean
 make -s
 ./hello`},
@@ -646,7 +648,8 @@ func (d *daily) checkLog(logStart int64, elapsed time.Duration, passes int) {
 	t, b := d.b.t, d.b
 	recs := b.logFrom(0)
 	var asked, forceDenied int
-	execs, writes := map[string]bool{}, map[string]bool{}
+	execs := map[string]bool{}
+	var writes [][]byte // the write records, as JSON
 	for _, r := range recs {
 		ev, _ := r["event"].(string)
 		switch {
@@ -664,13 +667,15 @@ func (d *daily) checkLog(logStart int64, elapsed time.Duration, passes int) {
 					execs[filepath.Base(v)] = true
 				}
 			case "write":
-				if v, ok := r["value"].(string); ok {
-					writes[v] = true
-				}
+				j, _ := json.Marshal(r)
+				writes = append(writes, j)
 			}
 		}
 	}
-	if asked != d.prompts {
+	// Every prompt is an ask in the log (an ask an earlier approval
+	// answers, a script's command allowed with the script, is one too,
+	// without a prompt).
+	if asked < d.prompts {
 		t.Errorf("review log: %d asks, but the terminal showed %d prompts", asked, d.prompts)
 	}
 	if forceDenied < passes {
@@ -681,14 +686,9 @@ func (d *daily) checkLog(logStart int64, elapsed time.Duration, passes int) {
 			t.Errorf("review log: no exec of %s (execs seen: %v)", exe, keys(execs))
 		}
 	}
-	for _, w := range []string{filepath.Join(b.ws, "half.go"), filepath.Join(b.ws, "bin", "daily"), filepath.Join(b.ws, "hello"), filepath.Join(b.home, ".lesshst")} {
-		found := false
-		for p := range writes {
-			if p == w || strings.HasPrefix(p, w) {
-				found = true
-			}
-		}
-		if !found {
+	for _, w := range []string{filepath.Join(b.ws, "half.go"), filepath.Join(b.ws, "bin", "daily"), filepath.Join(b.ws, "cproj", "hello"), filepath.Join(b.home, ".lesshst")} {
+		q, _ := json.Marshal(w) // a value, or one of a rename's paths
+		if !slices.ContainsFunc(writes, func(j []byte) bool { return bytes.Contains(j, q) }) {
 			t.Errorf("review log: no write of %s", w)
 		}
 	}
@@ -696,11 +696,20 @@ func (d *daily) checkLog(logStart int64, elapsed time.Duration, passes int) {
 	perHour := float64(size) * float64(time.Hour) / float64(elapsed)
 	t.Logf("review log: %d bytes, %d records for %d pass(es) in %v: %.2f MB per hour of the battery (target: under 2 MB)", size, len(recs), passes, elapsed.Round(time.Second), perHour/1e6)
 	if perHour >= 2e6 {
-		counts := map[string]int{}
+		// What fills it: records and bytes by event and surface.
+		counts, sizes := map[string]int{}, map[string]int{}
 		for _, r := range recs {
-			counts[fmt.Sprintf("%v %v", r["event"], r["surface"])]++
+			k := fmt.Sprintf("%v %v", strings.TrimPrefix(fmt.Sprint(r["event"]), "permission_request."), r["surface"])
+			j, _ := json.Marshal(r)
+			counts[k]++
+			sizes[k] += len(j) + 1
 		}
-		t.Errorf("review log: %.2f MB per hour of the battery, want under 2 MB; records by kind: %v", perHour/1e6, counts)
+		var kinds []string
+		for k := range counts {
+			kinds = append(kinds, fmt.Sprintf("%s: %d records, %d bytes", k, counts[k], sizes[k]))
+		}
+		slices.Sort(kinds)
+		t.Errorf("review log: %.2f MB per hour of the battery, want under 2 MB; by kind:\n  %s", perHour/1e6, strings.Join(kinds, "\n  "))
 	}
 }
 
