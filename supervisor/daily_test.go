@@ -694,7 +694,7 @@ func (d *daily) checkLog(logStart int64, elapsed time.Duration, passes int) {
 	}
 	size := b.logBytes() - logStart
 	perHour := float64(size) * float64(time.Hour) / float64(elapsed)
-	t.Logf("review log: %d bytes, %d records for %d pass(es) in %v: %.2f MB per hour of the battery (target: under 2 MB)", size, len(recs), passes, elapsed.Round(time.Second), perHour/1e6)
+	t.Logf("review log: %d bytes (%d a pass), %d records for %d pass(es) in %v: %.2f MB per hour of the battery looped at machine speed (target: under 2 MB)", size, size/int64(passes), len(recs), passes, elapsed.Round(time.Second), perHour/1e6)
 	if perHour >= 2e6 {
 		// What fills it: records and bytes by event and surface.
 		counts, sizes := map[string]int{}, map[string]int{}
@@ -703,6 +703,23 @@ func (d *daily) checkLog(logStart int64, elapsed time.Duration, passes int) {
 			j, _ := json.Marshal(r)
 			counts[k]++
 			sizes[k] += len(j) + 1
+		}
+		// The routine writes, by where.
+		for _, r := range recs {
+			v, _ := r["value"].(string)
+			if r["event"] != "permission_request.allowed" || r["surface"] != "write" || v == "" {
+				continue
+			}
+			where := "elsewhere"
+			for _, place := range []struct{ name, dir string }{{"the workspace", b.ws}, {"~/.cache", filepath.Join(b.home, ".cache")}, {"~/.config", filepath.Join(b.home, ".config")}, {"/tmp", "/tmp"}, {"/dev", "/dev"}} {
+				if strings.HasPrefix(v, place.dir+"/") {
+					where = place.name
+					break
+				}
+			}
+			j, _ := json.Marshal(r)
+			counts["  allowed write in "+where]++
+			sizes["  allowed write in "+where] += len(j) + 1
 		}
 		var kinds []string
 		for k := range counts {
