@@ -109,11 +109,21 @@ func ShellQuote(argv []string) string {
 }
 
 // Tmux runs tmux on the server at socket, failing t when tmux does, and
-// returns its output.
+// returns its output. A tmux command that does not return within
+// Scale(30 seconds) (a server that stopped answering) is killed and fails
+// t, so no terminal test can hang on one.
 func Tmux(t testing.TB, socket string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", socket}, args...)...).CombinedOutput()
-	if err != nil {
+	bound := Scale(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "tmux", append([]string{"-S", socket}, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("tmux %v did not return in %v (the tmux server stopped answering)\n%s", args, bound, out)
+	case err != nil:
 		t.Fatalf("tmux %v: %v\n%s", args, err, out)
 	}
 	return string(out)
