@@ -2,6 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"os"
 	"strings"
 	"testing"
@@ -67,6 +70,15 @@ func TestDefaultPolicy(t *testing.T) {
 		{AccessWrite, "/home/u/.viminfz.tmp", Allow},
 		{AccessWrite, "/home/u/.vim/.netrwhist", Allow},
 		{AccessWrite, "/home/u/.wget-hsts", Allow},
+		// less's temporary history file, renamed over ~/.lesshst; no
+		// other name like it.
+		{AccessWrite, "/home/u/.lesshst", Allow},
+		{AccessWrite, "/home/u/.lesshsQ", Allow},
+		{AccessWrite, "/home/u/.lesshsX", Ask},
+		{AccessWrite, "/home/u/.lesshsQQ", Ask},
+		{AccessWrite, "/home/u/src/other/.lesshsQ", Ask},
+		// Public keys are read, never written without asking.
+		{AccessWrite, "/home/u/.ssh/id_ed25519.pub", Ask},
 		// Writes elsewhere ask.
 		{AccessWrite, "/etc/hosts", Ask},
 		{AccessWrite, "/usr/local/bin/tool", Ask},
@@ -165,8 +177,11 @@ func TestDefaultPolicy(t *testing.T) {
 		{AccessRead, "/usr/lib/x86_64-linux-gnu/libc.so.6", Allow},
 		{AccessRead, "/home/u/src/proj/go.mod", Allow},
 		{AccessRead, "/home/u/.ssh/id_ed25519", Ask},
-		{AccessRead, "/home/u/.ssh/id_ed25519.pub", Ask},
 		{AccessRead, "/home/u/.ssh", Ask},
+		{AccessRead, "/home/u/.ssh/known_hosts", Ask},
+		{AccessRead, "/home/u/.ssh/authorized_keys", Ask},
+		{AccessRead, "/home/u/.ssh/config", Ask},
+		{AccessRead, "/home/u/.ssh/id_ed25519.pub.bak", Ask},
 		{AccessRead, "/root/.ssh/id_rsa", Ask},
 		{AccessRead, "/etc/ssh/ssh_host_ed25519_key", Ask},
 		{AccessRead, "/etc/ssh/ssh_host_ed25519_key.pub", Allow},
@@ -241,6 +256,13 @@ func TestDefaultPolicy(t *testing.T) {
 		"/home/u/src/proj/config/master.key",
 		"/backup/id_rsa",
 		"/backup/id_ed25519.pub",
+		// Public keys in ~/.ssh (anyone's): read unless what is in them
+		// looks secret (a private key saved under a .pub name).
+		"/home/u/.ssh/id_ed25519.pub",
+		"/home/u/.ssh/id_rsa.pub",
+		"/home/u/.ssh/work.pub",
+		"/root/.ssh/id_rsa.pub",
+		"/home/other/.ssh/id_ed25519.pub",
 		"/home/u/src/proj/credentials.json",
 		"/home/u/go/pkg/mod/github.com/aws/aws-sdk-go@v1.0.0/aws/credentials",
 		"/home/u/src/proj/k8s/secrets.yaml",
@@ -438,5 +460,45 @@ func TestDefaultPolicyBytes(t *testing.T) {
 	got[0] ^= 0xff // callers cannot corrupt the embedded copy
 	if bytes.Equal(got, defaultPolicy) {
 		t.Fatal("DefaultPolicy returned the embedded slice itself")
+	}
+}
+
+// TestDefaultPublicSSHKeys: ~/.ssh/*.pub is read when it holds public key
+// lines, and asks when a private key was saved under that name, whatever
+// its format; the private keys beside it always ask.
+func TestDefaultPublicSSHKeys(t *testing.T) {
+	p, _, err := Compile(Config{Env: testEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := makeKeys(t)
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	edPEM := pem.EncodeToMemory(&pem.Block{Type: "OPENSSH PRIVATE KEY", Bytes: edKey})
+	for _, c := range []struct {
+		name, path string
+		head       []byte
+		want       Action
+	}{
+		{"ed25519 public key", "/home/u/.ssh/id_ed25519.pub", []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl dev@example.com\n"), Allow},
+		{"two public keys", "/home/u/.ssh/keys.pub", []byte("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC a@b\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl c@d\n"), Allow},
+		{"empty", "/home/u/.ssh/id_rsa.pub", nil, Allow},
+		{"OpenSSH private key under a .pub name", "/home/u/.ssh/id_ed25519.pub", edPEM, Ask},
+		{"PKCS#8 private key under a .pub name", "/home/u/.ssh/id_ecdsa.pub", k.pkcs8PEM, Ask},
+		{"public line then a private key", "/home/u/.ssh/id_ed25519.pub", append([]byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl x@y\n"), edPEM...), Ask},
+		{"not a key at all", "/home/u/.ssh/notes.pub", []byte("password=hunter2\n"), Ask},
+		{"another user's private key under .pub", "/root/.ssh/id_rsa.pub", k.ecPEM, Ask},
+	} {
+		secret := LooksSecret(c.path, c.head)
+		if r := p.DecidePathContent(AccessRead, c.path, secret); r.Action != c.want {
+			t.Errorf("%s: read %s (looks secret: %v) = %v, want %v", c.name, c.path, secret, r, c.want)
+		}
+	}
+	// The private key itself asks whatever it holds.
+	for _, path := range []string{"/home/u/.ssh/id_ed25519", "/home/u/.ssh/id_rsa", "/home/u/.ssh/github"} {
+		for _, secret := range []bool{false, true} {
+			if r := p.DecidePathContent(AccessRead, path, secret); r.Action != Ask {
+				t.Errorf("read %s (secret %v) = %v, want ask", path, secret, r)
+			}
+		}
 	}
 }

@@ -12,6 +12,38 @@ as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# How long (seconds) apt_get waits for another apt or dpkg (an unattended
+# upgrade, another build's install) to let go of the package manager's
+# locks before it gives up.
+apt_lock_wait=${PERMWRAP_APT_LOCK_WAIT:-900}
+
+# apt_get runs apt-get as root, waiting for the package manager's locks
+# instead of failing at once when another apt holds them: dpkg's lock
+# through DPkg::Lock::Timeout, and (apt-get update's lists lock, which
+# older apt does not wait for) by trying again every 5 seconds.
+apt_get() {
+	local start=$SECONDS said=0 out rc
+	while :; do
+		rc=0
+		out=$(as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$apt_lock_wait" "$@" 2>&1) || rc=$?
+		if [ $rc -eq 0 ]; then
+			[ -z "$out" ] || printf '%s\n' "$out" >&2
+			return 0
+		fi
+		if grep -qiE 'could not get lock|unable to lock|unable to acquire the dpkg frontend lock' <<<"$out" &&
+			[ $((SECONDS - start)) -lt "$apt_lock_wait" ]; then
+			if [ $said -eq 0 ]; then
+				echo "permwrap setup: another apt or dpkg holds the package manager's lock; waiting up to ${apt_lock_wait}s (PERMWRAP_APT_LOCK_WAIT)" >&2
+				said=1
+			fi
+			sleep 5
+			continue
+		fi
+		printf '%s\n' "$out" >&2
+		return $rc
+	done
+}
+
 apt_updated=0
 apt_install() {
 	# Installs the given Debian packages that are missing.
@@ -22,10 +54,10 @@ apt_install() {
 	[ ${#missing[@]} -eq 0 ] && return 0
 	echo "permwrap setup: installing ${missing[*]}" >&2
 	if [ $apt_updated -eq 0 ]; then
-		as_root apt-get update -qq >&2
+		apt_get update -qq
 		apt_updated=1
 	fi
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+	apt_get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
 # The Go release permwrap is built with (go.mod needs 1.26).
@@ -88,6 +120,9 @@ ensure_test_deps() {
 	# The daily battery (supervisor/battery_test.go): a venv with pip and
 	# pytest from Debian's python3, vim, gdb, unshare (util-linux).
 	apt_install python3-venv python3-pytest vim gdb util-linux
+	# The second battery (supervisor/daily_test.go): less in a pty
+	# (script, from bsdutils), ssh-keygen, grep.
+	apt_install less bsdutils openssh-client grep
 	# Node and npm may come from elsewhere than Debian (nodesource, nvm):
 	# installed only when there is none at all. The prompt tests drive
 	# Node terminal programs (testdata/tui); a workload test runs npm.

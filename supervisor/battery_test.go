@@ -156,8 +156,18 @@ func newBattery(t *testing.T) *battery {
 // run runs argv in dir, bare or under permwrap, as the battery's user.
 func (b *battery) run(wrapped bool, dir string, extraEnv []string, argv ...string) result {
 	b.t.Helper()
-	if wrapped {
-		argv = append([]string{b.bin, "--policy", b.netPolicy, "--"}, argv...)
+	if !wrapped {
+		return b.runFlags(nil, dir, extraEnv, argv...)
+	}
+	return b.runFlags([]string{"--policy", b.netPolicy}, dir, extraEnv, argv...)
+}
+
+// runFlags runs argv in dir as the battery's user: under permwrap with
+// flags when flags is not nil, else bare.
+func (b *battery) runFlags(flags []string, dir string, extraEnv []string, argv ...string) result {
+	b.t.Helper()
+	if flags != nil {
+		argv = append(append(append([]string{b.bin}, flags...), "--"), argv...)
 	} else {
 		// Found on the battery's PATH, not the test's (root's may hold
 		// shims the battery's user cannot run).
@@ -180,10 +190,10 @@ func (b *battery) run(wrapped bool, dir string, extraEnv []string, argv ...strin
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Minute):
+	case <-time.After(testutil.Scale(10 * time.Minute)):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		b.t.Fatalf("%v did not finish in 10 minutes; stderr:\n%s", argv, errb.String())
+		b.t.Fatalf("%v did not finish in %v; stderr:\n%s", argv, testutil.Scale(10*time.Minute), errb.String())
 	}
 	code := cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permwrap/permwrap/internal/testutil"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -22,7 +23,7 @@ func heldProcess(t *testing.T) (*pin.Process, pin.Running) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proc.Close() })
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testutil.Scale(5 * time.Second)); ; time.Sleep(time.Millisecond) {
 		run, ok, err := proc.Running()
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +86,7 @@ func TestExecPollerVerifiesWithoutACall(t *testing.T) {
 	before := pin.Running{Exe: pin.FileID{Dev: run.Exe.Dev, Ino: run.Exe.Ino + 1}, Cmdline: []byte("sh\x00")}
 	p := &pendingExec{proc: proc, tid: proc.Pid(), tgid: proc.Pid(), pre: before, wantExe: run.Exe, wantCmd: run.Cmdline, startedAt: time.Now()}
 	started := pendingFor(v, p, firstLookAfter)
-	for deadline := time.Now().Add(5 * time.Second); !p.done.Load(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testutil.Scale(5 * time.Second)); !p.done.Load(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the poller did not verify the exec")
 		}

@@ -139,12 +139,13 @@ func (s *sandbox) runWith(onStart func(*exec.Cmd), argv ...string) result {
 		onStart(cmd)
 	}
 	go func() { done <- cmd.Wait() }()
+	bound := testutil.Scale(2 * time.Minute)
 	select {
 	case <-done:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(bound):
 		_ = cmd.Process.Kill()
 		<-done
-		s.t.Fatalf("permwrap %v did not finish in 2 minutes; stderr:\n%s", argv, errb.String())
+		s.t.Fatalf("permwrap %v did not finish in %v; stderr:\n%s", argv, bound, errb.String())
 	}
 	code := cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

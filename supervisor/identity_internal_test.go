@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/permwrap/permwrap/internal/testutil"
 	"github.com/permwrap/permwrap/notify/pin"
 )
 
@@ -57,7 +58,7 @@ func TestProgramIDsIndexOffTheExecPath(t *testing.T) {
 	if got := ids.identity(id2, 22, elsewhere); got != "" {
 		t.Errorf("identity from the stale index: %q, want \"\" (the new git is not in it)", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testutil.Scale(10 * time.Second))
 	for ids.identity(id2, 22, elsewhere) != "git" {
 		if time.Now().After(deadline) {
 			t.Fatal("the new build never took the stale index's place")

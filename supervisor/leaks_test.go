@@ -23,6 +23,7 @@ import (
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // realPython is python3's own executable: the first exec under permwrap
@@ -283,7 +284,7 @@ func waitTree(t *testing.T, dir string) ([]tracked, error) {
 			}
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testutil.Scale(30 * time.Second))
 	for _, name := range []string{"sleeper", "busy"} {
 		for {
 			b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
@@ -305,7 +306,7 @@ func waitTree(t *testing.T, dir string) ([]tracked, error) {
 // waitGone waits up to bound for every process to be gone and reports
 // those still running.
 func waitGone(ps []tracked, bound time.Duration) []string {
-	deadline := time.Now().Add(bound)
+	deadline := time.Now().Add(testutil.Scale(bound))
 	for {
 		var alive []string
 		for _, p := range ps {

@@ -246,15 +246,21 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 //  1. verdictOf: every policy the request answers to judges the call
 //     (pure); a content rule has the call look at the file it would hand
 //     over (the one step with I/O) and judge again; audit mode per layer.
-//  2. Not simply allowed, and the kernel would refuse the call anyway (or
-//     it could change nothing): answered as the kernel, without asking.
+//  2. Not simply allowed (audit mode's would-be asks and denials
+//     included), and the kernel would refuse the call anyway (or it
+//     could change nothing): answered as the kernel, without asking.
 //  3. Allowed: performed; when what it was decided on changed under it,
 //     decided once more (back to 1). Asked: handed off to ask, off the
 //     receiving goroutine. Denied: refused.
 func (s *supervisor) decide(r *request) {
 	for {
 		v := s.verdictOf(r)
-		if v.result.Action != engine.Allow {
+		// Audit mode's allows of what would have asked or been denied
+		// too: without --audit the call would be answered here, so it is
+		// with it, and the log does not name a would_ask (which policy
+		// suggest would turn into a rule) for `mkdir -p ~/src/x`'s
+		// existing ~ and ~/src.
+		if v.result.Action != engine.Allow || v.result.Rule.Origin == engine.OriginAudit {
 			if ans := r.call.kernelAnswer(); ans.errno != 0 {
 				s.answered(r, v, ans)
 				r.close()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // inner is one nested permwrap of a test: its own configuration
@@ -481,7 +482,7 @@ func TestNestedKilledKeeperFailsClosed(t *testing.T) {
 	}()
 	// The keeper's pid is in the root's registration record.
 	keeper := 0
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testutil.Scale(60 * time.Second))
 	for keeper == 0 {
 		if time.Now().After(deadline) {
 			s.write("go", "")

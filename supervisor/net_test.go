@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // netFixture is a network namespace joined to this machine by a veth
@@ -368,7 +369,7 @@ func TestNetDirectByAddress(t *testing.T) {
 // waitHits waits (boundedly) for a server to count at least n.
 func waitHits(t *testing.T, what string, c *atomic.Int64, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); c.Load() < n; {
+	for deadline := time.Now().Add(testutil.Scale(10 * time.Second)); c.Load() < n; {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %d arrived, want at least %d", what, c.Load(), n)
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 const refuseRm = `{ "permission": { "*": "allow",
@@ -77,11 +79,7 @@ func main() {
 }
 `)
 	bin := filepath.Join(s.dir, "spawngo")
-	build := exec.Command("go", "build", "-o", bin, "main.go")
-	build.Dir = s.path("spawngo")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	testutil.GoBuild(t, s.path("spawngo"), bin, "main.go")
 	r = s.run(bin, refusedScript)
 	mustContain(t, "go's stdout", r.stdout, "go: signal: killed")
 	mustContain(t, "go's stdout", r.stdout, "stderr: "+refusedLine)

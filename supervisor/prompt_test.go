@@ -68,7 +68,7 @@ func (ts *tmuxSession) screen() string {
 // waitFor polls the screen until it contains want.
 func (ts *tmuxSession) waitFor(want string) string {
 	ts.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testutil.Scale(20 * time.Second))
 	for {
 		scr := ts.screen()
 		if strings.Contains(scr, want) {

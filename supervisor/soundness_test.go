@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // runBounded runs `permwrap -- argv...` in the workspace and fails the
@@ -46,7 +47,7 @@ func (s *sandbox) runBounded(bound time.Duration, onStart func(pid int), argv ..
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(bound):
+	case <-time.After(testutil.Scale(bound)):
 		_ = cmd.Process.Kill()
 		<-done
 		s.t.Fatalf("permwrap %q did not finish within %v (a hang)\nstdout: %s\nstderr: %s", argv, bound, clip(out.String()), clip(errb.String()))
@@ -135,7 +136,7 @@ func TestBlockingOpensDoNotFreeze(t *testing.T) {
 // waiting. It returns "" or what went wrong; it always lets the script end.
 func waitFIFOWaiters(pid, n int, s *sandbox) string {
 	defer os.WriteFile(s.path("checked"), nil, 0o644)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testutil.Scale(60 * time.Second))
 	for fifoWaiters(pid) < n {
 		if time.Now().After(deadline) {
 			os.WriteFile(s.path("go"), nil, 0o644)

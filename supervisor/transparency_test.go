@@ -3,11 +3,12 @@ package supervisor_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // Programs see the kernel's own behaviour under permwrap: each case runs
@@ -22,11 +23,7 @@ func goProgram(t *testing.T, s *sandbox, name, src string) string {
 	s.write(name+"/main.go", src)
 	s.write(name+"/go.mod", "module "+name+"\n\ngo 1.26\n")
 	bin := filepath.Join(s.dir, name)
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = s.path(name)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", name, err, out)
-	}
+	testutil.GoBuild(t, s.path(name), bin, ".")
 	return bin
 }
 

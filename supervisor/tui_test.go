@@ -3,7 +3,6 @@ package supervisor_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -83,7 +82,7 @@ func (side *tuiSide) state() string {
 func (side *tuiSide) settle(t *testing.T, want string) string {
 	t.Helper()
 	side.ts.waitFor(want)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testutil.Scale(20 * time.Second))
 	last, since := side.state(), time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(150 * time.Millisecond)
@@ -325,13 +324,24 @@ func TestReasonReachesNodeChild(t *testing.T) {
 func TestPromptOverGoBubbletea(t *testing.T) {
 	kerneltest.Long(t)
 	needTool(t, "tmux")
-	bin := filepath.Join(t.TempDir(), "teaapp")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/tui/teaapp")
-	build.Dir = filepath.Dir(filepath.Dir(tuiProg("")))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the bubbletea program: %v\n%s", err, out)
+	runTUICases(t, []string{"allow once", "deny", "resize during the prompt"}, teaApp(t))
+}
+
+// teaApp is the bubbletea program: $PERMWRAP_TEST_TEAAPP when set (what
+// ./scripts/test builds once, before the tests, so that no test builds
+// it under the load of the others), else built here, bounded
+// (testutil.GoBuild).
+func teaApp(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PERMWRAP_TEST_TEAAPP"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("PERMWRAP_TEST_TEAAPP: %v", err)
+		}
+		return p
 	}
-	runTUICases(t, []string{"allow once", "deny", "resize during the prompt"}, bin)
+	bin := filepath.Join(t.TempDir(), "teaapp")
+	testutil.GoBuild(t, filepath.Dir(filepath.Dir(tuiProg(""))), bin, "./testdata/tui/teaapp")
+	return bin
 }
 
 // While a full-screen program runs, a denial notice waits: the next

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // startSleeper starts `sleep 60` with Pdeathsig from the calling thread.
@@ -39,7 +41,7 @@ func TestPdeathsigFollowsTheForkingThread(t *testing.T) {
 		case <-done:
 			ws := c.ProcessState.Sys().(syscall.WaitStatus)
 			return ws.Signaled() && ws.Signal() == syscall.SIGKILL
-		case <-time.After(bound):
+		case <-time.After(testutil.Scale(bound)):
 			_ = c.Process.Kill()
 			<-done
 			return false

@@ -252,7 +252,7 @@ func (e *env) runWrapped(extraEnv []string, timeout time.Duration, argv ...strin
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(timeout):
+	case <-time.After(testutil.Scale(timeout)):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 		e.t.Errorf("%v did not finish in %v", argv, timeout)

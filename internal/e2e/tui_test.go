@@ -211,7 +211,7 @@ func tuiRun(t *testing.T, a *tuiAgent, policy string) {
 	var other []string // prompts and answers about nothing the script did
 	collect := func(what string, turn int, related func(string) bool) *prompted {
 		p := &prompted{}
-		deadline := time.Now().Add(90 * time.Second)
+		deadline := time.Now().Add(testutil.Scale(90 * time.Second))
 		for srv.AtTurn(turn) == nil {
 			if time.Now().After(deadline) {
 				t.Errorf("%s: the agent never made its request at turn %d (%d prompts answered meanwhile)\nscreen:\n%s\nrequests:\n%s",
@@ -273,7 +273,7 @@ func tuiRun(t *testing.T, a *tuiAgent, policy string) {
 		}
 	}
 	last := len(srv.Script()) - 1
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testutil.Scale(60 * time.Second))
 	for srv.AtTurn(last) == nil && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/permwrap/permwrap/internal/kerneltest"
+	"github.com/permwrap/permwrap/internal/testutil"
 	"github.com/permwrap/permwrap/notify"
 )
 
@@ -44,11 +45,7 @@ func TestRoundTripEmulateRunsWorkloads(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rt := filepath.Join(dir, "roundtrip")
-	build := exec.Command("go", "build", "-o", rt, "./internal/cmd/roundtrip")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the round trip: %v\n%s", err, out)
-	}
+	testutil.GoBuild(t, filepath.Join("..", ".."), rt, "./internal/cmd/roundtrip")
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
 		t.Fatal(err)

@@ -9,13 +9,16 @@ package testutil
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 
@@ -106,11 +109,21 @@ func ShellQuote(argv []string) string {
 }
 
 // Tmux runs tmux on the server at socket, failing t when tmux does, and
-// returns its output.
+// returns its output. A tmux command that does not return within
+// Scale(30 seconds) (a server that stopped answering) is killed and fails
+// t, so no terminal test can hang on one.
 func Tmux(t testing.TB, socket string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", socket}, args...)...).CombinedOutput()
-	if err != nil {
+	bound := Scale(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "tmux", append([]string{"-S", socket}, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("tmux %v did not return in %v (the tmux server stopped answering)\n%s", args, bound, out)
+	case err != nil:
 		t.Fatalf("tmux %v: %v\n%s", args, err, out)
 	}
 	return string(out)
@@ -185,4 +198,43 @@ func HomeBase(t testing.TB, env, prefix, beside string) string {
 	}
 	t.Fatalf("no writable directory outside /tmp and /var/tmp for the home (set %s)", env)
 	return ""
+}
+
+// Scale stretches a test's wait for something that takes wall-clock time
+// (a program starting, a screen settling, a build) by
+// $PERMWRAP_TEST_TIMEOUT_SCALE (a number ≥ 1; default 1), so a busy
+// machine (2 vCPUs shared with another build) can give the tests room
+// without editing them. ./scripts/test sets it. Only waits are scaled:
+// a test that passes is no slower.
+func Scale(d time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(os.Getenv("PERMWRAP_TEST_TIMEOUT_SCALE"), 64)
+	if err != nil || !(f > 1) || f > 100 {
+		return d
+	}
+	return time.Duration(float64(d) * f)
+}
+
+// GoBuild runs `go build -o out args...` in dir, bounded by
+// Scale(10 minutes): a build that does not finish (a machine too busy,
+// a module download that never answers) fails the test saying which
+// build and why, instead of hanging it until go test's -timeout ends the
+// whole package with a goroutine dump.
+func GoBuild(t testing.TB, dir, out string, args ...string) {
+	t.Helper()
+	goTool := kerneltest.Tool(t, "go")
+	bound := Scale(10 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	argv := append([]string{"build", "-o", out}, args...)
+	cmd := exec.CommandContext(ctx, goTool, argv...)
+	cmd.Dir = dir
+	cmd.WaitDelay = 10 * time.Second
+	b, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("go %s (in %s) did not finish in %v and was killed: the machine is too busy (raise PERMWRAP_TEST_TIMEOUT_SCALE) or a module download hangs (run `go mod download` first)\n%s",
+			strings.Join(argv, " "), dir, bound, b)
+	case err != nil:
+		t.Fatalf("go %s (in %s): %v\n%s", strings.Join(argv, " "), dir, err, b)
+	}
 }

@@ -73,3 +73,24 @@ func TestPTY(t *testing.T) {
 	}
 	t.Fatalf("the master never read %q: %q", "hello", p.Text())
 }
+
+func TestScale(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want time.Duration
+	}{
+		{"", 10 * time.Second},
+		{"3", 30 * time.Second},
+		{"1.5", 15 * time.Second},
+		{"0.5", 10 * time.Second}, // never shorter
+		{"-2", 10 * time.Second},
+		{"NaN", 10 * time.Second},
+		{"lots", 10 * time.Second},
+		{"1e9", 10 * time.Second}, // nonsense is ignored, not obeyed
+	} {
+		t.Setenv("PERMWRAP_TEST_TIMEOUT_SCALE", c.env)
+		if got := Scale(10 * time.Second); got != c.want {
+			t.Errorf("PERMWRAP_TEST_TIMEOUT_SCALE=%q: Scale(10s) = %v, want %v", c.env, got, c.want)
+		}
+	}
+}

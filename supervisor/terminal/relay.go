@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -258,9 +259,22 @@ func (r *Relay) relayLocked(data []byte) {
 	}
 }
 
+// copyIn forwards the person's keys to the command. It reads the
+// terminal through an open file description of its own in non-blocking
+// mode: another reader of the terminal (a prompt's terminal library,
+// whose reading goroutine can outlive its prompt by a moment) may take
+// the bytes a poll announced, and a blocking read would then wait, with
+// inMu held, for the next key, and the next prompt (Acquire) with it,
+// with nothing on the screen to answer.
 func (r *Relay) copyIn() {
 	buf := make([]byte, 4096)
-	fds := []unix.PollFd{{Fd: int32(r.tty.Fd()), Events: unix.POLLIN}, {Fd: int32(r.wake[0]), Events: unix.POLLIN}}
+	ttyFd := int(r.tty.Fd())
+	readFd := ttyFd
+	if fd, err := host.Open("/proc/self/fd/"+strconv.Itoa(ttyFd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0); err == nil {
+		readFd = fd
+		defer host.Close(fd)
+	}
+	fds := []unix.PollFd{{Fd: int32(ttyFd), Events: unix.POLLIN}, {Fd: int32(r.wake[0]), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		if _, err := host.Poll(fds, -1); err != nil {
@@ -291,7 +305,15 @@ func (r *Relay) copyIn() {
 			r.waitUnpaused()
 			continue
 		}
-		n, err := host.Read(int(r.tty.Fd()), buf)
+		// Still there? (Without a description of its own, when /proc is
+		// missing, this narrows the window in which another reader can
+		// leave the read below waiting.)
+		still := []unix.PollFd{{Fd: int32(ttyFd), Events: unix.POLLIN}}
+		if n, err := host.Poll(still, 0); err == nil && (n == 0 || still[0].Revents&unix.POLLIN == 0) {
+			r.inMu.Unlock()
+			continue
+		}
+		n, err := host.Read(readFd, buf)
 		if n > 0 {
 			_, _ = host.Write(r.ptmxFd, buf[:n])
 		}

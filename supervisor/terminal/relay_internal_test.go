@@ -144,3 +144,70 @@ func TestRelayFullScreenCommand(t *testing.T) {
 		t.Fatalf("%d notices in the summary, want 4:\n%q", n, ft.text())
 	}
 }
+
+// Another reader of the terminal (a prompt's terminal library, whose
+// reading goroutine can outlive its prompt) may take the keys a poll
+// announced to the relay: the relay must not then wait in a read, with
+// the input lock held, so that the next prompt could never take the
+// terminal (the second battery saw a prompt that never appeared).
+func TestRelayInputTakenByAnotherReader(t *testing.T) {
+	ft := newFakeTerminal(t)
+	rl, err := NewRelay(ft.slave, ft.slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "cat >/dev/null")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = rl.pts, rl.pts, rl.pts
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The other reader: a blocking read of the same terminal, always
+	// waiting, as a terminal library's input goroutine is.
+	other, err := dupFile(ft.slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		b := make([]byte, 64)
+		for {
+			if _, err := other.Read(b); err != nil {
+				return
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		ft.master.Write([]byte("k"))
+		time.Sleep(time.Duration(i%3) * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	acquired := make(chan func(), 1)
+	go func() {
+		_, _, _, _, release, err := rl.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+			release = func() {}
+		}
+		acquired <- release
+	}()
+	select {
+	case release := <-acquired:
+		release()
+	case <-time.After(testutil.Scale(10 * time.Second)):
+		t.Fatal("Acquire waited for the relay's input lock: the relay is stuck in a read of keys another reader took")
+	}
+	// The end: the other reader let go (it reads one more key), the
+	// command gone, the relay stopped, before the terminal closes.
+	ft.master.Write([]byte("x"))
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	select {
+	case <-rl.done:
+	case <-time.After(testutil.Scale(5 * time.Second)):
+		t.Fatal("the relay did not see the command's end")
+	}
+	rl.Stop()
+}
