@@ -24,6 +24,9 @@ type LogRecord struct {
 	Surface   string
 	Access    string
 	Value     string
+	// Paths are both names of a rename, exchange or link (from, to),
+	// when the record has them.
+	Paths     []string
 	Action    string
 	Reason    string
 	Node      string
@@ -70,6 +73,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Reason    string          `json:"reason"`
 		Node      string          `json:"node"`
 		Run       string          `json:"run"`
+		Paths     []string        `json:"paths"`
 		DecidedBy json.RawMessage `json:"decidedBy"`
 		Rule      *ruleJSON       `json:"rule"`
 		Count     int64           `json:"count"`
@@ -94,6 +98,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 	rec := LogRecord{
 		Time: t, Event: Event(w.Event), RequestID: RequestID(w.RequestID), PID: w.PID,
 		Exe: w.Exe, Comm: w.Comm, Surface: w.Surface, Access: w.Access, Value: w.Value,
+		Paths:  w.Paths,
 		Action: w.Action, Reason: w.Reason, Node: w.Node, Run: w.Run,
 		Count: w.Count, Program: w.Program, Dirs: w.Dirs, What: w.What,
 		Raw: append([]byte(nil), line...),

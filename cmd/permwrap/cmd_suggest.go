@@ -211,11 +211,21 @@ func readObservations(logPath string, opts suggestOptions, stderr io.Writer) (*o
 }
 
 // add counts one wanted record under its (surface, value); a record
-// without either is left out.
+// without either is left out. A rename, exchange or link is counted
+// under both its names: the record's value is the one that decided, and
+// a rule for it alone would leave the other asking (a push's
+// refs/heads/main.lock renamed over refs/heads/main).
 func (obs *observations) add(r authority.LogRecord) {
 	s, ok := engine.ParseSurface(r.Surface)
 	if !ok || r.Value == "" {
 		return
+	}
+	for _, p := range r.Paths {
+		if p != r.Value && p != "" {
+			other := r
+			other.Value, other.Paths = p, nil
+			obs.add(other)
+		}
 	}
 	c := engine.Check{Surface: s, Value: r.Value}
 	o := obs.seen[c]
