@@ -67,6 +67,15 @@ type LogOptions struct {
 	// per read; "none", not at all. Denies, asks and their outcomes are
 	// always written one record each.
 	ReadAllows string
+	// ScratchWrites says how writes a rule allowed without asking are
+	// written when every path they touch is beneath one of ScratchDirs
+	// (the temporary directories and the cache home: a compiler's work
+	// files, a build cache): "summary", one
+	// permission_request.allowed_writes record per process, like reads;
+	// "each" (and ""), one record per write. Writes anywhere else are
+	// always one record each.
+	ScratchWrites string
+	ScratchDirs   []string
 	// Buffer is how many records may wait for the writer (0: 4096).
 	Buffer int
 	// Run, when set, is written as "run" in every record: one id per
@@ -227,7 +236,10 @@ func newLog(sink logSink, opts LogOptions, batch bool, path string) *Log {
 	}
 	l := &Log{opts: opts, sink: sink, ch: make(chan logEntry, opts.Buffer),
 		kick: make(chan struct{}, 1), done: make(chan struct{}), now: time.Now, batch: batch, sums: summaries{}}
-	if opts.ReadAllows == readAllowsSummary {
+	if opts.ScratchWrites != readAllowsSummary || len(opts.ScratchDirs) == 0 {
+		opts.ScratchWrites = readAllowsEach
+	}
+	if opts.ReadAllows == readAllowsSummary || opts.ScratchWrites == readAllowsSummary {
 		// Only a summarising log has reads to take (a nil channel is
 		// never ready in the writer's select).
 		l.reads = make(chan readNote, opts.Buffer)

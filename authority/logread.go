@@ -40,7 +40,10 @@ type LogRecord struct {
 	// which program, counted by directory (most first).
 	Count   int64
 	Program string
-	Dirs    []DirCount
+	// Processes is how many of the program's processes the summary
+	// counts (PID is the first).
+	Processes int64
+	Dirs      []DirCount
 	// What a review_log.dropped record says was dropped.
 	What string
 	Raw  []byte
@@ -77,6 +80,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		DecidedBy json.RawMessage `json:"decidedBy"`
 		Rule      *ruleJSON       `json:"rule"`
 		Count     int64           `json:"count"`
+		Processes int64           `json:"processes"`
 		Program   string          `json:"program"`
 		Dirs      []DirCount      `json:"dirs"`
 		What      string          `json:"what"`
@@ -100,7 +104,7 @@ func ParseLogLine(line []byte) (LogRecord, error) {
 		Exe: w.Exe, Comm: w.Comm, Surface: w.Surface, Access: w.Access, Value: w.Value,
 		Paths:  w.Paths,
 		Action: w.Action, Reason: w.Reason, Node: w.Node, Run: w.Run,
-		Count: w.Count, Program: w.Program, Dirs: w.Dirs, What: w.What,
+		Count: w.Count, Processes: w.Processes, Program: w.Program, Dirs: w.Dirs, What: w.What,
 		Raw: append([]byte(nil), line...),
 	}
 	if len(w.DecidedBy) > 0 {

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"github.com/permwrap/permwrap/engine"
+	"strings"
 )
 
 // The records: what each kind of event writes about a request, its
@@ -14,13 +15,16 @@ func (l *Log) Record(ev Event, r Request, d Decision) {
 		return
 	}
 	readAllow := ev == EventAllowed && r.Check.Surface == engine.SurfaceRead
-	if _, byRule := d.DecidedBy().(ByRule); readAllow && byRule {
-		// Only a rule's allow is routine: a read a person's approval
-		// or a session rule allowed keeps a record of its own.
-		switch l.opts.ReadAllows {
-		case readAllowsNone:
+	if _, byRule := d.DecidedBy().(ByRule); ev == EventAllowed && byRule {
+		// Only a rule's allow is routine: a read or write a person's
+		// approval or a session rule allowed keeps a record of its own.
+		switch {
+		case readAllow && l.opts.ReadAllows == readAllowsNone:
 			return
-		case readAllowsSummary:
+		case readAllow && l.opts.ReadAllows == readAllowsSummary:
+			l.noteRead(r, d)
+			return
+		case r.Check.Surface == engine.SurfaceWrite && l.opts.ScratchWrites == readAllowsSummary && l.inScratch(r):
 			l.noteRead(r, d)
 			return
 		}
@@ -43,9 +47,33 @@ func (l *Log) record(ev Event, r Request, d Decision, readAllow bool) {
 	l.sendLazy(func(dst []byte) []byte { return l.appendRecord(dst, t, ev, f) }, readAllow, true, true)
 }
 
-// noteRead hands an allowed read to the writer's summary of its process.
+// noteRead hands an allowed read, or a scratch write, to the writer's
+// summary of its process.
 func (l *Log) noteRead(r Request, d Decision) {
-	l.NoteRead(r.Process, r.Check.Value, r.Node, r.Rule, l.provenance(r, d.DecidedBy()))
+	l.note(readNote{pid: r.Process.PID, exe: r.Process.Exe, value: r.Check.Value, node: r.Node, rule: r.Rule,
+		by: l.provenance(r, d.DecidedBy()), surface: r.Check.Surface, access: r.Access})
+}
+
+// inScratch reports whether every path r touches is beneath one of the
+// scratch directories (LogOptions.ScratchDirs).
+func (l *Log) inScratch(r Request) bool {
+	paths := r.Paths
+	if len(paths) == 0 {
+		paths = []string{r.Check.Value}
+	}
+	for _, p := range paths {
+		in := false
+		for _, d := range l.opts.ScratchDirs {
+			if len(p) > len(d) && strings.HasPrefix(p, d) && (p[len(d)] == '/' || d == "/") {
+				in = true
+				break
+			}
+		}
+		if !in {
+			return false
+		}
+	}
+	return true
 }
 
 // SummarisesReads reports whether allowed reads go to per-process
@@ -62,13 +90,20 @@ func (l *Log) NoteRead(p Process, path, node string, rule engine.Rule, by Decide
 	if l == nil {
 		return
 	}
+	l.note(readNote{pid: p.PID, exe: p.Exe, value: path, node: node, rule: rule, by: by, surface: engine.SurfaceRead})
+}
+
+// note hands n to the writer's summaries: a value on a channel, dropped
+// and counted when the channel is full.
+func (l *Log) note(n readNote) {
+	n.t = l.now()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
 		return
 	}
 	select {
-	case l.reads <- readNote{pid: p.PID, exe: p.Exe, value: path, node: node, rule: rule, by: by, t: l.now()}:
+	case l.reads <- n:
 	default:
 		l.dropped.Add(1)
 	}

@@ -76,7 +76,8 @@ func TestLogSummarisesReads(t *testing.T) {
 		decidedRead(l, 7, "/usr/bin/rg", fmt.Sprintf("%s/f%d", dir, i%10))
 	}
 	for i := range 5 {
-		decidedRead(l, 8, "/usr/bin/cat", fmt.Sprintf("/etc/f%d", i))
+		// Three cat processes, interleaved: one summary for the program.
+		decidedRead(l, 8+i%3, "/usr/bin/cat", fmt.Sprintf("/etc/f%d", i))
 	}
 	l.Decided(writeRequest(1), false, Allowed(ByRule{Surface: engine.SurfaceWrite, Pattern: "/home/u/p/**"}))
 	l.Decided(writeRequest(2), false, Denied(ByError{Reason: "x"}, "x"))
@@ -123,7 +124,10 @@ func TestLogSummarisesReads(t *testing.T) {
 	if by := rg["decidedBy"].(map[string]any); by["kind"] != "rule" {
 		t.Fatalf("rg decidedBy %v", by)
 	}
-	if c := got["cat"]; c == nil || c["count"] != 5.0 || len(c["paths"].([]any)) != 5 {
+	if rg["processes"] != 1.0 {
+		t.Fatalf("rg processes %v", rg["processes"])
+	}
+	if c := got["cat"]; c == nil || c["count"] != 5.0 || len(c["paths"].([]any)) != 5 || c["processes"] != 3.0 || c["pid"] != 8.0 {
 		t.Fatalf("cat summary %v", c)
 	}
 	// Read back as a record.
@@ -556,5 +560,63 @@ func TestLogLockHeldByAnother(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Writes a rule allowed beneath the scratch directories are summed up
+// per process like reads, with their kinds; a write with one end
+// outside them, a write elsewhere, and a write a person approved stay
+// one record each; "each" keeps every one.
+func TestLogSummarisesScratchWrites(t *testing.T) {
+	scratch := func(i int, access string, paths ...string) Request {
+		r := writeRequest(i)
+		r.Process = Process{PID: 77, Exe: "/usr/lib/go/pkg/tool/linux_amd64/compile"}
+		r.Check.Value = paths[0]
+		r.Access = access
+		if len(paths) > 1 {
+			r.Paths = paths
+		}
+		return r
+	}
+	byRule := Allowed(ByRule{Surface: engine.SurfaceWrite, Pattern: "/tmp/**"})
+	for _, mode := range []string{"summary", "each"} {
+		var buf bytes.Buffer
+		var mu sync.Mutex
+		l := NewLogWriter(lockedWriter{&mu, &buf}, LogOptions{ReadAllows: "summary", ScratchWrites: mode,
+			ScratchDirs: []string{"/tmp", "/home/u/.cache"}})
+		for i := range 30 {
+			l.Decided(scratch(i, "create", fmt.Sprintf("/tmp/go-build1/b%03d/_pkg_.a", i)), false, byRule)
+		}
+		l.Decided(scratch(30, "unlink", "/home/u/.cache/go-build/aa/x"), false, byRule)
+		l.Decided(scratch(31, "rename", "/tmp/go-build1/out", "/home/u/p/bin/app"), false, byRule) // lands outside
+		l.Decided(scratch(32, "create", "/tmpfoo/x"), false, byRule)                               // not beneath /tmp
+		l.Decided(scratch(33, "create", "/tmp/asked"), false, Allowed(ByUser{Via: "script approval"}))
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		recs := records(t, buf.Bytes())
+		allowed, sums := byEvent(recs, EventAllowed), byEvent(recs, EventAllowedWrites)
+		if mode == "each" {
+			if len(allowed) != 34 || len(sums) != 0 {
+				t.Fatalf("each: %d allowed, %d summaries, want 34 and 0", len(allowed), len(sums))
+			}
+			continue
+		}
+		if len(allowed) != 3 {
+			t.Fatalf("%d allowed records, want 3 (the rename out, /tmpfoo, the approved):\n%s", len(allowed), buf.Bytes())
+		}
+		if len(sums) != 1 {
+			t.Fatalf("%d write summaries, want 1:\n%s", len(sums), buf.Bytes())
+		}
+		sum := sums[0]
+		if sum["count"] != 31.0 || sum["surface"] != "write" || sum["program"] != "compile" {
+			t.Fatalf("summary %v", sum)
+		}
+		if acc := sum["accesses"].(map[string]any); acc["create"] != 30.0 || acc["unlink"] != 1.0 {
+			t.Fatalf("accesses %v", acc)
+		}
+		if len(byEvent(recs, EventAllowedReads)) != 0 {
+			t.Fatal("writes summed up as reads")
+		}
 	}
 }

@@ -14,42 +14,56 @@ import (
 // read a rule allowed without asking is not a record of its own: the
 // serving thread hands the writer goroutine a readNote (a value on a
 // channel: no allocation, no encoding), and the writer counts it under
-// its process. One permission_request.allowed_reads record per process
-// (and rule) says how many reads it made, where, and the first and last
-// distinct paths (a program's first reads are its libraries, its last
-// the files it was run for: the four it read most recently);
-// it is written when the process has read nothing for summaryIdle (it
-// ended or moved on), every summaryEvery while it keeps reading, and
-// when permwrap exits.
+// its program. One permission_request.allowed_reads record per program
+// (and rule) says how many reads its processes made, how many processes
+// (its first pid; each process's exec has its own record), where, and
+// the first and last distinct paths (a program's first reads are its
+// libraries, its last the files it was run for: the four it read most
+// recently); it is written when the program has read nothing for
+// summaryIdle (it ended or moved on), every summaryEvery while it keeps
+// reading, and when permwrap exits. Scratch writes (EventAllowedWrites)
+// are summed up the same way.
 
 // EventAllowedReads is the summary of a process's allowed reads.
 const EventAllowedReads Event = "permission_request.allowed_reads"
+
+// EventAllowedWrites is the summary of a process's allowed writes in the
+// scratch directories (LogOptions.ScratchWrites), counted the same way
+// with the kinds of write ("accesses").
+const EventAllowedWrites Event = "permission_request.allowed_writes"
 
 const (
 	summaryIdle    = time.Second
 	summaryEvery   = 10 * time.Second
 	summaryTick    = 500 * time.Millisecond
-	summaryPaths   = 4   // the first and the last distinct paths kept, this many each
-	summaryDirs    = 5   // top directories written
-	summaryDirsMax = 256 // distinct directories counted; the rest are "other"
-	summaryDirKeep = 3   // a directory is counted by its first 3 components: /usr/share/doc
+	summaryPaths   = 4    // the first and the last distinct paths kept, this many each
+	summaryDirs    = 5    // top directories written
+	summaryDirsMax = 256  // distinct directories counted; the rest are "other"
+	summaryDirKeep = 3    // a directory is counted by its first 3 components: /usr/share/doc
+	summaryPidsMax = 4096 // processes counted per summary; past it, "processes" is a floor
 )
 
-// readNote is one allowed read, as the writer needs it.
+// readNote is one allowed read (or scratch write), as the writer needs
+// it.
 type readNote struct {
-	pid   int
-	exe   string
-	value string
-	node  string
-	rule  engine.Rule
-	by    DecidedBy
-	t     time.Time
+	pid     int
+	exe     string
+	value   string
+	node    string
+	rule    engine.Rule
+	by      DecidedBy
+	t       time.Time
+	surface engine.Surface
+	access  string // a write's kind (create, unlink, rename, …)
 }
 
+// summaryKey: one summary per program (executable), not per process: a
+// build runs the same compiler a hundred times, and each of its
+// processes is an exec record of its own already.
 type summaryKey struct {
-	pid       int
 	exe, node string
 	rule      engine.Rule
+	surface   engine.Surface
 }
 
 type readSummary struct {
@@ -61,17 +75,38 @@ type readSummary struct {
 	lastAt      int
 	dirs        map[string]int64
 	other       int64 // reads in directories past summaryDirsMax
+	accesses    map[string]int64
+	pid         int              // the first process
+	lastPid     int              // the last process other than pid seen (a fast path)
+	pids        map[int]struct{} // the others, up to summaryPidsMax
 }
 
 // summaries is the writer goroutine's: nobody else touches it.
 type summaries map[summaryKey]*readSummary
 
 func (m summaries) add(n readNote) {
-	k := summaryKey{pid: n.pid, exe: n.exe, node: n.node, rule: n.rule}
+	k := summaryKey{exe: n.exe, node: n.node, rule: n.rule, surface: n.surface}
 	s := m[k]
 	if s == nil {
-		s = &readSummary{by: n.by, first: n.t, dirs: map[string]int64{}}
+		s = &readSummary{by: n.by, first: n.t, dirs: map[string]int64{}, pid: n.pid}
 		m[k] = s
+	}
+	if n.pid != s.pid && n.pid != s.lastPid {
+		s.lastPid = n.pid
+		if _, ok := s.pids[n.pid]; !ok && len(s.pids) < summaryPidsMax {
+			if s.pids == nil {
+				s.pids = map[int]struct{}{}
+			}
+			s.pids[n.pid] = struct{}{}
+		}
+	}
+	if n.access != "" {
+		if s.accesses == nil {
+			s.accesses = map[string]int64{}
+		}
+		if _, ok := s.accesses[n.access]; ok || len(s.accesses) < summaryDirsMax {
+			s.accesses[n.access]++
+		}
 	}
 	s.count++
 	s.last = n.t
@@ -117,7 +152,11 @@ func (l *Log) dueSummaries(b []byte, now time.Time, all bool) ([]byte, int) {
 	n := 0
 	for k, s := range l.sums {
 		if all || now.Sub(s.last) >= summaryIdle || now.Sub(s.first) >= summaryEvery {
-			b = l.appendRecord(b, s.last, EventAllowedReads, l.summaryFields(k, s))
+			ev := EventAllowedReads
+			if k.surface == engine.SurfaceWrite {
+				ev = EventAllowedWrites
+			}
+			b = l.appendRecord(b, s.last, ev, l.summaryFields(k, s))
 			delete(l.sums, k)
 			n++
 		}
@@ -157,14 +196,18 @@ func (l *Log) summaryFields(k summaryKey, s *readSummary) fields {
 	}
 	f := fields{
 		{"requestId", NewRequestID()},
-		{"pid", k.pid},
+		{"pid", s.pid},
+		{"processes", len(s.pids) + 1},
 		{"exe", k.exe},
 		{"program", path.Base(k.exe)},
-		{"surface", engine.SurfaceRead.String()},
+		{"surface", k.surface.String()},
 		{"count", s.count},
 		{"since", s.first.UTC().Format(time.RFC3339Nano)},
 		{"dirs", list},
 		{"paths", paths},
+	}
+	if len(s.accesses) > 0 {
+		f = append(f, field{"accesses", s.accesses})
 	}
 	if k.node != "" {
 		f = append(f, field{"node", k.node})

@@ -90,7 +90,11 @@ type LogSettings struct {
 	// ReadAllows is how reads allowed without asking are logged:
 	// "summary" (one record per process), "each" (one per read), "none".
 	ReadAllows string
-	FieldWidth int // longest value written per field before truncation
+	// ScratchWrites is how writes a rule allowed in the temporary
+	// directories and the cache home are logged: "summary" (one record
+	// per process), "each" (one per write).
+	ScratchWrites string
+	FieldWidth    int // longest value written per field before truncation
 	// RotateBytes: the log is rotated when it would pass this size (0:
 	// never); Keep older files are kept.
 	RotateBytes int64
@@ -131,7 +135,7 @@ func defaultSettings() Settings {
 		AskTimeout:   DefaultAskTimeout,
 		DenialNotice: "stderr",
 		Proxy:        "env",
-		Log:          LogSettings{ReadAllows: "summary", FieldWidth: DefaultLogFieldWidth, RotateBytes: DefaultLogRotateMB << 20, Keep: DefaultLogKeep},
+		Log:          LogSettings{ReadAllows: "summary", ScratchWrites: "summary", FieldWidth: DefaultLogFieldWidth, RotateBytes: DefaultLogRotateMB << 20, Keep: DefaultLogKeep},
 	}
 }
 

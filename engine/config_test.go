@@ -41,6 +41,7 @@ func TestConfigErrors(t *testing.T) {
 		{"delegation surface", FileGlobal, `{"modelDelegation": {"allowedSurfaces": ["reed"]}}`, []string{`1:42: unknown surface "reed"`}},
 		{"typoPaths missing to", FileGlobal, `{"typoPaths": [{"from": "/a/*"}]}`, []string{`1:16: a typoPaths entry needs both`}},
 		{"log readAllows", FileGlobal, `{"log": {"readAllows": "some"}}`, []string{`1:24: log.readAllows: "some" is not "summary"`}},
+		{"log scratchWrites", FileGlobal, `{"log": {"scratchWrites": "all"}}`, []string{`1:27: log.scratchWrites: "all" is not "summary" or "each"`}},
 		{"log keep", FileGlobal, `{"log": {"keep": 10}}`, []string{"1:18: log.keep: at most 9 older files"}},
 		{"log rotateMB", FileGlobal, `{"log": {"rotateMB": "10MB"}}`, []string{"1:22: log.rotateMB: want a number, got a string"}},
 		{"log relative path", FileGlobal, `{"log": {"path": "review.log"}}`, []string{`1:18: log.path "review.log" must be absolute`}},

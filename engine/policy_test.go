@@ -723,7 +723,7 @@ func TestSettings(t *testing.T) {
 		"denialNotice": "off",
 		"proxy": "off",
 		"typoPaths": [{"from": "/home/*/src/proj/**", "to": "${WORKSPACE}"}],
-		"log": {"path": "~/.local/state/permwrap/review.jsonl", "readAllows": "none", "fieldWidth": 128, "rotateMB": 2, "keep": 0}
+		"log": {"path": "~/.local/state/permwrap/review.jsonl", "readAllows": "none", "scratchWrites": "each", "fieldWidth": 128, "rotateMB": 2, "keep": 0}
 	}`)
 	s := p.Settings()
 	if strings.Join(s.AuthorizerChain, ",") != "judge,missing" ||
@@ -731,7 +731,7 @@ func TestSettings(t *testing.T) {
 		len(s.ModelDelegation.AllowedSurfaces) != 2 || s.ModelDelegation.ExcludedSurfaces[0] != SurfaceWrite ||
 		s.AskTimeout.Seconds() != 90 || s.DenialNotice != "off" || s.Proxy != "off" ||
 		s.Log.Path != "/home/u/.local/state/permwrap/review.jsonl" || s.Log.ReadAllows != "none" || s.Log.FieldWidth != 128 ||
-		s.Log.RotateBytes != 2<<20 || s.Log.Keep != 0 {
+		s.Log.RotateBytes != 2<<20 || s.Log.Keep != 0 || s.Log.ScratchWrites != "each" {
 		t.Fatalf("settings %+v", s)
 	}
 	if len(s.TypoPaths) != 1 || !s.TypoPaths[0].Match("/home/v/src/proj/a") || s.TypoPaths[0].To != "/home/u/src/proj" {
@@ -742,7 +742,7 @@ func TestSettings(t *testing.T) {
 	}
 	d, _ := compile(t, `{}`)
 	ds := d.Settings()
-	if ds.AskTimeout != DefaultAskTimeout || ds.DenialNotice != "stderr" || ds.Proxy != "env" || ds.Log.ReadAllows != "summary" || ds.Log.FieldWidth != DefaultLogFieldWidth || ds.Yolo ||
+	if ds.AskTimeout != DefaultAskTimeout || ds.DenialNotice != "stderr" || ds.Proxy != "env" || ds.Log.ReadAllows != "summary" || ds.Log.ScratchWrites != "summary" || ds.Log.FieldWidth != DefaultLogFieldWidth || ds.Yolo ||
 		ds.Log.RotateBytes != 10<<20 || ds.Log.Keep != 3 {
 		t.Fatalf("defaults %+v", ds)
 	}

@@ -300,6 +300,15 @@ func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
 					p.errorf(m.Value.StartOffset, "log.readAllows: %q is not \"summary\", \"each\" or \"none\"", s)
 				}
 			}
+		case "scratchWrites":
+			if s, ok := p.str(&m.Value, "log.scratchWrites"); ok {
+				switch s {
+				case "summary", "each":
+					ls.ScratchWrites = s
+				default:
+					p.errorf(m.Value.StartOffset, "log.scratchWrites: %q is not \"summary\" or \"each\"", s)
+				}
+			}
 		case "rotateMB":
 			if n, ok := p.integer(&m.Value, "log.rotateMB", 0); ok {
 				ls.RotateBytes = n << 20
@@ -317,7 +326,7 @@ func (p *parser) logSettings(v *hujson.Value, ls *LogSettings) {
 				ls.FieldWidth = int(n)
 			}
 		default:
-			p.errorf(m.Name.StartOffset, "unknown key %q in log (want path, readAllows, fieldWidth, rotateMB, keep)", k)
+			p.errorf(m.Name.StartOffset, "unknown key %q in log (want path, readAllows, scratchWrites, fieldWidth, rotateMB, keep)", k)
 		}
 	}
 }

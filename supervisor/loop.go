@@ -399,7 +399,7 @@ func (s *supervisor) deny(r *request, v verdict, asked bool, d authority.Decisio
 // and returns the request id it was written under ("" when not written).
 func (s *supervisor) record(r *request, v verdict, asked bool, d authority.Decision) authority.RequestID {
 	ev := authority.OutcomeEvent(asked, d)
-	if ev == authority.EventAllowed && v.result.Check.Surface == engine.SurfaceRead && !r.nested {
+	if _, byRule := d.DecidedBy().(authority.ByRule); byRule && ev == authority.EventAllowed && v.result.Check.Surface == engine.SurfaceRead && !r.nested {
 		if l, ok := s.cfg.Log.(*authority.Log); ok && l.SummarisesReads() {
 			// Counted in its process's summary: no Request, no request id.
 			l.NoteRead(processInfo(r.th, r.tid, false, r.exe), v.result.Check.Value, "", v.result.Rule, d.DecidedBy())

@@ -48,7 +48,8 @@ type logFilter struct {
 func isDecision(e authority.Event) bool {
 	switch e {
 	case authority.EventAllowed, authority.EventDenied, authority.EventApproved, authority.EventRejected, authority.EventTimedOut,
-		authority.EventWouldAsk, authority.EventWouldDeny, authority.EventAnswered, authority.EventAllowedReads:
+		authority.EventWouldAsk, authority.EventWouldDeny, authority.EventAnswered, authority.EventAllowedReads,
+		authority.EventAllowedWrites:
 		return true
 	}
 	return false
@@ -327,6 +328,8 @@ var outcomeWords = map[authority.Event]string{
 	authority.EventWouldDeny: "would deny",
 	// A process's allowed reads, counted (readAllows "summary").
 	authority.EventAllowedReads: "allowed",
+	// A process's allowed writes in the scratch directories, counted.
+	authority.EventAllowedWrites: "allowed",
 }
 
 const (
@@ -342,6 +345,7 @@ const (
 //	2026-12-01 06:00:00  denied     write  /etc/hosts  by rule write:/etc/** (deny, policy.jsonc:12:5) — system files
 //	2026-12-01 06:00:01  rejected   write  /etc/foo  asked by rule write:* (ask, default.jsonc:101:7); no one to answer (headless)
 //	2026-12-01 06:00:02  allowed    read   212 reads by rg (pid 42): /usr/share/doc 180, /usr/share/man 30, … — by rule read:* (allow, default.jsonc:20:7)
+//	2026-12-01 06:00:03  allowed    write  96 writes by compile (pid 43): /tmp/go-build1234 96 — by rule write:/tmp/** (allow, default.jsonc:113:7)
 func formatRecord(r authority.LogRecord, color bool) string {
 	word := outcomeWords[r.Event]
 	if word == "" {
@@ -363,7 +367,7 @@ func formatRecord(r authority.LogRecord, color bool) string {
 		code = ansiRed
 	case authority.EventTimedOut, authority.EventWouldAsk, authority.EventWouldDeny:
 		code = ansiYellow
-	case authority.EventAnswered, authority.EventAllowedReads:
+	case authority.EventAnswered, authority.EventAllowedReads, authority.EventAllowedWrites:
 		code = ansiDim
 	}
 	if r.Event == authority.EventDropped {
@@ -372,7 +376,7 @@ func formatRecord(r authority.LogRecord, color bool) string {
 		return b.String()
 	}
 	b.WriteString(paint(code, fmt.Sprintf("%-9s", word)))
-	if r.Event == authority.EventAllowedReads {
+	if r.Event == authority.EventAllowedReads || r.Event == authority.EventAllowedWrites {
 		fmt.Fprintf(&b, "  %-5s  %s — %s", safeText(r.Surface), safeText(readsSummary(r)), safeText(decider(r)))
 	} else {
 		fmt.Fprintf(&b, "  %-5s  %s  %s", safeText(r.Surface), safeText(r.Value), safeText(decider(r)))
@@ -429,7 +433,14 @@ func readsSummary(r authority.LogRecord) string {
 	if prog == "" {
 		prog = "?"
 	}
-	s := fmt.Sprintf("%d reads by %s (pid %d)", r.Count, prog, r.PID)
+	what := "reads"
+	if r.Event == authority.EventAllowedWrites {
+		what = "writes"
+	}
+	s := fmt.Sprintf("%d %s by %s (pid %d)", r.Count, what, prog, r.PID)
+	if r.Processes > 1 {
+		s = fmt.Sprintf("%d %s by %s (%d processes, the first pid %d)", r.Count, what, prog, r.Processes, r.PID)
+	}
 	for i, d := range r.Dirs {
 		if i == 0 {
 			s += ": "

@@ -185,9 +185,10 @@ func TestCmdLogDeniedOneLinePerRequest(t *testing.T) {
 	const headless = `{"time":"2026-12-01T06:00:00Z","event":"permission_request.rejected","requestId":"0190a0b0-0000-7000-8000-00000000000a","pid":7,"comm":"sh","surface":"write","access":"create","value":"/etc/foo","rule":{"surface":"write","pattern":"*","action":"ask","origin":"default","position":"default.jsonc:101:7"},"action":"deny","decidedBy":{"kind":"unavailable","reason":"confirmation unavailable"},"reason":"confirmation unavailable"}`
 	const byRule = `{"time":"2026-12-01T06:00:01Z","event":"permission_request.denied","requestId":"0190a0b0-0000-7000-8000-00000000000b","pid":7,"surface":"write","value":"/etc/hosts","rule":{"surface":"write","pattern":"/etc/**","action":"deny","origin":"global","position":"policy.jsonc:12:5"},"action":"deny","decidedBy":{"kind":"rule","surface":"write","pattern":"/etc/**","origin":"global","position":"policy.jsonc:12:5"},"reason":"system files"}`
 	const summary = `{"time":"2026-12-01T06:00:02Z","event":"permission_request.allowed_reads","requestId":"0190a0b0-0000-7000-8000-00000000000c","pid":42,"exe":"/usr/bin/rg","program":"rg","surface":"read","count":212,"since":"2026-12-01T06:00:01Z","dirs":[{"dir":"/usr/share/doc","count":180},{"dir":"/usr/share/man","count":30},{"dir":"/etc","count":1},{"dir":"/usr/lib","count":1}],"paths":["/usr/share/doc/a"],"rule":{"surface":"read","pattern":"*","action":"allow","origin":"default","position":"default.jsonc:20:7"},"action":"allow","decidedBy":{"kind":"rule","surface":"read","pattern":"*","origin":"default","position":"default.jsonc:20:7"}}`
+	const writes = `{"time":"2026-12-01T06:00:02Z","event":"permission_request.allowed_writes","requestId":"0190a0b0-0000-7000-8000-00000000000e","pid":50,"processes":3,"exe":"/usr/lib/go/pkg/tool/linux_amd64/compile","program":"compile","surface":"write","count":96,"since":"2026-12-01T06:00:01Z","dirs":[{"dir":"/tmp/go-build1","count":96}],"accesses":{"create":96},"paths":["/tmp/go-build1/b001/_pkg_.a"],"rule":{"surface":"write","pattern":"/tmp/**","action":"allow","origin":"default","position":"default.jsonc:113:7"},"action":"allow","decidedBy":{"kind":"rule","surface":"write","pattern":"/tmp/**","origin":"default","position":"default.jsonc:113:7"}}`
 	p := filepath.Join(t.TempDir(), "review.jsonl")
 	const dropped = `{"time":"2026-12-01T06:00:03Z","event":"review_log.dropped","requestId":"0190a0b0-0000-7000-8000-00000000000d","count":412,"what":"records the log file refused (disk full, read-only or I/O error)","routine":412,"decidedBy":{"kind":"error","reason":"review log could not be written"}}`
-	if err := os.WriteFile(p, []byte(headless+"\n"+byRule+"\n"+headless+"\n"+summary+"\n"+dropped+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(headless+"\n"+byRule+"\n"+headless+"\n"+summary+"\n"+writes+"\n"+dropped+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ := runLog(t, "--file", p, "--denied")
@@ -199,7 +200,8 @@ func TestCmdLogDeniedOneLinePerRequest(t *testing.T) {
 	}
 	code, out, _ = runLog(t, "--file", p)
 	if wantSum := "2026-12-01 06:00:02  allowed    read   212 reads by rg (pid 42): /usr/share/doc 180, /usr/share/man 30, /etc 1, … — by rule read:* (allow, default.jsonc:20:7)\n" +
-		"2026-12-01 06:00:03  missing    412 record(s) not written: records the log file refused (disk full, read-only or I/O error)\n"; code != exitOK || !strings.HasSuffix(out, wantSum) || strings.Count(out, "\n") != 4 {
+		"2026-12-01 06:00:02  allowed    write  96 writes by compile (3 processes, the first pid 50): /tmp/go-build1 96 — by rule write:/tmp/** (allow, default.jsonc:113:7)\n" +
+		"2026-12-01 06:00:03  missing    412 record(s) not written: records the log file refused (disk full, read-only or I/O error)\n"; code != exitOK || !strings.HasSuffix(out, wantSum) || strings.Count(out, "\n") != 5 {
 		t.Fatalf("all: exit %d\n got:\n%s\nwant it to end in:\n%s", code, out, wantSum)
 	}
 }

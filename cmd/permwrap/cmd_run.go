@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strings"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
@@ -76,6 +78,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	settings := policy.Settings()
 	logOpts := logOptions(settings.Log)
 	logOpts.Run = string(authority.NewRequestID())
+	logOpts.ScratchDirs = scratchDirs(policy.Env())
 	log, err := authority.OpenLog(ld.logPath, logOpts)
 	if err != nil {
 		printErr(stderr, "permwrap: ", err) // the error names the review log
@@ -136,7 +139,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // logOptions are the review log's settings as authority.OpenLog takes
 // them (0 there means the default; a setting of 0 means never / none).
 func logOptions(s engine.LogSettings) authority.LogOptions {
-	o := authority.LogOptions{FieldWidth: s.FieldWidth, ReadAllows: s.ReadAllows, RotateBytes: s.RotateBytes, Keep: s.Keep}
+	o := authority.LogOptions{FieldWidth: s.FieldWidth, ReadAllows: s.ReadAllows, ScratchWrites: s.ScratchWrites, RotateBytes: s.RotateBytes, Keep: s.Keep}
 	if o.RotateBytes == 0 {
 		o.RotateBytes = -1
 	}
@@ -220,4 +223,31 @@ func logUnwritableHint(logFlag bool) string {
 		"  --log PATH                     for this run (e.g. --log /tmp/permwrap-review.jsonl)\n" +
 		"  XDG_STATE_HOME=DIR             the log goes to DIR/permwrap/review.jsonl\n" +
 		"  \"log\": { \"path\": \"PATH\" }     in policy.jsonc, for every run"
+}
+
+// scratchDirs are the directories whose rule-allowed writes the review
+// log sums up per process (log.scratchWrites): the temporary directories
+// and the cache home, where compilers and package managers keep their
+// work files. A directory that holds the home or the workspace is not
+// scratch, whatever TMPDIR or XDG_CACHE_HOME say.
+func scratchDirs(env engine.Env) []string {
+	cands := []string{"/tmp", "/var/tmp", env.TmpDir}
+	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		cands = append(cands, d)
+	} else if env.Home != "" {
+		cands = append(cands, filepath.Join(env.Home, ".cache"))
+	}
+	var out []string
+	for _, d := range cands {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		d = filepath.Clean(d)
+		holds := func(p string) bool { return p != "" && (p == d || d == "/" || strings.HasPrefix(p, d+"/")) }
+		if d == "/" || holds(env.Home) || holds(env.Workspace) || slices.Contains(out, d) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/permwrap/permwrap/engine"
 )
 
 // The file "always allow" checks against is the one the loader compiled:
@@ -48,5 +51,31 @@ func TestUserPolicyFileIsWhatTheLoaderCompiled(t *testing.T) {
 	}
 	if f := userPolicyFile(cfgDir, ld.policy); f == nil || f.Loaded != nil || len(f.Seed) == 0 {
 		t.Fatalf("without a policy.jsonc: %+v", f)
+	}
+}
+
+// The scratch directories are the temporary ones and the cache home,
+// never one that holds the home or the workspace.
+func TestScratchDirs(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "")
+	for _, c := range []struct {
+		name string
+		env  engine.Env
+		want string
+	}{
+		{"usual", engine.Env{Home: "/home/u", Workspace: "/home/u/p", TmpDir: "/tmp"}, "[/tmp /var/tmp /home/u/.cache]"},
+		{"own TMPDIR", engine.Env{Home: "/home/u", Workspace: "/home/u/p", TmpDir: "/run/user/1000/tmp/"}, "[/tmp /var/tmp /run/user/1000/tmp /home/u/.cache]"},
+		{"workspace in /tmp", engine.Env{Home: "/home/u", Workspace: "/tmp/w", TmpDir: "/tmp"}, "[/var/tmp /home/u/.cache]"},
+		{"TMPDIR is the home", engine.Env{Home: "/home/u", Workspace: "/srv/p", TmpDir: "/home/u"}, "[/tmp /var/tmp /home/u/.cache]"},
+		{"TMPDIR is /", engine.Env{Home: "/home/u", Workspace: "/srv/p", TmpDir: "/"}, "[/tmp /var/tmp /home/u/.cache]"},
+		{"workspace in the cache", engine.Env{Home: "/home/u", Workspace: "/home/u/.cache/x", TmpDir: "/tmp"}, "[/tmp /var/tmp]"},
+	} {
+		if got := fmt.Sprint(scratchDirs(c.env)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	t.Setenv("XDG_CACHE_HOME", "/var/cache/u")
+	if got := fmt.Sprint(scratchDirs(engine.Env{Home: "/home/u", Workspace: "/home/u/p", TmpDir: "/tmp"})); got != "[/tmp /var/tmp /var/cache/u]" {
+		t.Errorf("XDG_CACHE_HOME: %s", got)
 	}
 }
