@@ -652,24 +652,5 @@ func (bp *bashPattern) match(v string) bool {
 	return bp.short != nil && matchSegs(bp.short, v)
 }
 
-// matchSegs matches literal pieces separated by stars. With one kind of
-// star, taking the leftmost occurrence of each middle piece is optimal, so
-// this is linear in practice and never backtracks.
-func matchSegs(segs []string, v string) bool {
-	if len(segs) == 1 {
-		return v == segs[0]
-	}
-	first, last := segs[0], segs[len(segs)-1]
-	if len(v) < len(first)+len(last) || !strings.HasPrefix(v, first) || !strings.HasSuffix(v, last) {
-		return false
-	}
-	rest := v[len(first) : len(v)-len(last)]
-	for _, s := range segs[1 : len(segs)-1] {
-		i := strings.Index(rest, s)
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(s):]
-	}
-	return true
-}
+// matchSegs matches literal pieces separated by stars (shell.MatchSegs).
+func matchSegs(segs []string, v string) bool { return shell.MatchSegs(segs, v) }

@@ -446,8 +446,7 @@ func pathCands(s engine.Surface, list []*observed, env engine.Env) []cand {
 	if s != engine.SurfaceExec {
 		trees = filledDirs(list, env)
 	}
-	byPattern := map[string]*cand{}
-	var order []string
+	var set candSet
 	for _, o := range list {
 		var pat, also string
 		if d := treeOf(o.value, trees); d != "" {
@@ -459,19 +458,9 @@ func pathCands(s engine.Surface, list []*observed, env engine.Env) []cand {
 				also = "other names of the same shape (each * a temporary or numbered part)"
 			}
 		}
-		c := byPattern[pat]
-		if c == nil {
-			c = &cand{pattern: pat, also: also}
-			byPattern[pat] = c
-			order = append(order, pat)
-		}
-		c.obs = append(c.obs, o)
+		set.add(pat, also, o)
 	}
-	cands := make([]cand, 0, len(order))
-	for _, pat := range order {
-		cands = append(cands, *byPattern[pat])
-	}
-	return cands
+	return set.list()
 }
 
 // filledDirs are the directories that become one DIR/** rule: those a
@@ -548,8 +537,7 @@ func genPattern(v string, s engine.Surface, env engine.Env) string {
 // would offer (the arity table: git checkout *, npm run dev), which is
 // the exact line where every argument matters.
 func bashCands(list []*observed) []cand {
-	byPattern := map[string]*cand{}
-	var order []string
+	var set candSet
 	for _, o := range list {
 		pat, also := exactPattern(engine.SurfaceBash, o.value, engine.Env{}), ""
 		if argv, err := shwords.Fields(o.value, func(string) string { return "" }); err == nil && len(argv) > 0 && shell.RenderArgv(argv) == o.value {
@@ -558,19 +546,9 @@ func bashCands(list []*observed) []cand {
 				also = strings.TrimSuffix(sp, " *") + " with any other arguments"
 			}
 		}
-		c := byPattern[pat]
-		if c == nil {
-			c = &cand{pattern: pat, also: also}
-			byPattern[pat] = c
-			order = append(order, pat)
-		}
-		c.obs = append(c.obs, o)
+		set.add(pat, also, o)
 	}
-	cands := make([]cand, 0, len(order))
-	for _, pat := range order {
-		cands = append(cands, *byPattern[pat])
-	}
-	return cands
+	return set.list()
 }
 
 // mainProgram is the program that made most of the requests.
@@ -900,4 +878,32 @@ func safeComment(s string) string {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// candSet gathers observations under the pattern that would allow them,
+// in the order the patterns were first seen.
+type candSet struct {
+	byPattern map[string]*cand
+	order     []string
+}
+
+func (cs *candSet) add(pat, also string, o *observed) {
+	c := cs.byPattern[pat]
+	if c == nil {
+		if cs.byPattern == nil {
+			cs.byPattern = map[string]*cand{}
+		}
+		c = &cand{pattern: pat, also: also}
+		cs.byPattern[pat] = c
+		cs.order = append(cs.order, pat)
+	}
+	c.obs = append(c.obs, o)
+}
+
+func (cs *candSet) list() []cand {
+	cands := make([]cand, 0, len(cs.order))
+	for _, pat := range cs.order {
+		cands = append(cands, *cs.byPattern[pat])
+	}
+	return cands
 }

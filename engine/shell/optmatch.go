@@ -179,8 +179,13 @@ func (g wordGlob) literal() (string, bool) {
 	return "", false
 }
 
-func (g wordGlob) match(v string) bool {
-	segs := g.segs
+func (g wordGlob) match(v string) bool { return MatchSegs(g.segs, v) }
+
+// MatchSegs matches literal pieces separated by stars (segs: the pieces,
+// at least one). With one kind of star, taking the leftmost occurrence
+// of each middle piece is optimal, so this is linear in practice and
+// never backtracks. The engine's path and command globs use it too.
+func MatchSegs(segs []string, v string) bool {
 	if len(segs) == 1 {
 		return v == segs[0]
 	}
@@ -199,7 +204,6 @@ func (g wordGlob) match(v string) bool {
 	return true
 }
 
-// globOf compiles a pattern word (`\*` a literal star, `\\` a backslash).
 func globOf(w string) wordGlob {
 	var segs []string
 	var cur strings.Builder
