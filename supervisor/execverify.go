@@ -64,6 +64,12 @@ type pendingExec struct {
 	// the new image is verified, this line goes to its stderr and it is
 	// killed before it runs a line of its own.
 	refused []byte
+	// stopped is closed once stop has told and killed a refused exec's
+	// program: whoever else found it refused waits for that before
+	// answering its call, or the call would return (arch_prctl refused:
+	// the loader's "cannot set up thread-local storage") before the
+	// SIGKILL was sent, and the program would run its error path.
+	stopped chan struct{}
 }
 
 // command is the command line shown in messages about p.
@@ -87,6 +93,9 @@ func (v *execVerifier) init(s *supervisor) {
 // other, then told the line and killed at its first stop (refuseExec).
 func (s *supervisor) continueExec(id uint64, c *execCall, refused []byte) {
 	p := &pendingExec{tid: c.tid, startedAt: time.Now(), display: displayArgv(c.raw, c.path.Path, c.argv), refused: refused}
+	if refused != nil {
+		p.stopped = make(chan struct{})
+	}
 	refuse := func(why string, err error) {
 		s.respondErr(id, unix.EACCES)
 		s.notices.Line("permwrap: refused exec of " + p.command() + ": " + why + ": " + err.Error())
@@ -412,14 +421,26 @@ func (v *execVerifier) poll(p *pendingExec) {
 // (docs/security.md, the residual window).
 const firstLookAfter = time.Millisecond
 
+// stopWait bounds how long a call of a refused exec's program waits for
+// the goroutine stopping it.
+const stopWait = 2 * time.Second
+
 // stop ends a refused exec's program before it runs a line of its own:
 // its stderr gets the agent's line — a stream the spawner reads now that
 // its spawn succeeded — and the process is killed (once). The person's
 // line and the review log's record were written when it was refused.
 func (v *execVerifier) stop(p *pendingExec) {
 	if !p.done.CompareAndSwap(false, true) {
+		// Another goroutine is stopping it (the poller, or the program's
+		// first call): the kill is sent before this returns, bounded so
+		// that a stuck tell cannot hold a call forever.
+		select {
+		case <-p.stopped:
+		case <-time.After(stopWait):
+		}
 		return
 	}
+	defer close(p.stopped)
 	_ = notify.TellFd(p.tgid, 2, p.refused, v.s.cfg.Stderr)
 	err := p.proc.Kill()
 	v.finish(p)

@@ -64,6 +64,9 @@ func startTUI(t *testing.T, wrapped bool, target string, argv ...string) *tuiSid
 	} else {
 		side.ts = newTmuxEnv(t, s, false, env, argv...)
 	}
+	// A Ctrl-C the bare program gets reaches the script around it too,
+	// which then ends without its exit line: keep the pane to read.
+	side.ts.tmux("set-option", "-t", side.ts.name, "remain-on-exit", "on")
 	side.ts.waitFor("APP ")
 	return side
 }
@@ -97,6 +100,37 @@ func (side *tuiSide) settle(t *testing.T, want string) string {
 	}
 	t.Fatalf("screen never settled on %q:\n%s", want, last)
 	return ""
+}
+
+// ended waits until the screen shows operation n's result or the
+// program's end, and returns "ended" when it ended (its exit line shown,
+// or its pane dead: the Ctrl-C ended the script around it too), "" when
+// it goes on.
+func (side *tuiSide) ended(t *testing.T, n int) string {
+	t.Helper()
+	op := fmt.Sprintf("op %d:", n)
+	deadline := time.Now().Add(testutil.Scale(20 * time.Second))
+	for {
+		dead := func() bool {
+			return strings.TrimSpace(side.ts.tmux("display", "-p", "-t", side.ts.name, "#{pane_dead}")) == "1"
+		}
+		scr := side.ts.screen()
+		if strings.Contains(scr, "PERMWRAP-EXIT=") || dead() {
+			return "ended"
+		}
+		if strings.Contains(scr, op) {
+			// Give a signal time to land before calling it "goes on".
+			time.Sleep(testutil.Scale(500 * time.Millisecond))
+			if scr = side.ts.screen(); !strings.Contains(scr, "PERMWRAP-EXIT=") && !dead() {
+				return ""
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("neither %q nor the program's end on screen:\n%s", op, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // records reads the program's side log.
@@ -173,6 +207,12 @@ type tuiCase struct {
 	prompts []prompt // one per key that asks (in order)
 	denied  bool     // the operations are refused (the bare run gets a missing target)
 	expect  string   // what the settled screen shows
+	// interrupt: the answer is Ctrl-C, which denies and reaches the
+	// program as if typed; bare, the person types it after the
+	// operation. A program that reads keys raw (Node) gets the key and
+	// goes on; one whose terminal makes it a signal (curses' cbreak) is
+	// interrupted, bare and wrapped alike.
+	interrupt bool
 }
 
 var tuiCases = []tuiCase{
@@ -181,7 +221,7 @@ var tuiCases = []tuiCase{
 	{name: "deny with a reason", keys: "w", prompts: []prompt{{choose: "Deny with a reason", keys: []string{"lit:use the tmp dir", "Enter"}}}, denied: true, expect: "op 1: write refused"},
 	{name: "allow for the session", keys: "ww", prompts: []prompt{{choose: "Allow for this session", keys: []string{"Enter"}}}, expect: "op 2: write ok"},
 	{name: "esc", keys: "w", prompts: []prompt{{keys: []string{"Escape"}}}, denied: true, expect: "op 1: write refused"},
-	{name: "ctrl-c", keys: "w", prompts: []prompt{{keys: []string{"C-c"}}}, denied: true, expect: "op 1: write refused"},
+	{name: "ctrl-c", keys: "w", prompts: []prompt{{keys: []string{"C-c"}}}, denied: true, expect: "op 1: write refused", interrupt: true},
 	{name: "resize during the prompt", keys: "w", prompts: []prompt{{resize: true, choose: "Allow once"}}, expect: "op 1: write ok"},
 }
 
@@ -213,6 +253,16 @@ func (c tuiCase) drive(t *testing.T, argv ...string) (bare, wrapped *tuiSide) {
 			}
 			wrapped.ts.answer(p)
 		}
+		if c.interrupt {
+			bare.ts.keys("C-c")
+			bEnd, wEnd := bare.ended(t, i+1), wrapped.ended(t, i+1)
+			if bEnd != wEnd {
+				t.Fatalf("Ctrl-C: bare the program %q, wrapped %q (\"\": it went on)", bEnd, wEnd)
+			}
+			if bEnd != "" {
+				return bare, wrapped // interrupted alike: nothing more to compare
+			}
+		}
 		wrapped.ts.waitFor(fmt.Sprintf("op %d:", i+1))
 	}
 	b, w := bare.settle(t, c.expect), wrapped.settle(t, c.expect)
@@ -229,8 +279,13 @@ func (c tuiCase) drive(t *testing.T, argv ...string) (bare, wrapped *tuiSide) {
 // the review log, and the exit summary of notices held back.
 func (c tuiCase) finish(t *testing.T, wrapped *tuiSide) string {
 	t.Helper()
-	wrapped.ts.keys("q")
-	scr := wrapped.ts.waitFor("PERMWRAP-EXIT=0")
+	var scr string
+	if c.interrupt && wrapped.ended(t, len(c.keys)) != "" {
+		scr = wrapped.ts.waitFor("PERMWRAP-EXIT=")
+	} else {
+		wrapped.ts.keys("q")
+		scr = wrapped.ts.waitFor("PERMWRAP-EXIT=0")
+	}
 	var decided int
 	for _, rec := range wrapped.s.logRecords() {
 		if rec["requestId"] == nil || rec["decidedBy"] == nil {

@@ -520,8 +520,16 @@ func (r *Relay) safeLocked(unread bool) bool {
 		return false
 	}
 	// Output the agent wrote but the relay has not read yet comes first:
-	// the state above does not know it (copyOut flushes after it).
+	// the state above does not know it (copyOut flushes after it). A
+	// slave's write reaches the master's read buffer from a work queue,
+	// late on a loaded machine; a poll of the master runs that work
+	// (n_tty_poll flushes the port's buffer when nothing is readable), so
+	// output written before the call this notice is about is counted.
 	if unread {
+		fds := []unix.PollFd{{Fd: int32(r.ptmxFd), Events: unix.POLLIN}}
+		if _, err := host.Poll(fds, 0); err == nil && fds[0].Revents&unix.POLLIN != 0 {
+			return false
+		}
 		if n, err := host.Unread(r.ptmxFd); err != nil || n > 0 {
 			return false
 		}
