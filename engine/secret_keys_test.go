@@ -304,9 +304,9 @@ func TestLooksSecretAppendedPublic(t *testing.T) {
 
 // TestLooksSecretLinear: inputs made to be slow for each finder take
 // time in proportion to their size (16 times the bytes: under 128 times
-// the time, where a quadratic finder takes 256 times), and 1 MiB of any
-// of them is judged within a second. The two sizes are timed in turn,
-// best of five each, so a busy machine slows both alike.
+// the time, where a quadratic finder takes 256 times). The two sizes are
+// timed in turn, best of five each, so a busy machine slows both alike;
+// what a scan costs is measured by the benchmarks, not held here.
 func TestLooksSecretLinear(t *testing.T) {
 	cert := fixture(t, "test-only-cert.pem")
 	der := fixture(t, "test-only-rsa-pkcs1.der")
@@ -346,7 +346,12 @@ func TestLooksSecretLinear(t *testing.T) {
 	}
 	for name, p := range patterns {
 		small, large := measure(size(p, 64<<10), size(p, SecretScanLimit-1))
-		if large > time.Second || large > 128*max(small, 100*time.Microsecond) {
+		// Linear: 16 times the bytes in about 16 times the time; a
+		// quadratic scan takes 256 times. Only the ratio is held (of the
+		// fastest of five runs each): a loaded machine stretches both
+		// sizes alike, where a bound in seconds failed a run whose 1 MiB
+		// took 1.06 s at a ratio of 21.
+		if large > 128*max(small, 100*time.Microsecond) {
 			t.Errorf("%s: 64 KiB in %v, 1 MiB in %v", name, small, large)
 		}
 		t.Logf("%-20s 64 KiB %8v  1 MiB %8v", name, small, large)
