@@ -193,7 +193,7 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 				}
 				t := optionTables[BaseName(w[0].s)]
 				rs := last
-				if last == nil || t != lastTable || w[0].dyn != static || !sameFields(w[1:], lastTail) {
+				if last == nil || t != lastTable || w[0].dyn != static || !equalFields(w[1:], lastTail) {
 					rs = readOptions(w)
 					lastTable, lastTail, last = t, w[1:], rs
 				}
@@ -215,19 +215,6 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 		add(misread, false)
 	}
 	return Spellings{Certain: certain, Possible: possible, Shown: shown}
-}
-
-// sameFields reports whether two word lists are the same words.
-func sameFields(a, b []field) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // optionCandidate reports whether a line of program name (as spelled)
