@@ -289,6 +289,8 @@ func layerSettings(s Settings, fc *fileConfig) Settings {
 			s.DenialNotice = f.DenialNotice
 		case "proxy":
 			s.Proxy = f.Proxy
+		case "listings":
+			s.Listings = f.Listings
 		case "typoPaths":
 			s.TypoPaths = f.TypoPaths
 		case "log":

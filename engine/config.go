@@ -115,7 +115,18 @@ type Settings struct {
 	TypoPaths []TypoPath
 	Log       LogSettings
 	Yolo      bool
+	// Listings is how a listing of a directory (a read-only open with
+	// O_DIRECTORY) is treated: "free" (left to the kernel, never judged:
+	// names in a directory are not guarded, the files' contents are) or
+	// "judged" (a read of the directory, like any other open).
+	Listings string
 }
+
+// The values of the "listings" setting.
+const (
+	ListingsFree   = "free"
+	ListingsJudged = "judged"
+)
 
 // Defaults for Settings.
 const (
@@ -135,6 +146,7 @@ func defaultSettings() Settings {
 		AskTimeout:   DefaultAskTimeout,
 		DenialNotice: "stderr",
 		Proxy:        "env",
+		Listings:     ListingsFree,
 		Log:          LogSettings{ReadAllows: "summary", ScratchWrites: "summary", FieldWidth: DefaultLogFieldWidth, RotateBytes: DefaultLogRotateMB << 20, Keep: DefaultLogKeep},
 	}
 }

@@ -85,7 +85,23 @@ func (p *Policy) Explain(c Check) Explanation {
 	if ex.Abstained {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("no %s rule matched; in a composed decision this surface abstains", c.Surface))
 	}
+	if n := p.listingNote(c, e.Action); n != "" {
+		ex.Notes = append(ex.Notes, n)
+	}
 	return ex
+}
+
+// listingNote says how a listing of c's path is treated, when that
+// differs from a read of a file there or may surprise: a read or path
+// check whose answer is not allow.
+func (p *Policy) listingNote(c Check, a Action) string {
+	if (c.Surface != SurfaceRead && c.Surface != SurfacePath) || a == Allow {
+		return ""
+	}
+	if p.ListingsFree() {
+		return `if this is a directory, listing it (its names, as ls or find read them) is not judged: "listings" is "free"; opening a file in it is judged`
+	}
+	return `if this is a directory, listing it is judged like this read ("listings": "judged")`
 }
 
 func (ex Explanation) String() string {

@@ -404,6 +404,11 @@ func (p *Policy) Summary() string {
 	if p.failClosed {
 		flags = append(flags, "FAIL-CLOSED (a scope did not load)")
 	}
+	if p.ListingsFree() {
+		flags = append(flags, "directory listings not judged (listings: free)")
+	} else {
+		flags = append(flags, "directory listings judged")
+	}
 	s := fmt.Sprintf("ok: %d rules, %d hard guards, %d protected writes from %s", n, hard, p.protected.n, strings.Join(p.sources, ", "))
 	if len(flags) > 0 {
 		s += "; " + strings.Join(flags, ", ")

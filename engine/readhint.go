@@ -48,3 +48,13 @@ func (p *Policy) ReadsAlwaysAllowed() bool {
 	}
 	return p.fallback != nil && p.fallback.Action == Allow
 }
+
+// ListingsFree reports whether a listing of a directory — a read-only open
+// with O_DIRECTORY, which gives a descriptor whose names can be read but
+// whose files' contents cannot without another open, itself judged — is
+// left to the kernel unjudged (the "listings" setting, "free" unless the
+// global policy says "judged"). A run whose scope failed to load judges
+// every open (fail-closed), listings included.
+func (p *Policy) ListingsFree() bool {
+	return !p.failClosed && p.settings.Listings != ListingsJudged
+}

@@ -39,6 +39,11 @@ var topLevelKeys = map[string]func(p *parser, m topKey, kind fileKind, fc *fileC
 			fc.settings.Proxy = s
 		}
 	},
+	"listings": func(p *parser, m topKey, _ fileKind, fc *fileConfig) {
+		if s, ok := p.oneOf(m, ListingsFree, ListingsJudged); ok {
+			fc.settings.Listings = s
+		}
+	},
 	"typoPaths": func(p *parser, m topKey, _ fileKind, fc *fileConfig) {
 		for _, e := range p.array(m.val, m.key) {
 			if tp, ok := p.typoPath(&e); ok {
@@ -70,7 +75,7 @@ func (p *parser) topLevel(m topKey, kind fileKind, fc *fileConfig) {
 	fc.set[m.key] = true
 	read, ok := topLevelKeys[m.key]
 	if !ok {
-		p.errorf(m.off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, typoPaths, log)", m.key)
+		p.errorf(m.off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, listings, typoPaths, log)", m.key)
 		return
 	}
 	read(p, m, kind, fc)

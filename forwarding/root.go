@@ -77,7 +77,7 @@ const threadSweepEvery = 1024
 // knock is answered as if nobody listened (the inner permwrap then
 // refuses to run: fail-closed).
 func NewRoot(policy *engine.Policy, top int, opts RootOptions) (*Root, error) {
-	skipsReads := policy.ReadsAlwaysAllowed()
+	skipsReads, freeListings := policy.ReadsAlwaysAllowed(), policy.ListingsFree()
 	reg, err := NewRegistry(policy.Config(), policy, RegistryOptions{
 		Enforceable: func(p *engine.Policy) error {
 			// With a policy that allows every read, the root's filter does
@@ -85,6 +85,11 @@ func NewRoot(policy *engine.Policy, top int, opts RootOptions) (*Root, error) {
 			// could not enforce a node's read rules, so it says so instead.
 			if skipsReads && !p.ReadsAlwaysAllowed() {
 				return errors.New("this permwrap's policy allows every read, so its filter does not see plain reads and cannot enforce the node's read rules; give the outer permwrap a policy with a read rule (or run the inner one with a policy that allows every read)")
+			}
+			// Likewise listings: a filter that leaves them free cannot
+			// judge them for a node whose policy says "judged".
+			if freeListings && !p.ListingsFree() {
+				return errors.New(`this permwrap leaves directory listings free ("listings": "free"), so its filter does not see them and cannot judge the node's listings; set "listings": "judged" in the outer permwrap's policy too`)
 			}
 			return nil
 		},

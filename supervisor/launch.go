@@ -189,8 +189,9 @@ func newInitSpec(cfg Config) initSpec {
 		Underscore:      underscoreNamesSelf(os.Environ()),
 		// The syscall table's filter. A policy that allows every read
 		// needs no notification for a plain read-only open (the costliest
-		// kind of call).
-		Filter: filterOptions(cfg.Policy.ReadsAlwaysAllowed()),
+		// kind of call), nor one that leaves listings free for a
+		// listing.
+		Filter: filterOptions(filterChoiceOf(cfg.Policy)),
 	}
 }
 

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
 	"github.com/permwrap/permwrap/notify/pin"
 )
@@ -36,9 +37,9 @@ type sysRow struct {
 	nr   int32
 	name string
 	// when narrows the notification to calls whose arguments match (nil:
-	// every call). It is told whether plain read-only opens may be left to
-	// Landlock (the policy allows every read).
-	when func(skipReads bool) []notify.Match
+	// every call). It is told which read-only opens the policy lets the
+	// filter leave to Landlock (filterChoice).
+	when func(filterChoice) []notify.Match
 	// decode reads the call; nil for a row only refused or never notified.
 	decode decodeFunc
 	// refuse are the calls of this syscall the filter itself fails, each
@@ -394,10 +395,25 @@ func cwdCalls() []int {
 
 func init() { pin.SetCwdCalls(cwdCalls()) }
 
-// filterOptions derives the BPF filter from the table. skipReads: the
-// policy allows every read, so plain read-only opens need no notification
-// (Landlock alone stands between the sandbox and reads).
-func filterOptions(skipReads bool) notify.FilterOptions {
+// filterChoice is what the policy lets the filter leave to Landlock.
+type filterChoice struct {
+	// skipReads: the policy allows every read, so plain read-only opens
+	// need no notification (Landlock alone stands between the sandbox
+	// and reads).
+	skipReads bool
+	// freeListings: read-only opens with O_DIRECTORY (listings) are not
+	// judged (the policy's "listings": "free"; readOnlyOpensSkippable
+	// says why that is sound).
+	freeListings bool
+}
+
+// filterChoiceOf is what p lets the filter leave to Landlock.
+func filterChoiceOf(p *engine.Policy) filterChoice {
+	return filterChoice{skipReads: p.ReadsAlwaysAllowed(), freeListings: p.ListingsFree()}
+}
+
+// filterOptions derives the BPF filter from the table.
+func filterOptions(fc filterChoice) notify.FilterOptions {
 	o := notify.FilterOptions{Rules: make([]notify.Rule, 0, len(syscalls))}
 	for _, r := range syscalls {
 		if r.never != "" {
@@ -411,7 +427,7 @@ func filterOptions(skipReads bool) notify.FilterOptions {
 		}
 		rule := notify.Rule{Nr: r.nr}
 		if r.when != nil {
-			rule.When = r.when(skipReads)
+			rule.When = r.when(fc)
 		}
 		o.Rules = append(o.Rules, rule)
 	}
@@ -434,8 +450,8 @@ func isExecStop(nr int32) bool {
 }
 
 // always is a `when` that does not depend on the policy.
-func always(m ...notify.Match) func(bool) []notify.Match {
-	return func(bool) []notify.Match { return m }
+func always(m ...notify.Match) func(filterChoice) []notify.Match {
+	return func(filterChoice) []notify.Match { return m }
 }
 
 // intEquals matches an int argument (the low 32 bits, all the kernel
@@ -479,33 +495,67 @@ func intHasBits(arg uint, mask uint64) notify.Match {
 const oTmpfileBit = 0x400000
 
 // readOnlyOpensSkippable says which open/openat calls (flags in argument
-// flagsArg) are notified. Never those with O_PATH: the kernel then ignores
-// every flag but O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC (no access mode,
-// no O_CREAT, no O_TRUNC), opens nothing for reading or writing and calls
-// no driver's open, and every use of the fd — as a dirfd, by fchdir,
-// execveat, linkat, a reopen through /proc/self/fd — is itself judged;
-// the supervisor used to continue them unread, so BPF answering them
-// saves the round trip and changes no answer. Otherwise every open, or,
-// when reads may be left to Landlock, only those whose flags make them
-// more than a read: a write access mode (including 3), O_CREAT, O_TRUNC,
-// __O_TMPFILE. libseccomp has no "masked not-equal", so each way is its
-// own alternative (with O_PATH clear in the same mask); what matches none
-// is allowed.
-func readOnlyOpensSkippable(flagsArg int) func(bool) []notify.Match {
-	return func(skipReads bool) []notify.Match {
+// flagsArg) are notified; the rest are allowed in BPF. Every decision is
+// on the flags register: nothing in memory is read, and a thread racing
+// the call cannot change a register the kernel already copied.
+//
+// Never those with O_PATH: the kernel then ignores every flag but
+// O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC (no access mode, no O_CREAT, no
+// O_TRUNC), opens nothing for reading or writing and calls no driver's
+// open, and every use of the fd — as a dirfd, by fchdir, execveat,
+// linkat, a reopen through /proc/self/fd — is itself judged; the
+// supervisor used to continue them unread, so BPF answering them saves
+// the round trip and changes no answer.
+//
+// With fc.freeListings, not a listing either: access mode O_RDONLY,
+// O_DIRECTORY, and none of O_CREAT, O_TRUNC, __O_TMPFILE (O_TMPFILE is
+// __O_TMPFILE|O_DIRECTORY, a creating open: notified). The kernel fails
+// such an open with ENOTDIR unless the name resolves (symlinks followed,
+// as the supervisor would) to a directory, before any open method of a
+// file runs, so no device, FIFO or file's content is reached. The fd
+// gives what an O_PATH fd of the directory gives (every use as a dirfd or
+// cwd judged by the path it names), plus its names (getdents), its own
+// metadata (fstat, fstatfs, fgetxattr: readable by path anyway), flock,
+// fsync and dnotify; what could change the directory through it —
+// fchmod, fchown, fsetxattr, fremovexattr, futimens, the filesystem
+// ioctls — is watched whatever the fd's open was. docs/kernel.md has the
+// whole argument; attack_test.go the attacks.
+//
+// Otherwise every open, or, when reads may be left to Landlock
+// (fc.skipReads), only those whose flags make them more than a read: a
+// write access mode (including 3), O_CREAT, O_TRUNC, __O_TMPFILE.
+// libseccomp has no "masked not-equal", so each way of being notified is
+// its own alternative (with O_PATH clear in the same mask), and a
+// listing is the alternative "O_DIRECTORY clear" left out; what matches
+// none is allowed.
+func readOnlyOpensSkippable(flagsArg int) func(filterChoice) []notify.Match {
+	return func(fc filterChoice) []notify.Match {
 		noPath := func(mask, value uint64) notify.Match {
 			return notify.Match{{Arg: uint(flagsArg), Op: notify.CmpMaskedEqual, Mask: mask | unix.O_PATH, Value: value}}
 		}
-		if !skipReads {
+		switch {
+		case fc.skipReads:
+		case fc.freeListings:
+			// Any open that is not a listing: O_DIRECTORY clear, or
+			// one of the writing ways below.
+			ms := []notify.Match{noPath(unix.O_DIRECTORY, 0)}
+			return append(ms, writingOpens(noPath)...)
+		default:
 			return []notify.Match{noPath(0, 0)}
 		}
-		var ms []notify.Match
-		for _, mode := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE} {
-			ms = append(ms, noPath(unix.O_ACCMODE, mode))
-		}
-		for _, bit := range []uint64{unix.O_CREAT, unix.O_TRUNC, oTmpfileBit} {
-			ms = append(ms, noPath(bit, bit))
-		}
-		return ms
+		return writingOpens(noPath)
 	}
+}
+
+// writingOpens are the alternatives that make an open more than a read:
+// a write access mode (including 3), O_CREAT, O_TRUNC, __O_TMPFILE.
+func writingOpens(noPath func(mask, value uint64) notify.Match) []notify.Match {
+	var ms []notify.Match
+	for _, mode := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE} {
+		ms = append(ms, noPath(unix.O_ACCMODE, mode))
+	}
+	for _, bit := range []uint64{unix.O_CREAT, unix.O_TRUNC, oTmpfileBit} {
+		ms = append(ms, noPath(bit, bit))
+	}
+	return ms
 }

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/permwrap/permwrap/forwarding"
 	"github.com/permwrap/permwrap/internal/bpftest"
 	"github.com/permwrap/permwrap/notify"
 )
@@ -19,8 +20,9 @@ const maxSyscallNr = 600
 // every number without a row are allowed. So the filter and the table
 // cannot drift apart.
 func TestFilterIsTheTable(t *testing.T) {
-	for _, skipReads := range []bool{false, true} {
-		prog, err := notify.BuildFilter(filterOptions(skipReads))
+	for _, fc := range []filterChoice{{}, {freeListings: true}, {skipReads: true}, {skipReads: true, freeListings: true}} {
+		skipReads := fc.skipReads
+		prog, err := notify.BuildFilter(filterOptions(fc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,8 +41,8 @@ func TestFilterIsTheTable(t *testing.T) {
 		want := func(what string, nr int32, args [6]uint64, action uint32) {
 			t.Helper()
 			if got := run(nr, args); got != action {
-				t.Errorf("skipReads=%v: %s (%d) args %#x: filter says %s, the table %s",
-					skipReads, what, nr, args, bpftest.Action(got), bpftest.Action(action))
+				t.Errorf("%+v: %s (%d) args %#x: filter says %s, the table %s",
+					fc, what, nr, args, bpftest.Action(got), bpftest.Action(action))
 			}
 		}
 		const notif, allow = unix.SECCOMP_RET_USER_NOTIF, unix.SECCOMP_RET_ALLOW
@@ -69,7 +71,7 @@ func TestFilterIsTheTable(t *testing.T) {
 				if !allowed {
 					t.Errorf("%s (%d): refused on every argument tried, and its refusals have conditions", row.name, nr)
 				}
-			case row.when == nil || row.when(skipReads) == nil:
+			case row.when == nil || row.when(fc) == nil:
 				want(row.name, nr, [6]uint64{}, notif)
 				want(row.name+" (any arguments)", nr, [6]uint64{^uint64(0), 1, 2, 3, 4, 5}, notif)
 			}
@@ -115,13 +117,30 @@ func TestFilterIsTheTable(t *testing.T) {
 			if skipReads {
 				readOnly = allow
 			}
-			want(c.name+" O_RDONLY", c.nr, args(unix.O_RDONLY), readOnly)
-			want(c.name+" O_RDONLY|O_CLOEXEC|O_DIRECTORY|O_NOFOLLOW", c.nr, args(unix.O_CLOEXEC|unix.O_DIRECTORY|unix.O_NOFOLLOW), readOnly)
-			want(c.name+" O_RDONLY, garbage above the int", c.nr, args(0xffff_ffff_0000_0000), readOnly)
-			for _, f := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE, unix.O_CREAT, unix.O_TRUNC,
-				unix.O_TMPFILE | unix.O_RDWR, oTmpfileBit, unix.O_WRONLY | 0xffff_ffff_0000_0000} {
-				want(c.name+" writing/creating", c.nr, args(f), notif)
+			// A listing: read-only with O_DIRECTORY, whatever harmless
+			// flags come with it.
+			listing := readOnly
+			if fc.freeListings {
+				listing = allow
 			}
+			want(c.name+" O_RDONLY", c.nr, args(unix.O_RDONLY), readOnly)
+			want(c.name+" O_RDONLY, garbage above the int", c.nr, args(0xffff_ffff_0000_0000), readOnly)
+			want(c.name+" O_RDONLY|O_CLOEXEC|O_NOFOLLOW|O_NONBLOCK", c.nr, args(unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK), readOnly)
+			for _, f := range []uint64{unix.O_DIRECTORY, unix.O_CLOEXEC | unix.O_DIRECTORY | unix.O_NOFOLLOW,
+				unix.O_DIRECTORY | unix.O_NONBLOCK | unix.O_LARGEFILE | unix.O_CLOEXEC, unix.O_DIRECTORY | 0xffff_ffff_0000_0000} {
+				want(c.name+" listing", c.nr, args(f), listing)
+			}
+			// Everything that writes or creates is notified, with
+			// O_DIRECTORY too (O_TMPFILE is __O_TMPFILE|O_DIRECTORY).
+			for _, f := range []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_ACCMODE, unix.O_CREAT, unix.O_TRUNC,
+				unix.O_TMPFILE | unix.O_RDWR, unix.O_TMPFILE | unix.O_WRONLY, unix.O_TMPFILE, oTmpfileBit, unix.O_WRONLY | 0xffff_ffff_0000_0000} {
+				want(c.name+" writing/creating", c.nr, args(f), notif)
+				want(c.name+" writing/creating with O_DIRECTORY", c.nr, args(f|unix.O_DIRECTORY), notif)
+			}
+			// An inner permwrap's knock must reach the supervisor under
+			// every filter (it is O_RDWR, never a listing).
+			want(c.name+" knock", c.nr, args(forwarding.KnockFlags), notif)
+			want(c.name+" knock, O_LARGEFILE", c.nr, args(forwarding.KnockFlags|unix.O_LARGEFILE), notif)
 			// O_PATH makes the kernel drop every other flag: answered in
 			// BPF, whatever else is set (the garbage above the int too).
 			for _, f := range []uint64{unix.O_PATH, unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
