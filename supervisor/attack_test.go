@@ -182,6 +182,16 @@ var attacks = []attack{
 	{name: "read_deleted_opath", effects: leaksSecret, controlOut: 1},
 	{name: "read_ssh_parent", effects: leaksSecret, controlOut: 1},
 	{name: "read_fanotify", effects: leaksSecret, unavailable: needsCap("CAP_SYS_ADMIN", 21)},
+	// Listings (read-only O_DIRECTORY opens) are answered in BPF under
+	// the attack policy ("listings" is "free" by default): the listing of
+	// the denied directory succeeds (wantStderr), and every use of the fd
+	// must still be judged (docs/kernel.md).
+	{name: "read_listing_dirfd", effects: leaksSecret, controlOut: 1, wantStderr: "open secret O_DIRECTORY: ok"},
+	{name: "read_listing_ssh", effects: leaksSecret, controlOut: 1, wantStderr: "open ~/.ssh O_DIRECTORY: ok"},
+	{name: "read_listing_fchdir", effects: leaksSecret, controlOut: 1, wantStderr: "attack: secret: ok"},
+	{name: "read_listing_linkat", effects: leaksSecret | changesDenied, wantStderr: "open secret O_DIRECTORY: ok"},
+	{name: "read_listing_rename", effects: leaksSecret | changesDenied, wantStderr: "open secret O_DIRECTORY: ok"},
+	{name: "read_listing_not_a_dir", effects: leaksSecret, impossible: listingNotADirImpossible},
 
 	// Writes under protected/.
 	{name: "write_direct", effects: changesDenied},
@@ -228,6 +238,8 @@ var attacks = []attack{
 	{name: "write_ioctl_fs", effects: changesDenied, controlFile: "twin-ok"},
 	{name: "write_coredump", effects: changesDenied, unavailable: coreDumpUnavailable},
 	{name: "write_acct", effects: changesDenied, unavailable: needsCap("CAP_SYS_PACCT", 20)},
+	{name: "write_listing_meta", effects: changesDenied, wantStderr: "open protected O_DIRECTORY: ok"},
+	{name: "write_listing_spellings", effects: changesDenied},
 
 	// Exec of forbidden/prog.
 	{name: "exec_direct", effects: runsForbidden},
@@ -856,6 +868,38 @@ func ioUringUnavailable() string {
 
 // x32Impossible: the kernel answers ENOSYS to any x32 syscall when it is
 // built without CONFIG_X86_X32_ABI; probe with getpid.
+// listingNotADirImpossible is the trial behind read_listing_not_a_dir: a
+// listing's flags (O_RDONLY|O_DIRECTORY, with O_NOFOLLOW or O_NONBLOCK)
+// on a regular file, a symlink to one and a FIFO fail with ENOTDIR here,
+// bare, before anything is opened (a FIFO's open would block instead).
+func listingNotADirImpossible(t *testing.T) string {
+	dir := t.TempDir()
+	file, link, fifo := filepath.Join(dir, "f"), filepath.Join(dir, "l"), filepath.Join(dir, "p")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path  string
+		flags int
+	}{{file, 0}, {file, unix.O_NONBLOCK}, {link, 0}, {link, unix.O_NOFOLLOW}, {fifo, 0}} {
+		fd, err := unix.Open(c.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|c.flags, 0)
+		if err == nil {
+			unix.Close(fd)
+			return ""
+		}
+		if err != unix.ENOTDIR && err != unix.ELOOP {
+			return ""
+		}
+	}
+	return "O_DIRECTORY on anything but a directory (a file, a symlink to one, a FIFO) fails with ENOTDIR (ELOOP with O_NOFOLLOW on a symlink) before anything is opened"
+}
+
 func x32Impossible(*testing.T) string {
 	const x32Bit = 0x40000000
 	if _, _, e := unix.Syscall(x32Bit|unix.SYS_GETPID, 0, 0, 0); e == unix.ENOSYS {
