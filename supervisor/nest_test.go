@@ -465,6 +465,32 @@ func TestNestedRefusedNode(t *testing.T) {
 	}
 }
 
+// An outer permwrap whose filter leaves listings free cannot judge an
+// inner one's listings: an inner policy with "listings": "judged" is
+// refused, with the reason; the same inner under an outer that judges
+// listings runs, and its listing of a denied directory is denied.
+func TestNestedListingsJudged(t *testing.T) {
+	const outer = `"${WORKSPACE}/outer-denied/**": "deny"`
+	inner := `{"extends": "none", "listings": "judged", "permission": {"*": "allow", "read": {"*": "allow", "${WORKSPACE}/secret/**": "deny"}}}`
+	s := newSandbox(t, `{"extends": "none", "permission": {"*": "allow", "read": {"*": "allow", `+outer+`}}}`)
+	in := s.newInner("lister", inner)
+	s.write("secret/key", "s\n")
+	r := s.run(in.wrap("ls", "secret")...)
+	if r.code != 125 || strings.Contains(r.stdout, "key") {
+		t.Fatalf("exit %d (want 125), stdout %q", r.code, r.stdout)
+	}
+	mustContain(t, "stderr", r.stderr, "cannot judge the node's listings")
+
+	s = newSandbox(t, `{"extends": "none", "listings": "judged", "permission": {"*": "allow", "read": {"*": "allow", `+outer+`}}}`)
+	in = s.newInner("lister", inner)
+	s.write("secret/key", "s\n")
+	r = s.run(in.wrap("sh", "-c", `ls secret; echo "STATUS $?"`)...)
+	if strings.Contains(r.stdout, "key") {
+		t.Fatalf("the inner's judged listing of secret/ got through: stdout %q", r.stdout)
+	}
+	wantLines(t, r.stdout, "STATUS 2")
+}
+
 // A keeper killed from outside while its subtree lives (nothing inside
 // can signal it): its orphans are re-parented above it, where they could
 // be the parent node's. One first seen after that is judged by every
