@@ -870,8 +870,9 @@ func ioUringUnavailable() string {
 // built without CONFIG_X86_X32_ABI; probe with getpid.
 // listingNotADirImpossible is the trial behind read_listing_not_a_dir: a
 // listing's flags (O_RDONLY|O_DIRECTORY, with O_NOFOLLOW or O_NONBLOCK)
-// on a regular file, a symlink to one and a FIFO fail with ENOTDIR here,
-// bare, before anything is opened (a FIFO's open would block instead).
+// on a regular file, a symlink to one, a FIFO and a device fail with
+// ENOTDIR here, bare, before anything is opened (a FIFO's open would
+// block instead).
 func listingNotADirImpossible(t *testing.T) string {
 	dir := t.TempDir()
 	file, link, fifo := filepath.Join(dir, "f"), filepath.Join(dir, "l"), filepath.Join(dir, "p")
@@ -887,17 +888,17 @@ func listingNotADirImpossible(t *testing.T) string {
 	for _, c := range []struct {
 		path  string
 		flags int
-	}{{file, 0}, {file, unix.O_NONBLOCK}, {link, 0}, {link, unix.O_NOFOLLOW}, {fifo, 0}} {
+	}{{file, 0}, {file, unix.O_NONBLOCK}, {link, 0}, {link, unix.O_NOFOLLOW}, {fifo, 0}, {"/dev/null", 0}} {
 		fd, err := unix.Open(c.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|c.flags, 0)
 		if err == nil {
 			unix.Close(fd)
 			return ""
 		}
-		if err != unix.ENOTDIR && err != unix.ELOOP {
+		if err != unix.ENOTDIR {
 			return ""
 		}
 	}
-	return "O_DIRECTORY on anything but a directory (a file, a symlink to one, a FIFO) fails with ENOTDIR (ELOOP with O_NOFOLLOW on a symlink) before anything is opened"
+	return "O_DIRECTORY on anything but a directory (a file, a symlink to one, a FIFO, a device) fails with ENOTDIR before anything is opened"
 }
 
 func x32Impossible(*testing.T) string {
