@@ -535,15 +535,13 @@ func readOnlyOpensSkippable(flagsArg int) func(filterChoice) []notify.Match {
 		}
 		switch {
 		case fc.skipReads:
+			return writingOpens(noPath)
 		case fc.freeListings:
 			// Any open that is not a listing: O_DIRECTORY clear, or
-			// one of the writing ways below.
-			ms := []notify.Match{noPath(unix.O_DIRECTORY, 0)}
-			return append(ms, writingOpens(noPath)...)
-		default:
-			return []notify.Match{noPath(0, 0)}
+			// one of the writing ways.
+			return append([]notify.Match{noPath(unix.O_DIRECTORY, 0)}, writingOpens(noPath)...)
 		}
-		return writingOpens(noPath)
+		return []notify.Match{noPath(0, 0)}
 	}
 }
 
