@@ -27,7 +27,9 @@ import (
 // off the pool, openCall.perform).
 
 // Kinds of notified call. The rest are counted under their syscall's
-// name (rename, unlinkat, mkdir, connect, sendto, ...).
+// name (rename, unlinkat, mkdir, connect, sendto, ...), and those the
+// decoder answered (the kernel's own error, a missing file) or refused
+// under the name and "-failed" (unlink-failed).
 const (
 	kindOpenRead   = "open-read"   // a read-only open of an existing file (not O_DIRECTORY)
 	kindOpenWrite  = "open-write"  // an open with write access to an existing file (O_TRUNC included)
@@ -38,7 +40,6 @@ const (
 	kindContinued  = "continued"   // continued without a decision (answer.go: O_PATH opens, exec stops, chdir, ...)
 	kindSettled    = "settled"     // answered as the kernel would without resolving anything (kernel.go)
 	kindKnock      = "knock"       // an inner permwrap's knock (forwarding.go)
-	kindFailed     = "failed"      // another call the decoder answered or refused
 	kindEarly      = "early"       // answered before decoding: a process that failed exec verification, an unwatched syscall
 )
 
@@ -113,7 +114,7 @@ func statsKind(row *sysRow, d decoded, err error) string {
 			return kindOpenFailed
 		}
 		if err != nil {
-			return kindFailed
+			return row.name + "-failed"
 		}
 	case continued:
 		return kindContinued

@@ -50,7 +50,7 @@ func TestStatsKind(t *testing.T) {
 		{"knock", openat, &knockCall{}, nil, kindKnock},
 		{"exec", rowOf(unix.SYS_EXECVE), &execCall{}, nil, kindExec},
 		{"unlink", unlink, &unlinkCall{}, nil, "unlink"},
-		{"a failed unlink", unlink, nil, errors.New("x"), kindFailed},
+		{"a failed unlink", unlink, nil, errors.New("x"), "unlink-failed"},
 	} {
 		if got := statsKind(tt.row, tt.d, tt.err); got != tt.want {
 			t.Errorf("%s: kind %q, want %q", tt.name, got, tt.want)
