@@ -21,8 +21,8 @@ import (
 // one nil check per notification (handle's note). On, every notification
 // is handled through callStats.handler: the worker is locked to its OS thread
 // for the call, so that CLOCK_THREAD_CPUTIME_ID read before and after
-// measures this call alone (two clock reads, about a microsecond, on top
-// of the call). What a worker hands off is not in its time: an ask
+// measures this call alone (two clock reads per call: an open loop's CPU
+// under the default policy moved by less than its noise). What a worker hands off is not in its time: an ask
 // (answered on a goroutine of its own) and an open that may block (done
 // off the pool, openCall.perform).
 
