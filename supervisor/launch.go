@@ -49,6 +49,9 @@ type Config struct {
 	// SyncWakeUp sets SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener
 	// (an experiment; docs/kernel.md, "Performance").
 	SyncWakeUp bool
+	// Stats, when set, is the file the supervisor writes its call
+	// statistics to at the end of the run (PERMWRAP_STATS; stats.go).
+	Stats string
 
 	// serve, when set, serves the listener instead of the supervisor
 	// (RunServed).

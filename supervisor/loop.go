@@ -69,6 +69,8 @@ type supervisor struct {
 	// remote caches, per device, whether a file system is remote
 	// (calls.go, openCall.mayBlock).
 	remote sync.Map
+	// stats counts calls by kind (Config.Stats, stats.go); nil when off.
+	stats *callStats
 }
 
 func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *terminal.Noticer, ids *programIDs) *supervisor {
@@ -81,6 +83,7 @@ func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *termina
 	s.execs.init(s)
 	s.ids = ids
 	s.net.tree = newTreeNames()
+	s.stats = newCallStats(cfg.Stats)
 	return s
 }
 
@@ -88,7 +91,11 @@ func newSupervisor(cfg Config, l *notify.Listener, mainPid int, notices *termina
 // has no users left: every notification is handled (handle) by a worker
 // that keeps the receiving role as keepRole says.
 func (s *supervisor) serve() {
-	s.pool.Serve(s.l, s.keepRole, s.handle, s.receiveTrouble)
+	handle := s.handle
+	if s.stats != nil {
+		handle = s.stats.handler(handle)
+	}
+	s.pool.Serve(s.l, s.keepRole, handle, s.receiveTrouble)
 }
 
 // keepRole is keepsRole (the table's), except that the verification
@@ -118,6 +125,9 @@ func (s *supervisor) finish() {
 	s.waitAsks()
 	if s.nest != nil {
 		s.nest.Close()
+	}
+	if err := s.stats.write(); err != nil {
+		s.notices.Line("permwrap: writing the call statistics (PERMWRAP_STATS): " + err.Error())
 	}
 	s.notices.Flush()
 	if l, ok := s.cfg.Log.(*authority.Log); ok && l != nil {
@@ -203,6 +213,9 @@ func (s *supervisor) handle(n *notify.Notif, q *notify.Quiet) {
 	}
 	d := decoder{n: n, tid: int(n.Pid), ids: s.ids, tree: s.tree, net: &s.net}
 	c, err := row.decode(&d)
+	if s.stats != nil {
+		s.stats.note(n.ID, row, c, err)
+	}
 	if err != nil {
 		d.release()
 		s.fail(n, row, err)

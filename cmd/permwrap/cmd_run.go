@@ -117,6 +117,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Synchronous wake-up of the targets, for performance work only
 	// (docs/kernel.md, "Performance": measured, not the default).
 	cfg.SyncWakeUp = os.Getenv("PERMWRAP_SYNC_WAKEUP") == "1"
+	// Call statistics by kind, for performance work (docs/kernel.md, "How
+	// it is measured"). A nested permwrap (runNested) judges nothing
+	// itself: the root counts its node's calls.
+	cfg.Stats = os.Getenv("PERMWRAP_STATS")
 	// A CPU profile of the supervisor, for performance work only. The
 	// profiler's signals must reach the receiving threads, which
 	// otherwise keep them blocked between calls (notify.Quiet).
