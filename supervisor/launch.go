@@ -65,9 +65,11 @@ const ExitInternal = 125
 // The steps, in order: the run's settings; permwrap becomes the tree's
 // subreaper; the init stage's spec and the channels to it; signals
 // caught; the terminal prepared (relayed, or handed to the command);
-// notices and the egress proxy; the watchdog started, which starts the
-// init stage; the listener taken from it; the relay started; the
-// listener served; the command waited for; the run wound down.
+// notices; the watchdog started, which starts the init stage; the egress
+// proxy, and the seccomp filter compiled and sent in the spec, while the
+// two stages start; the listener taken from the init stage; the relay
+// started; the listener served; the command waited for; the run wound
+// down.
 func Run(ctx context.Context, cfg Config) (int, error) {
 	if cfg.Policy == nil || len(cfg.Argv) == 0 {
 		return ExitInternal, errors.New("supervisor: no policy or no command")
@@ -101,12 +103,20 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		lg.SetNotice(l.notices.Line)
 		defer lg.SetNotice(nil)
 	}
-	l.startEgress()
-	defer l.egress.stop()
 	if err := l.startWatchdog(); err != nil {
 		return ExitInternal, err
 	}
+	// The stages start (two processes) while the egress proxy starts and
+	// the filter is compiled: the spec is written once both are done, and
+	// the init stage waits for it.
+	l.startEgress()
+	defer l.egress.stop()
+	l.sendSpec()
 	if status, ok := l.takeListener(); !ok {
+		if err := <-l.specSent; err != nil {
+			// The spec was not sent: the init stage went without a word.
+			return ExitInternal, err
+		}
 		// A stage failed and said why on stderr; pass its status on.
 		return status, nil
 	}
@@ -130,6 +140,9 @@ type launch struct {
 
 	spec initSpec
 	ch   stageChannels
+	// specSent says, once, whether the spec was compiled and written
+	// (nil) or why not (sendSpec).
+	specSent chan error
 
 	// How the command meets the terminal: the stdio the watchdog passes
 	// on, how the watchdog attaches it (attach*), and the relay when
@@ -177,7 +190,9 @@ func newLaunch(cfg Config) *launch {
 }
 
 // newInitSpec is what the init stage is told: the command, its
-// environment, the Landlock floor and the filter.
+// environment and the Landlock floor. The filter is compiled, and the
+// proxy's environment added, once the stages are on their way
+// (sendSpec).
 func newInitSpec(cfg Config) initSpec {
 	floor := cfg.Policy.LandlockFloor()
 	return initSpec{
@@ -187,10 +202,6 @@ func newInitSpec(cfg Config) initSpec {
 		WriteAnywhere:   floor.WriteAnywhere,
 		RequireLandlock: cfg.RequireLandlock,
 		Underscore:      underscoreNamesSelf(os.Environ()),
-		// The syscall table's filter. A policy that allows every read
-		// needs no notification for a plain read-only open (the costliest
-		// kind of call).
-		Filter: filterOptions(cfg.Policy.ReadsAlwaysAllowed()),
 	}
 }
 
@@ -295,15 +306,10 @@ func (l *launch) startEgress() {
 	l.spec.Env = l.egress.environ(l.spec.Env)
 }
 
-// startWatchdog starts the watchdog, which starts the init stage, and
-// writes it the spec.
+// startWatchdog starts the watchdog, which starts the init stage; the
+// init stage waits for its spec (sendSpec).
 func (l *launch) startWatchdog() error {
 	ch := &l.ch
-	specJSON, err := json.Marshal(l.spec)
-	if err != nil {
-		ch.closeChildEnds()
-		return err
-	}
 	// No Pdeathsig: the watchdog must outlive us to clean up, and a
 	// Pdeathsig would follow the thread that happens to run this call, not
 	// this process (Go retires threads; issue 10).
@@ -320,13 +326,39 @@ func (l *launch) startWatchdog() error {
 	}
 	l.watchdog = wd.Pid
 	_ = wd.Release() // reaped with wait4 below
+	return nil
+}
+
+// sendSpec compiles the seccomp filter and writes the spec, with the
+// compiled program, to the init stage, in the background: the stages
+// start meanwhile (a Go process each), so the compile is off the path to
+// the command. The filter is the syscall table's; a policy that allows
+// every read needs no notification for a plain read-only open (the
+// costliest kind of call). When the filter or the spec cannot be made,
+// the pipe is closed empty: the init stage then hands over nothing and
+// says nothing, and specSent has the reason.
+func (l *launch) sendSpec() {
+	l.specSent = make(chan error, 1)
+	spec, w := l.spec, l.ch.specW
+	skipReads := l.cfg.Policy.ReadsAlwaysAllowed()
 	go func() {
+		defer w.Close()
+		prog, err := notify.BuildFilter(filterOptions(skipReads))
+		if err != nil {
+			l.specSent <- fmt.Errorf("seccomp filter: %w", err)
+			return
+		}
+		spec.Filter = prog.Insns
+		specJSON, err := json.Marshal(spec)
+		if err != nil {
+			l.specSent <- fmt.Errorf("the init stage's spec: %w", err)
+			return
+		}
 		// A spec over the pipe's buffer is written as it is read; if the
 		// stages die first, the write fails and the hand-off says so.
-		_, _ = ch.specW.Write(specJSON)
-		ch.specW.Close()
+		_, _ = w.Write(specJSON)
+		l.specSent <- nil
 	}()
-	return nil
 }
 
 // takeListener takes the seccomp listener the sandbox stage hands over.
