@@ -53,6 +53,31 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "permwrap: no command given (usage: permwrap [flags] -- CMD [ARG...])")
 		return exitInternal
 	}
+	osFile := func(x any, fallback *os.File) *os.File {
+		if f, ok := x.(*os.File); ok {
+			return f
+		}
+		return fallback
+	}
+	stdio := supervisor.Config{Stdin: osFile(stdin, os.Stdin), Stdout: osFile(stdout, os.Stdout), Stderr: osFile(stderr, os.Stderr)}
+	// The run's signals are caught while the policy loads (Go sets each
+	// up with a round trip to its signal thread); they are the
+	// supervisor's from Run on, and released on every other way out.
+	sigs := supervisor.CatchSignals()
+	stdio.Signals = sigs
+	// Under no seccomp filter, this permwrap is the root one: its stages
+	// (the watchdog and the init stage, two processes) start while the
+	// policy loads and the review log opens; the init stage waits for the
+	// spec Run writes (supervisor.StartEarly). Under a filter, the knock
+	// below decides first.
+	early := startEarly(stdio)
+	handed := false
+	defer func() {
+		if !handed {
+			early.abort()
+			sigs.Release()
+		}
+	}()
 	ld, err := loadPolicy(&f.policyFlags, f.logPath.v)
 	printWarnings(stderr, "permwrap: warning: ", ld.warnings)
 	if err != nil {
@@ -63,6 +88,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Inside another permwrap: hand this policy to it (forwarding.go).
 	switch st, err := forwarding.ProbeParent(); st {
 	case forwarding.ParentAnswers:
+		// The inner permwrap catches its own signals.
+		early.abort()
+		sigs.Release()
+		handed = true
 		return runNested(&f, ld, argv, stdin, stderr)
 	case forwarding.ParentBusy:
 		fmt.Fprintln(stderr, "permwrap:", err)
@@ -98,22 +127,22 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "permwrap: authorizers: ", err)
 		return exitInternal
 	}
-	osFile := func(x any, fallback *os.File) *os.File {
-		if f, ok := x.(*os.File); ok {
-			return f
-		}
-		return fallback
-	}
 	cfg := supervisor.Config{
 		Policy:          policy,
 		Argv:            argv,
 		Log:             log,
 		RequireLandlock: f.requireLandlock.v,
-		Stdin:           osFile(stdin, os.Stdin),
-		Stdout:          osFile(stdout, os.Stdout),
-		Stderr:          osFile(stderr, os.Stderr),
+		Stdin:           stdio.Stdin,
+		Stdout:          stdio.Stdout,
+		Stderr:          stdio.Stderr,
 		NewDecider:      newDecider,
+		Signals:         sigs,
 	}
+	if cfg.Early, err = early.take(); err != nil {
+		printErr(stderr, "permwrap: ", err)
+		return exitInternal
+	}
+	handed = true
 	// Synchronous wake-up of the targets, for performance work only
 	// (docs/kernel.md, "Performance": measured, not the default).
 	cfg.SyncWakeUp = os.Getenv("PERMWRAP_SYNC_WAKEUP") == "1"
@@ -134,6 +163,52 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	return status
+}
+
+// earlyStages are the run's stages started in the background
+// (supervisor.StartEarly), when this permwrap is under no seccomp
+// filter.
+type earlyStages struct {
+	c    chan struct{} // closed once StartEarly returned
+	e    *supervisor.Early
+	err  error
+	done bool // taken or aborted
+}
+
+// startEarly starts the stages in the background when no seccomp filter
+// is on this process (then no permwrap supervises it, and it is the
+// root). Otherwise Run starts them, once the knock has said whether
+// this permwrap is nested.
+func startEarly(stdio supervisor.Config) *earlyStages {
+	es := &earlyStages{}
+	if mode, _, err := forwarding.SelfSeccomp(); err != nil || mode != 0 {
+		es.done = true
+		return es
+	}
+	es.c = make(chan struct{})
+	go func() {
+		es.e, es.err = supervisor.StartEarly(stdio)
+		close(es.c)
+	}()
+	return es
+}
+
+// take waits for the stages, once: nil (Run starts them) when none were
+// started early, or the reason they could not be.
+func (es *earlyStages) take() (*supervisor.Early, error) {
+	if es.done {
+		return nil, nil
+	}
+	es.done = true
+	<-es.c
+	return es.e, es.err
+}
+
+// abort ends stages that were started and will not be run.
+func (es *earlyStages) abort() {
+	if e, _ := es.take(); e != nil {
+		e.Abort()
+	}
 }
 
 // logOptions are the review log's settings as authority.OpenLog takes
