@@ -60,22 +60,17 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fallback
 	}
 	stdio := supervisor.Config{Stdin: osFile(stdin, os.Stdin), Stdout: osFile(stdout, os.Stdout), Stderr: osFile(stderr, os.Stderr)}
-	// The run's signals are caught while the policy loads (Go sets each
-	// up with a round trip to its signal thread); they are the
-	// supervisor's from Run on, and released on every other way out.
-	sigs := supervisor.CatchSignals()
-	stdio.Signals = sigs
-	// Under no seccomp filter, this permwrap is the root one: its stages
-	// (the watchdog and the init stage, two processes) start while the
-	// policy loads and the review log opens; the init stage waits for the
-	// spec Run writes (supervisor.StartEarly). Under a filter, the knock
-	// below decides first.
+	// Under no seccomp filter, this permwrap is the root one: its
+	// signals are caught and its stages (the watchdog and the init stage,
+	// two processes) started while the policy loads and the review log
+	// opens; the init stage waits for the spec Run writes
+	// (supervisor.StartEarly). Under a filter, the knock below decides
+	// first.
 	early := startEarly(stdio)
 	handed := false
 	defer func() {
 		if !handed {
 			early.abort()
-			sigs.Release()
 		}
 	}()
 	ld, err := loadPolicy(&f.policyFlags, f.logPath.v)
@@ -88,9 +83,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Inside another permwrap: hand this policy to it (forwarding.go).
 	switch st, err := forwarding.ProbeParent(); st {
 	case forwarding.ParentAnswers:
-		// The inner permwrap catches its own signals.
 		early.abort()
-		sigs.Release()
 		handed = true
 		return runNested(&f, ld, argv, stdin, stderr)
 	case forwarding.ParentBusy:
@@ -136,7 +129,6 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Stdout:          stdio.Stdout,
 		Stderr:          stdio.Stderr,
 		NewDecider:      newDecider,
-		Signals:         sigs,
 	}
 	if cfg.Early, err = early.take(); err != nil {
 		printErr(stderr, "permwrap: ", err)
@@ -165,26 +157,32 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return status
 }
 
-// earlyStages are the run's stages started in the background
-// (supervisor.StartEarly), when this permwrap is under no seccomp
-// filter.
+// earlyStages are the run's signals and stages, caught and started in
+// the background (supervisor.CatchSignals, supervisor.StartEarly) when
+// this permwrap is under no seccomp filter.
 type earlyStages struct {
+	sigs *supervisor.Signals
 	c    chan struct{} // closed once StartEarly returned
 	e    *supervisor.Early
 	err  error
 	done bool // taken or aborted
 }
 
-// startEarly starts the stages in the background when no seccomp filter
-// is on this process (then no permwrap supervises it, and it is the
-// root). Otherwise Run starts them, once the knock has said whether
-// this permwrap is nested.
+// startEarly catches the run's signals and starts its stages in the
+// background when no seccomp filter is on this process (then no permwrap
+// supervises it, and it is the root). Go sets each signal up with a round
+// trip to its signal thread, about 2 ms for the six on a busy machine;
+// the two stages are Go processes. Under a filter Run does both, once the
+// knock has said that this permwrap is not nested (a nested one catches
+// its own signals and starts other stages).
 func startEarly(stdio supervisor.Config) *earlyStages {
 	es := &earlyStages{}
 	if mode, _, err := forwarding.SelfSeccomp(); err != nil || mode != 0 {
 		es.done = true
 		return es
 	}
+	es.sigs = supervisor.CatchSignals()
+	stdio.Signals = es.sigs
 	es.c = make(chan struct{})
 	go func() {
 		es.e, es.err = supervisor.StartEarly(stdio)
@@ -204,10 +202,14 @@ func (es *earlyStages) take() (*supervisor.Early, error) {
 	return es.e, es.err
 }
 
-// abort ends stages that were started and will not be run.
+// abort ends stages that were started and will not be run, and stops
+// catching the signals (one that came meanwhile is raised again).
 func (es *earlyStages) abort() {
 	if e, _ := es.take(); e != nil {
 		e.Abort()
+	}
+	if es.sigs != nil {
+		es.sigs.Release()
 	}
 }
 
