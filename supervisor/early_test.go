@@ -43,3 +43,23 @@ func TestEarlyStagesEndWhenThePolicyFails(t *testing.T) {
 		}
 	}
 }
+
+// A nested permwrap starts its keeper while it loads its policy
+// (forwarding.StartKeeper). A policy that does not load ends the keeper
+// before it registers anything: the inner permwrap says the policy's
+// error, exits 125, and the command does not run.
+func TestEarlyKeeperEndsWhenTheInnerPolicyFails(t *testing.T) {
+	s := newSandbox(t, openPolicy(""))
+	in := s.newInner("broken", "{ \"files\": { bad")
+	ran := s.path("ran")
+	r := s.run(in.wrap("touch", ran)...)
+	if r.code != 125 {
+		t.Errorf("exit %d, want 125; stderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "policy.jsonc:1:") {
+		t.Errorf("stderr does not name the inner policy's error:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the command ran")
+	}
+}

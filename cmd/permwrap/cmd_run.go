@@ -67,10 +67,26 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// (supervisor.StartEarly). Under a filter, the knock below decides
 	// first.
 	early := startEarly(stdio)
+	// Under a filter: inside another permwrap, this policy is handed to
+	// it (forwarding.go), and the node's keeper starts while the policy
+	// loads.
+	var nested *nestedRun
+	parent, parentErr := forwarding.ParentNone, error(nil)
+	if !early.root() {
+		parent, parentErr = forwarding.ProbeParent()
+	}
+	if parent == forwarding.ParentAnswers {
+		var err error
+		if nested, err = startNested(&f, argv, stdin); err != nil {
+			printErr(stderr, "permwrap: ", err)
+			return exitInternal
+		}
+	}
 	handed := false
 	defer func() {
 		if !handed {
 			early.abort()
+			nested.abort()
 		}
 	}()
 	ld, err := loadPolicy(&f.policyFlags, f.logPath.v)
@@ -80,14 +96,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	policy := ld.policy
-	// Inside another permwrap: hand this policy to it (forwarding.go).
-	switch st, err := forwarding.ProbeParent(); st {
+	switch parent {
 	case forwarding.ParentAnswers:
-		early.abort()
 		handed = true
-		return runNested(&f, ld, argv, stdin, stderr)
+		return nested.run(&f, ld, argv, stderr)
 	case forwarding.ParentBusy:
-		fmt.Fprintln(stderr, "permwrap:", err)
+		fmt.Fprintln(stderr, "permwrap:", parentErr)
 		return exitInternal
 	}
 	if msg := policy.EveryExecAsks(); msg != "" {
@@ -190,6 +204,10 @@ func startEarly(stdio supervisor.Config) *earlyStages {
 	}()
 	return es
 }
+
+// root reports whether this permwrap is the root (its stages started
+// early).
+func (es *earlyStages) root() bool { return es.c != nil }
 
 // take waits for the stages, once: nil (Run starts them) when none were
 // started early, or the reason they could not be.
