@@ -68,51 +68,109 @@ type Inner struct {
 // command's exit status; or an error when the node could not be set up
 // (nothing ran; the error is the reason, the root's when it refused).
 func RunInner(in Inner) (int, error) {
+	k, err := StartKeeper(in.Stdin, in.Log)
+	if err != nil {
+		return exitInternal, err
+	}
+	return k.Run(in)
+}
+
+// Keeper is a keeper started before the inner permwrap has loaded its
+// policy (StartKeeper): it starts, a Go process, while the policy loads,
+// and waits for its spec, which Run writes; it knocks and registers
+// only once it has the spec, and nothing of the command runs before.
+type Keeper struct {
+	proc    *os.Process
+	specW   *os.File
+	statusR *os.File
+	sigs    chan os.Signal
+	attach  string
+	restore func() // gives the terminal's foreground back, or nothing
+	hasLog  bool
+}
+
+// StartKeeper starts the keeper of a node whose command gets stdin's
+// terminal, when it is one, and whose records go to log (nil: none).
+// The caller passes the rest with Run, or ends the keeper with Abort.
+func StartKeeper(stdin io.Reader, log *os.File) (*Keeper, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return exitInternal, fmt.Errorf("finding its own program: %w", err)
+		return nil, fmt.Errorf("finding its own program: %w", err)
 	}
-	attach, tty := attachGroup, terminal(in.Stdin)
-	if tty != nil {
-		attach = attachForeground
+	k := &Keeper{attach: attachGroup, restore: func() {}, hasLog: log != nil}
+	if tty := terminal(stdin); tty != nil {
+		k.attach = attachForeground
 		// The command takes the terminal's foreground; it comes back here
 		// when it is done, for whoever started this permwrap.
 		if fg, ok := heldForeground(tty); ok {
-			defer restoreForeground(tty, fg)
+			k.restore = func() { restoreForeground(tty, fg) }
 		}
-	}
-	specJSON, err := json.Marshal(keeperSpecOf(in, attach))
-	if err != nil {
-		return exitInternal, err
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return exitInternal, err
+		return nil, err
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		specR.Close()
 		specW.Close()
-		return exitInternal, err
+		return nil, err
 	}
-	defer statusR.Close()
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, statusW}
-	if in.Log != nil {
-		files = append(files, in.Log)
+	if log != nil {
+		files = append(files, log)
 	}
 	// Signals are caught before the keeper exists, so none is lost; they
 	// are passed on to the command (through the keeper).
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	keeper, err := startStage(self, KeeperArg, &os.ProcAttr{Files: files, Env: host.StageEnv()}, specJSON, specW, specR, statusW)
+	k.sigs = make(chan os.Signal, 16)
+	signal.Notify(k.sigs, forwardedSignals...)
+	k.proc, err = os.StartProcess(self, []string{"permwrap", KeeperArg}, &os.ProcAttr{Files: files, Env: host.StageEnv()})
+	specR.Close()
+	statusW.Close()
 	if err != nil {
-		return exitInternal, fmt.Errorf("starting the keeper: %w", err)
+		signal.Stop(k.sigs)
+		specW.Close()
+		statusR.Close()
+		return nil, fmt.Errorf("starting the keeper: %w", err)
 	}
-	go passSignals(sigs, keeper)
+	k.specW, k.statusR = specW, statusR
+	return k, nil
+}
+
+// Run tells the keeper the node (in's Stdin and Log are StartKeeper's),
+// passes signals on to the command through it, and returns the
+// command's exit status, or why the node could not be set up.
+func (k *Keeper) Run(in Inner) (int, error) {
+	defer k.restore()
+	defer signal.Stop(k.sigs)
+	defer k.statusR.Close()
+	in.Log = nil
+	spec := keeperSpecOf(in, k.attach)
+	spec.HasLog = k.hasLog
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		k.Abort()
+		return exitInternal, err
+	}
+	go func() {
+		// A spec over the pipe's buffer is written as it is read.
+		_, _ = k.specW.Write(specJSON)
+		k.specW.Close()
+	}()
+	go passSignals(k.sigs, k.proc)
 	// The keeper outlives the command when something of its subtree
 	// does; it is not waited for (it is re-parented when this exits).
-	return awaitStatus(readStatus(statusR), keeper, in.Warn)
+	return awaitStatus(readStatus(k.statusR), k.proc, in.Warn)
+}
+
+// Abort ends a keeper that will not be told a node: it gets no spec,
+// says so on the status pipe nobody reads, and exits; nothing ran.
+func (k *Keeper) Abort() {
+	k.specW.Close()
+	k.statusR.Close()
+	_, _ = k.proc.Wait()
+	signal.Stop(k.sigs)
+	k.restore()
 }
 
 // terminal is stdin when it is a terminal, or nil.

@@ -71,7 +71,9 @@ type initSpec struct {
 	WriteDirs       []string
 	WriteAnywhere   bool
 	RequireLandlock bool
-	Filter          notify.FilterOptions
+	// Filter is the seccomp program, compiled by the supervisor
+	// (sendSpec): the init stage only loads it.
+	Filter []unix.SockFilter
 	// Underscore: the environment's `_` names permwrap, as the shell
 	// that started it set it; the command gets its own path there, as
 	// the shell would have set it for the command run bare.
@@ -128,6 +130,11 @@ func runSandboxStage() int {
 		return code
 	}
 	spec, err := readSpec(os.NewFile(specFd, "spec"))
+	if errors.Is(err, errNoSpec) {
+		// The supervisor could not make the spec, and says why.
+		_, _ = host.Write(handoffFd, []byte{handoffFailed})
+		return initExitInternal
+	}
 	if err != nil {
 		return fail(initExitInternal, "init stage: %v", err)
 	}
@@ -151,11 +158,7 @@ func runSandboxStage() int {
 	if err := applyLandlock(spec); err != nil {
 		return fail(initExitInternal, "landlock: %v", err)
 	}
-	prog, err := notify.BuildFilter(spec.Filter)
-	if err != nil {
-		return fail(initExitInternal, "seccomp filter: %v", err)
-	}
-	lfd, used, err := notify.Install(prog)
+	lfd, used, err := notify.Install(&notify.Program{Insns: spec.Filter})
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EBUSY) {
 			// An outer supervisor's filter refuses a listener of our own,
@@ -234,6 +237,9 @@ func lookCommand(name string, env []string) (string, int, error) {
 	return "", initExitNotFound, fmt.Errorf("%s: %v", name, err)
 }
 
+// errNoSpec: the supervisor closed the spec pipe without writing one.
+var errNoSpec = errors.New("no spec")
+
 // readSpec reads the whole spec from f and closes it.
 func readSpec(f *os.File) (initSpec, error) {
 	defer f.Close()
@@ -241,6 +247,9 @@ func readSpec(f *os.File) (initSpec, error) {
 	b, err := io.ReadAll(io.LimitReader(f, maxSpec+1))
 	if err != nil {
 		return spec, fmt.Errorf("reading the spec: %w", err)
+	}
+	if len(b) == 0 {
+		return spec, errNoSpec
 	}
 	if len(b) > maxSpec {
 		return spec, fmt.Errorf("spec over %d bytes", maxSpec)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -45,6 +44,12 @@ type Config struct {
 	// Self is the permwrap binary re-executed for the init stage; empty
 	// means /proc/self/exe.
 	Self string
+	// Signals, when set, are the signals Run handles, caught already
+	// (CatchSignals); Run owns them. Nil: Run catches them itself.
+	Signals *Signals
+	// Early, when set, are the run's stages, started before the policy
+	// was loaded (StartEarly); Run takes them over.
+	Early *Early
 
 	// SyncWakeUp sets SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener
 	// (an experiment; docs/kernel.md, "Performance").
@@ -65,37 +70,30 @@ const ExitInternal = 125
 // returns the exit status to use (the command's, 128+N when it died of
 // signal N, 125 for permwrap's own failures, 126/127 as env(1) does).
 //
-// The steps, in order: the run's settings; permwrap becomes the tree's
-// subreaper; the init stage's spec and the channels to it; signals
-// caught; the terminal prepared (relayed, or handed to the command);
-// notices and the egress proxy; the watchdog started, which starts the
-// init stage; the listener taken from it; the relay started; the
-// listener served; the command waited for; the run wound down.
+// The steps, in order: the stages started (startStages, or StartEarly
+// before the caller loaded the policy): signals caught, permwrap the
+// tree's subreaper, the channels to the stages, the terminal prepared
+// (relayed, or handed to the command), the watchdog started, which
+// starts the init stage; then the run's settings and notices; the egress
+// proxy, and the seccomp filter compiled and sent in the spec, while the
+// two stages start; the listener taken from the init stage; the relay
+// started; the listener served; the command waited for; the run wound
+// down.
 func Run(ctx context.Context, cfg Config) (int, error) {
+	l := cfg.Early.take()
+	if l == nil {
+		var err error
+		if l, err = startStages(cfg); err != nil {
+			return ExitInternal, err
+		}
+	}
+	// Until the spec is sent, a return ends the stages (nothing ran);
+	// from then on the watchdog is reaped before Run returns.
+	defer l.release()
 	if cfg.Policy == nil || len(cfg.Argv) == 0 {
 		return ExitInternal, errors.New("supervisor: no policy or no command")
 	}
-	l := newLaunch(cfg)
-	// Were the watchdog killed, the tree's orphans would be re-parented
-	// to us, so we can make sure none outlives the run.
-	if err := host.Subreaper(); err != nil {
-		return ExitInternal, fmt.Errorf("becoming a subreaper: %w", err)
-	}
-	l.spec = newInitSpec(l.cfg)
-	if err := l.ch.open(); err != nil {
-		return ExitInternal, err
-	}
-	defer l.ch.parentEnd.Close()
-	// Open for as long as Run runs; closing it early would make the
-	// watchdog kill the tree.
-	defer l.ch.lifeW.Close()
-	// Signals are caught before the child exists so none is lost.
-	sigs := catchSignals()
-	defer signal.Stop(sigs)
-	if err := l.prepareTerminal(); err != nil {
-		l.ch.closeChildEnds()
-		return ExitInternal, fmt.Errorf("pseudo-terminal: %w", err)
-	}
+	l.configure(cfg)
 	l.notices = terminal.NewNoticer(l.cfg.Notices)
 	// The review log says on this notice line (stderr, or between frames
 	// on a relayed terminal) when it cannot be written, once; after Run
@@ -104,12 +102,17 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		lg.SetNotice(l.notices.Line)
 		defer lg.SetNotice(nil)
 	}
+	// The stages start (two processes) while the egress proxy starts and
+	// the filter is compiled: the spec is written once both are done, and
+	// the init stage waits for it.
 	l.startEgress()
 	defer l.egress.stop()
-	if err := l.startWatchdog(); err != nil {
-		return ExitInternal, err
-	}
+	l.sendSpec()
 	if status, ok := l.takeListener(); !ok {
+		if err := <-l.specSent; err != nil {
+			// The spec was not sent: the init stage went without a word.
+			return ExitInternal, err
+		}
 		// A stage failed and said why on stderr; pass its status on.
 		return status, nil
 	}
@@ -120,9 +123,96 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		defer l.relay.Stop()
 	}
 	l.serve()
-	status, runErr := l.wait(ctx, sigs)
+	status, runErr := l.wait(ctx, l.sigs)
 	l.windDown(runErr)
 	return status, runErr
+}
+
+// Early is a run whose stages were started before its policy was loaded
+// (StartEarly): the watchdog and the init stage start, two Go processes,
+// while the caller loads the policy and opens the review log. The init
+// stage waits for its spec, which Run writes; nothing of the command
+// runs before it.
+type Early struct {
+	l *launch
+}
+
+// StartEarly starts the stages of a run whose terminal and program cfg
+// says (Stdin, Stdout, Stderr, NoRelay, Self; Signals, caught already,
+// are then the run's); the policy, the command and the rest of cfg are
+// Run's. The caller passes the result to Run (Config.Early), or ends it
+// with Abort.
+func StartEarly(cfg Config) (*Early, error) {
+	l, err := startStages(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Early{l: l}, nil
+}
+
+// Abort ends stages Run will not take: the init stage gets no spec and
+// exits, and the watchdog with it; nothing ran.
+func (e *Early) Abort() {
+	if l := e.take(); l != nil {
+		l.release()
+	}
+}
+
+// take hands the stages over, once; nil for a nil Early.
+func (e *Early) take() *launch {
+	if e == nil {
+		return nil
+	}
+	l := e.l
+	e.l = nil
+	return l
+}
+
+// startStages are the steps of a run that need no policy, up to the
+// watchdog started: on failure nothing is left open or running.
+func startStages(cfg Config) (*launch, error) {
+	l := newLaunch(cfg)
+	l.caught = cfg.Signals
+	if l.caught == nil {
+		l.caught = CatchSignals()
+	}
+	fail := func(err error) (*launch, error) {
+		l.caught.stop()
+		return nil, err
+	}
+	// Were the watchdog killed, the tree's orphans would be re-parented
+	// to us, so we can make sure none outlives the run.
+	if err := host.Subreaper(); err != nil {
+		return fail(fmt.Errorf("becoming a subreaper: %w", err))
+	}
+	if err := l.ch.open(); err != nil {
+		return fail(err)
+	}
+	// Signals are caught before the child exists so none is lost.
+	l.sigs = l.caught.wait()
+	if err := l.prepareTerminal(); err != nil {
+		l.ch.closeChildEnds()
+		l.ch.closeOurEnds()
+		return fail(fmt.Errorf("pseudo-terminal: %w", err))
+	}
+	if err := l.startWatchdog(); err != nil {
+		l.ch.closeOurEnds()
+		return fail(err)
+	}
+	return l, nil
+}
+
+// release ends what Run leaves: the stages, when the spec was never
+// sent (the init stage exits without a word, the watchdog with it, and
+// is reaped); our ends of the channels (the life pipe last: the watchdog
+// kills the tree when it closes); the signals.
+func (l *launch) release() {
+	if l.specSent == nil {
+		l.ch.specW.Close()
+		waitWatchdog(l.watchdog)
+	}
+	l.ch.closeOurEnds()
+	l.caught.stop()
 }
 
 // launch is one Run's state, filled in by its steps in order.
@@ -133,6 +223,12 @@ type launch struct {
 
 	spec initSpec
 	ch   stageChannels
+	// The run's signals: caught, and their channel once they are.
+	caught *Signals
+	sigs   <-chan os.Signal
+	// specSent says, once, whether the spec was compiled and written
+	// (nil) or why not (sendSpec).
+	specSent chan error
 
 	// How the command meets the terminal: the stdio the watchdog passes
 	// on, how the watchdog attaches it (attach*), and the relay when
@@ -156,9 +252,41 @@ type launch struct {
 // newLaunch fills in cfg's defaults: permwrap's own stdio, notices on
 // stderr, /proc/self/exe for the helper stages.
 func newLaunch(cfg Config) *launch {
-	// The index of the programs the policy names is built while the
-	// command starts (identity.go).
-	l := &launch{ids: newProgramIDs(cfg.Policy, os.Getenv("PATH"))}
+	l := &launch{}
+	cfg = withDefaults(cfg)
+	l.self = cfg.Self
+	if l.self == "" {
+		l.self = "/proc/self/exe"
+	}
+	l.cfg = cfg
+	return l
+}
+
+// configure takes the run's settings once the stages are started: cfg
+// with the terminal the stages were given (stdio, and notices on the
+// relay when there is one), the Decider built for it, the init stage's
+// spec, and the index of the programs the policy names, built while the
+// command starts (identity.go).
+func (l *launch) configure(cfg Config) {
+	cfg = withDefaults(cfg)
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = l.cfg.Stdin, l.cfg.Stdout, l.cfg.Stderr
+	if l.relay != nil {
+		cfg.Notices = l.relay
+	}
+	if cfg.NewDecider != nil {
+		var screen authority.Screen
+		if l.relay != nil {
+			screen = l.relay
+		}
+		cfg.Decider = cfg.NewDecider(screen)
+	}
+	l.cfg = cfg
+	l.ids = newProgramIDs(cfg.Policy, os.Getenv("PATH"))
+	l.spec = newInitSpec(cfg)
+}
+
+// withDefaults fills in permwrap's own stdio and notices on stderr.
+func withDefaults(cfg Config) Config {
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
 	}
@@ -171,16 +299,13 @@ func newLaunch(cfg Config) *launch {
 	if cfg.Notices == nil {
 		cfg.Notices = cfg.Stderr
 	}
-	l.self = cfg.Self
-	if l.self == "" {
-		l.self = "/proc/self/exe"
-	}
-	l.cfg = cfg
-	return l
+	return cfg
 }
 
 // newInitSpec is what the init stage is told: the command, its
-// environment, the Landlock floor and the filter.
+// environment and the Landlock floor. The filter is compiled, and the
+// proxy's environment added, once the stages are on their way
+// (sendSpec).
 func newInitSpec(cfg Config) initSpec {
 	floor := cfg.Policy.LandlockFloor()
 	return initSpec{
@@ -190,11 +315,6 @@ func newInitSpec(cfg Config) initSpec {
 		WriteAnywhere:   floor.WriteAnywhere,
 		RequireLandlock: cfg.RequireLandlock,
 		Underscore:      underscoreNamesSelf(os.Environ()),
-		// The syscall table's filter. A policy that allows every read
-		// needs no notification for a plain read-only open (the costliest
-		// kind of call), nor one that leaves listings free for a
-		// listing.
-		Filter: filterOptions(filterChoiceOf(cfg.Policy)),
 	}
 }
 
@@ -235,6 +355,13 @@ func (ch *stageChannels) open() error {
 	return nil
 }
 
+// closeOurEnds closes the supervisor's ends: the hand-off socket, and
+// the life pipe (which the watchdog reads EOF on).
+func (ch *stageChannels) closeOurEnds() {
+	ch.parentEnd.Close()
+	ch.lifeW.Close()
+}
+
 // closeChildEnds closes what the watchdog would have inherited, and the
 // spec pipe's writing end, when it is not started after all.
 func (ch *stageChannels) closeChildEnds() {
@@ -244,20 +371,11 @@ func (ch *stageChannels) closeChildEnds() {
 	ch.lifeR.Close()
 }
 
-// catchSignals catches the signals Run passes on to the command or
-// handles itself (SIGWINCH, SIGCHLD).
-func catchSignals() chan os.Signal {
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGCHLD)
-	return sigs
-}
-
 // prepareTerminal decides how the command meets the terminal. The
 // watchdog gets the command's stdio and passes it on; it sets the
 // command up on the terminal as attach says. On a terminal, the command
 // runs on a pseudo-terminal permwrap relays, so a prompt can take the
-// screen over a full-screen agent. The Decider is built once the
-// terminal is known.
+// screen over a full-screen agent (configure builds the Decider for it).
 func (l *launch) prepareTerminal() error {
 	cfg := &l.cfg
 	l.stdio = []*os.File{cfg.Stdin, cfg.Stdout, cfg.Stderr}
@@ -273,17 +391,9 @@ func (l *launch) prepareTerminal() error {
 			l.stdio[2] = rl.PTS()
 		}
 		l.attach = attachSession
-		cfg.Notices = rl
 	} else if isTerminal(cfg.Stdin) {
 		// The command gets the terminal's foreground: ^C reaches it, not us.
 		l.attach = attachForeground
-	}
-	if cfg.NewDecider != nil {
-		var screen authority.Screen
-		if l.relay != nil {
-			screen = l.relay
-		}
-		cfg.Decider = cfg.NewDecider(screen)
 	}
 	return nil
 }
@@ -299,15 +409,10 @@ func (l *launch) startEgress() {
 	l.spec.Env = l.egress.environ(l.spec.Env)
 }
 
-// startWatchdog starts the watchdog, which starts the init stage, and
-// writes it the spec.
+// startWatchdog starts the watchdog, which starts the init stage; the
+// init stage waits for its spec (sendSpec).
 func (l *launch) startWatchdog() error {
 	ch := &l.ch
-	specJSON, err := json.Marshal(l.spec)
-	if err != nil {
-		ch.closeChildEnds()
-		return err
-	}
 	// No Pdeathsig: the watchdog must outlive us to clean up, and a
 	// Pdeathsig would follow the thread that happens to run this call, not
 	// this process (Go retires threads; issue 10).
@@ -324,13 +429,40 @@ func (l *launch) startWatchdog() error {
 	}
 	l.watchdog = wd.Pid
 	_ = wd.Release() // reaped with wait4 below
+	return nil
+}
+
+// sendSpec compiles the seccomp filter and writes the spec, with the
+// compiled program, to the init stage, in the background: the stages
+// start meanwhile (a Go process each), so the compile is off the path to
+// the command. The filter is the syscall table's; a policy that allows
+// every read needs no notification for a plain read-only open (the
+// costliest kind of call). When the filter or the spec cannot be made,
+// the pipe is closed empty: the init stage then hands over nothing and
+// says nothing, and specSent has the reason. A policy that leaves
+// listings free needs none for a read-only O_DIRECTORY open either.
+func (l *launch) sendSpec() {
+	l.specSent = make(chan error, 1)
+	spec, w := l.spec, l.ch.specW
+	choice := filterChoiceOf(l.cfg.Policy)
 	go func() {
+		defer w.Close()
+		prog, err := notify.BuildFilter(filterOptions(choice))
+		if err != nil {
+			l.specSent <- fmt.Errorf("seccomp filter: %w", err)
+			return
+		}
+		spec.Filter = prog.Insns
+		specJSON, err := json.Marshal(spec)
+		if err != nil {
+			l.specSent <- fmt.Errorf("the init stage's spec: %w", err)
+			return
+		}
 		// A spec over the pipe's buffer is written as it is read; if the
 		// stages die first, the write fails and the hand-off says so.
-		_, _ = ch.specW.Write(specJSON)
-		ch.specW.Close()
+		_, _ = w.Write(specJSON)
+		l.specSent <- nil
 	}()
-	return nil
 }
 
 // takeListener takes the seccomp listener the sandbox stage hands over.

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -114,6 +115,10 @@ func TestReadSpec(t *testing.T) {
 	spec, err := readSpec(write(`{"Argv":["sh","-c","x"],"Env":["A_TOKEN=1"]}`))
 	if err != nil || len(spec.Argv) != 3 || spec.Env[0] != "A_TOKEN=1" {
 		t.Errorf("good spec: %+v, %v", spec, err)
+	}
+	// Nothing written: the supervisor gave up, and said why itself.
+	if _, err := readSpec(write(``)); !errors.Is(err, errNoSpec) {
+		t.Errorf("empty spec: %v, want errNoSpec", err)
 	}
 	for _, bad := range []string{``, `{`, `{"Argv":[]}`, `[]`, `{"Argv":["x"]} trailing`} {
 		if _, err := readSpec(write(bad)); err == nil {

@@ -53,6 +53,42 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "permwrap: no command given (usage: permwrap [flags] -- CMD [ARG...])")
 		return exitInternal
 	}
+	osFile := func(x any, fallback *os.File) *os.File {
+		if f, ok := x.(*os.File); ok {
+			return f
+		}
+		return fallback
+	}
+	stdio := supervisor.Config{Stdin: osFile(stdin, os.Stdin), Stdout: osFile(stdout, os.Stdout), Stderr: osFile(stderr, os.Stderr)}
+	// Under no seccomp filter, this permwrap is the root one: its
+	// signals are caught and its stages (the watchdog and the init stage,
+	// two processes) started while the policy loads and the review log
+	// opens; the init stage waits for the spec Run writes
+	// (supervisor.StartEarly). Under a filter, the knock below decides
+	// first.
+	early := startEarly(stdio)
+	// Under a filter: inside another permwrap, this policy is handed to
+	// it (forwarding.go), and the node's keeper starts while the policy
+	// loads.
+	var nested *nestedRun
+	parent, parentErr := forwarding.ParentNone, error(nil)
+	if !early.root() {
+		parent, parentErr = forwarding.ProbeParent()
+	}
+	if parent == forwarding.ParentAnswers {
+		var err error
+		if nested, err = startNested(&f, argv, stdin); err != nil {
+			printErr(stderr, "permwrap: ", err)
+			return exitInternal
+		}
+	}
+	handed := false
+	defer func() {
+		if !handed {
+			early.abort()
+			nested.abort()
+		}
+	}()
 	ld, err := loadPolicy(&f.policyFlags, f.logPath.v)
 	printWarnings(stderr, "permwrap: warning: ", ld.warnings)
 	if err != nil {
@@ -60,12 +96,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	policy := ld.policy
-	// Inside another permwrap: hand this policy to it (forwarding.go).
-	switch st, err := forwarding.ProbeParent(); st {
+	switch parent {
 	case forwarding.ParentAnswers:
-		return runNested(&f, ld, argv, stdin, stderr)
+		handed = true
+		return nested.run(&f, ld, argv, stderr)
 	case forwarding.ParentBusy:
-		fmt.Fprintln(stderr, "permwrap:", err)
+		fmt.Fprintln(stderr, "permwrap:", parentErr)
 		return exitInternal
 	}
 	if msg := policy.EveryExecAsks(); msg != "" {
@@ -98,22 +134,21 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "permwrap: authorizers: ", err)
 		return exitInternal
 	}
-	osFile := func(x any, fallback *os.File) *os.File {
-		if f, ok := x.(*os.File); ok {
-			return f
-		}
-		return fallback
-	}
 	cfg := supervisor.Config{
 		Policy:          policy,
 		Argv:            argv,
 		Log:             log,
 		RequireLandlock: f.requireLandlock.v,
-		Stdin:           osFile(stdin, os.Stdin),
-		Stdout:          osFile(stdout, os.Stdout),
-		Stderr:          osFile(stderr, os.Stderr),
+		Stdin:           stdio.Stdin,
+		Stdout:          stdio.Stdout,
+		Stderr:          stdio.Stderr,
 		NewDecider:      newDecider,
 	}
+	if cfg.Early, err = early.take(); err != nil {
+		printErr(stderr, "permwrap: ", err)
+		return exitInternal
+	}
+	handed = true
 	// Synchronous wake-up of the targets, for performance work only
 	// (docs/kernel.md, "Performance": measured, not the default).
 	cfg.SyncWakeUp = os.Getenv("PERMWRAP_SYNC_WAKEUP") == "1"
@@ -138,6 +173,66 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	return status
+}
+
+// earlyStages are the run's signals and stages, caught and started in
+// the background (supervisor.CatchSignals, supervisor.StartEarly) when
+// this permwrap is under no seccomp filter.
+type earlyStages struct {
+	sigs *supervisor.Signals
+	c    chan struct{} // closed once StartEarly returned
+	e    *supervisor.Early
+	err  error
+	done bool // taken or aborted
+}
+
+// startEarly catches the run's signals and starts its stages in the
+// background when no seccomp filter is on this process (then no permwrap
+// supervises it, and it is the root). Go sets each signal up with a round
+// trip to its signal thread, about 2 ms for the six on a busy machine;
+// the two stages are Go processes. Under a filter Run does both, once the
+// knock has said that this permwrap is not nested (a nested one catches
+// its own signals and starts other stages).
+func startEarly(stdio supervisor.Config) *earlyStages {
+	es := &earlyStages{}
+	if mode, _, err := forwarding.SelfSeccomp(); err != nil || mode != 0 {
+		es.done = true
+		return es
+	}
+	es.sigs = supervisor.CatchSignals()
+	stdio.Signals = es.sigs
+	es.c = make(chan struct{})
+	go func() {
+		es.e, es.err = supervisor.StartEarly(stdio)
+		close(es.c)
+	}()
+	return es
+}
+
+// root reports whether this permwrap is the root (its stages started
+// early).
+func (es *earlyStages) root() bool { return es.c != nil }
+
+// take waits for the stages, once: nil (Run starts them) when none were
+// started early, or the reason they could not be.
+func (es *earlyStages) take() (*supervisor.Early, error) {
+	if es.done {
+		return nil, nil
+	}
+	es.done = true
+	<-es.c
+	return es.e, es.err
+}
+
+// abort ends stages that were started and will not be run, and stops
+// catching the signals (one that came meanwhile is raised again).
+func (es *earlyStages) abort() {
+	if e, _ := es.take(); e != nil {
+		e.Abort()
+	}
+	if es.sigs != nil {
+		es.sigs.Release()
+	}
 }
 
 // logOptions are the review log's settings as authority.OpenLog takes

@@ -30,37 +30,66 @@ func nodeName(flag onceString, argv []string) (string, error) {
 	return forwarding.SanitizeName(filepath.Base(argv[0])), nil
 }
 
-// runNested runs argv as a node of the permwrap above: the inner
-// permwrap's side (forwarding.RunInner). It returns the command's exit
-// status, or 125 when the node could not be set up (nothing ran).
-func runNested(f *runFlags, ld loaded, argv []string, stdin io.Reader, stderr io.Writer) int {
+// nestedRun is a node of the permwrap above on its way: its name, its
+// --log and its keeper, started while the inner permwrap loads its
+// policy (forwarding.StartKeeper). The keeper waits for the node's
+// registration, which run sends once the policy is loaded.
+type nestedRun struct {
+	name    string
+	logFile *os.File
+	keeper  *forwarding.Keeper
+}
+
+// startNested checks the node's name, opens its --log and starts its
+// keeper. The error is said as it is.
+func startNested(f *runFlags, argv []string, stdin io.Reader) (*nestedRun, error) {
 	name, err := nodeName(f.name, argv)
 	if err != nil {
-		fmt.Fprintln(stderr, "permwrap:", err)
-		return exitInternal
+		return nil, err
 	}
+	n := &nestedRun{name: name}
 	// The node's records go to the --log given. Neither the default log
 	// nor the policy's log.path: the root writes every record of the tree
 	// there already, and protects its own log from what it runs (the
 	// same configuration names the same file).
-	logPath := f.logPath.v
-	var logFile *os.File
-	if logPath != "" {
-		if logFile, err = authority.OpenLogFile(logPath); err != nil {
-			printErr(stderr, "permwrap: ", err)
-			return exitInternal
+	if logPath := f.logPath.v; logPath != "" {
+		if n.logFile, err = authority.OpenLogFile(logPath); err != nil {
+			return nil, err
 		}
-		defer logFile.Close()
 	}
-	status, err := forwarding.RunInner(forwarding.Inner{
-		Register:        forwarding.NewRegister(name, argv, ld.policy.Config(), ld.warnings, logFile != nil),
+	if n.keeper, err = forwarding.StartKeeper(stdin, n.logFile); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// abort ends the node before anything of it ran.
+func (n *nestedRun) abort() {
+	if n != nil {
+		n.keeper.Abort()
+		n.close()
+	}
+}
+
+func (n *nestedRun) close() {
+	if n.logFile != nil {
+		n.logFile.Close()
+	}
+}
+
+// run runs argv as the node (forwarding.Keeper.Run): it returns the
+// command's exit status, or 125 when the node could not be set up
+// (nothing ran).
+func (n *nestedRun) run(f *runFlags, ld loaded, argv []string, stderr io.Writer) int {
+	defer n.close()
+	status, err := n.keeper.Run(forwarding.Inner{
+		Register:        forwarding.NewRegister(n.name, argv, ld.policy.Config(), ld.warnings, n.logFile != nil),
 		Argv:            argv,
 		Env:             os.Environ(),
 		Floor:           ld.policy.LandlockFloor(),
 		RequireLandlock: f.requireLandlock.v,
 		Software:        "permwrap " + version(),
-		Log:             logFile,
-		Stdin:           stdin,
 		Warn:            func(text string) { printLines(stderr, "permwrap: warning: ", text) },
 	})
 	if err != nil {

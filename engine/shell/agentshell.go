@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -57,14 +58,17 @@ var agentShells = []agentShellForm{
 }
 
 // geminiForms: the subshell form (Gemini CLI 0.60 and later) and the
-// brace form of earlier versions.
-var geminiForms = []*regexp.Regexp{
-	regexp.MustCompile(`(?s)^shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=\S+\n\(\n  trap 'jobs -p > "\$_bgpids_file"' EXIT\n(.*)\n\)\n__code=\$\?\nexit \$__code\n?$`),
-	regexp.MustCompile(`(?s)^\{ (.*) \}; __code=\$\?; pgrep -g 0 >\S+ 2>&1; exit \$__code;?$`),
-}
+// brace form of earlier versions. Compiled at first use (optionTables
+// says why).
+var geminiForms = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`(?s)^shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=\S+\n\(\n  trap 'jobs -p > "\$_bgpids_file"' EXIT\n(.*)\n\)\n__code=\$\?\nexit \$__code\n?$`),
+		regexp.MustCompile(`(?s)^\{ (.*) \}; __code=\$\?; pgrep -g 0 >\S+ 2>&1; exit \$__code;?$`),
+	}
+})
 
 func geminiCommand(script string) (string, bool) {
-	for _, re := range geminiForms {
+	for _, re := range geminiForms() {
 		if m := re.FindStringSubmatch(script); m != nil {
 			return m[1], true
 		}

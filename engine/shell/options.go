@@ -3,6 +3,7 @@ package shell
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Options in command rules (docs/bash-rules.md, "Options in command
@@ -112,20 +113,27 @@ func gnu(t *optTable) {
 // optionTables are the programs whose options are known. Add a program
 // here (and to docs/bash-rules.md): its options that take a value, its
 // aliases, and for a program with subcommands the options of each.
-var optionTables = map[string]*optTable{
-	"git":     gitOptions,
-	"rm":      rmOptions,
-	"curl":    curlOptions,
-	"npm":     npmOptions,
-	"docker":  dockerOptions,
-	"kubectl": kubectlOptions,
-}
+//
+// The tables are built at their first use, not at start-up: every
+// process of a sandboxed run is this program, and most never read a
+// command line (the helper stages, a run whose policy has no command
+// rules).
+var optionTables = sync.OnceValue(func() map[string]*optTable {
+	return map[string]*optTable{
+		"git":     gitOptions(),
+		"rm":      rmOptions(),
+		"curl":    curlOptions(),
+		"npm":     npmOptions(),
+		"docker":  dockerOptions(),
+		"kubectl": kubectlOptions(),
+	}
+})
 
 // gitOptions are git's global options (handle_options in git.c: they
 // end at the subcommand and do not cluster) and the options of its
 // common subcommands (parse-options: anywhere before `--`, clusters,
 // abbreviations, --no-NAME). The values are the grammar's (gitGlobals).
-var gitOptions = func() *optTable {
+var gitOptions = sync.OnceValue(func() *optTable {
 	t := &optTable{opts: map[string]*optSpec{}, inOrder: true}
 	for n := range gitGlobals.flags {
 		t.add(n)
@@ -222,62 +230,68 @@ var gitOptions = func() *optTable {
 	}
 	// git help SUB and git SUB --help: common subcommands people allow.
 	return t
-}()
+})
 
 // rmOptions is GNU rm.
-var rmOptions = opts("--force|-f", "--interactive?", "-i", "-I", "--one-file-system", "--no-preserve-root",
-	"--preserve-root?", "--recursive|-r|-R", "--dir|-d", "--verbose|-v", "--help", "--version").with(gnu)
+var rmOptions = sync.OnceValue(func() *optTable {
+	return opts("--force|-f", "--interactive?", "-i", "-I", "--one-file-system", "--no-preserve-root",
+		"--preserve-root?", "--recursive|-r|-R", "--dir|-d", "--verbose|-v", "--help", "--version").with(gnu)
+})
 
 // curlOptions is curl's options that take a value (and the common
 // flags, for their aliases). A flag it does not list is read both ways.
-var curlOptions = opts(
-	"--request|-X=", "--data|-d=", "--data-raw=", "--data-binary=", "--data-ascii=", "--data-urlencode=",
-	"--json=", "--header|-H=", "--output|-o=", "--user|-u=", "--form|-F=", "--form-string=",
-	"--upload-file|-T=", "--proxy|-x=", "--config|-K=", "--user-agent|-A=", "--referer|-e=",
-	"--cookie|-b=", "--cookie-jar|-c=", "--write-out|-w=", "--max-time|-m=", "--range|-r=",
-	"--continue-at|-C=", "--cert|-E=", "--key=", "--cacert=", "--capath=", "--speed-limit|-Y=",
-	"--speed-time|-y=", "--time-cond|-z=", "--proxy-user|-U=", "--quote|-Q=", "--telnet-option|-t=",
-	"--dump-header|-D=", "--connect-timeout=", "--retry=", "--retry-delay=", "--retry-max-time=",
-	"--resolve=", "--connect-to=", "--interface=", "--limit-rate=", "--max-filesize=", "--max-redirs=",
-	"--output-dir=", "--oauth2-bearer=", "--url=", "--unix-socket=", "--abstract-unix-socket=",
-	"--trace=", "--trace-ascii=", "--stderr=", "--variable=", "--expand-url=", "--aws-sigv4=",
-	"--netrc-file=", "--dns-servers=", "--doh-url=", "--noproxy=", "--preproxy=", "--proxy-header=",
-	"--request-target=", "--mail-from=", "--mail-rcpt=", "--ftp-port|-P=", "--pass=", "--pinnedpubkey=",
-	"--engine=", "--ciphers=", "--tls-max=", "--tlsuser=", "--tlspassword=", "--login-options=",
-	"--sasl-authzid=", "--service-name=", "--socks4=", "--socks4a=", "--socks5=", "--socks5-hostname=",
-	"--local-port=", "--keepalive-time=", "--happy-eyeballs-timeout-ms=", "--parallel-max=",
-	"--remote-name|-O", "--remote-name-all", "--location|-L", "--location-trusted", "--silent|-s",
-	"--show-error|-S", "--insecure|-k", "--fail|-f", "--fail-with-body", "--head|-I", "--include|-i",
-	"--verbose|-v", "--get|-G", "--globoff|-g", "--compressed", "--netrc|-n", "--netrc-optional",
-	"--progress-bar|-#", "--no-buffer|-N", "--list-only|-l", "--append|-a", "--create-dirs",
-	"--remote-header-name|-J", "--junk-session-cookies|-j", "--anyauth", "--basic", "--digest",
-	"--ntlm", "--negotiate", "--http1.0|-0", "--http1.1", "--http2", "--http3", "--ipv4|-4", "--ipv6|-6",
-	"--tlsv1|-1", "--sslv2|-2", "--sslv3|-3", "--use-ascii|-B", "--disable|-q", "--manual|-M",
-	"--help|-h?", "--version|-V", "--parallel|-Z", "--next|-:", "--proto=", "--proto-redir=",
-	"--proto-default=", "--retry-all-errors", "--retry-connrefused", "--raw", "--tcp-nodelay",
-	"--no-keepalive", "--path-as-is", "--ssl", "--ssl-reqd", "--no-progress-meter",
-).with(gnu)
+var curlOptions = sync.OnceValue(func() *optTable {
+	return opts(
+		"--request|-X=", "--data|-d=", "--data-raw=", "--data-binary=", "--data-ascii=", "--data-urlencode=",
+		"--json=", "--header|-H=", "--output|-o=", "--user|-u=", "--form|-F=", "--form-string=",
+		"--upload-file|-T=", "--proxy|-x=", "--config|-K=", "--user-agent|-A=", "--referer|-e=",
+		"--cookie|-b=", "--cookie-jar|-c=", "--write-out|-w=", "--max-time|-m=", "--range|-r=",
+		"--continue-at|-C=", "--cert|-E=", "--key=", "--cacert=", "--capath=", "--speed-limit|-Y=",
+		"--speed-time|-y=", "--time-cond|-z=", "--proxy-user|-U=", "--quote|-Q=", "--telnet-option|-t=",
+		"--dump-header|-D=", "--connect-timeout=", "--retry=", "--retry-delay=", "--retry-max-time=",
+		"--resolve=", "--connect-to=", "--interface=", "--limit-rate=", "--max-filesize=", "--max-redirs=",
+		"--output-dir=", "--oauth2-bearer=", "--url=", "--unix-socket=", "--abstract-unix-socket=",
+		"--trace=", "--trace-ascii=", "--stderr=", "--variable=", "--expand-url=", "--aws-sigv4=",
+		"--netrc-file=", "--dns-servers=", "--doh-url=", "--noproxy=", "--preproxy=", "--proxy-header=",
+		"--request-target=", "--mail-from=", "--mail-rcpt=", "--ftp-port|-P=", "--pass=", "--pinnedpubkey=",
+		"--engine=", "--ciphers=", "--tls-max=", "--tlsuser=", "--tlspassword=", "--login-options=",
+		"--sasl-authzid=", "--service-name=", "--socks4=", "--socks4a=", "--socks5=", "--socks5-hostname=",
+		"--local-port=", "--keepalive-time=", "--happy-eyeballs-timeout-ms=", "--parallel-max=",
+		"--remote-name|-O", "--remote-name-all", "--location|-L", "--location-trusted", "--silent|-s",
+		"--show-error|-S", "--insecure|-k", "--fail|-f", "--fail-with-body", "--head|-I", "--include|-i",
+		"--verbose|-v", "--get|-G", "--globoff|-g", "--compressed", "--netrc|-n", "--netrc-optional",
+		"--progress-bar|-#", "--no-buffer|-N", "--list-only|-l", "--append|-a", "--create-dirs",
+		"--remote-header-name|-J", "--junk-session-cookies|-j", "--anyauth", "--basic", "--digest",
+		"--ntlm", "--negotiate", "--http1.0|-0", "--http1.1", "--http2", "--http3", "--ipv4|-4", "--ipv6|-6",
+		"--tlsv1|-1", "--sslv2|-2", "--sslv3|-3", "--use-ascii|-B", "--disable|-q", "--manual|-M",
+		"--help|-h?", "--version|-V", "--parallel|-Z", "--next|-:", "--proto=", "--proto-redir=",
+		"--proto-default=", "--retry-all-errors", "--retry-connrefused", "--raw", "--tcp-nodelay",
+		"--no-keepalive", "--path-as-is", "--ssl", "--ssl-reqd", "--no-progress-meter",
+	).with(gnu)
+})
 
 // npmOptions is npm's configuration flags, which every npm command takes
 // anywhere on its line (nopt: a flag npm does not know is a boolean).
-var npmOptions = opts(
-	"--global|-g", "--save-dev|-D", "--save-exact|-E", "--save-optional|-O", "--save-prod|-P",
-	"--save|-S", "--no-save", "--save-peer", "--save-bundle|-B", "--force|-f", "--yes|-y", "--no",
-	"--dry-run", "--ignore-scripts", "--legacy-peer-deps", "--strict-peer-deps", "--silent|-s",
-	"--quiet|-q", "--loglevel=", "--verbose", "--json", "--production", "--prefer-offline",
-	"--prefer-online", "--offline", "--no-audit", "--no-fund", "--workspaces|-ws", "--include-workspace-root",
-	"--registry=", "--prefix=", "--workspace|-w=", "--tag=", "--otp=", "--access=", "--omit=",
-	"--include=", "--cache=", "--userconfig=", "--globalconfig=", "--scope=", "--package=",
-	"--call|-c=", "--install-strategy=", "--before=", "--depth=", "--location=", "--script-shell=",
-	"--auth-type=", "--provenance", "--foreground-scripts", "--if-present", "--global-style",
-	"--install-links", "--package-lock-only", "--no-package-lock", "--help|-h", "--version|-v",
-)
+var npmOptions = sync.OnceValue(func() *optTable {
+	return opts(
+		"--global|-g", "--save-dev|-D", "--save-exact|-E", "--save-optional|-O", "--save-prod|-P",
+		"--save|-S", "--no-save", "--save-peer", "--save-bundle|-B", "--force|-f", "--yes|-y", "--no",
+		"--dry-run", "--ignore-scripts", "--legacy-peer-deps", "--strict-peer-deps", "--silent|-s",
+		"--quiet|-q", "--loglevel=", "--verbose", "--json", "--production", "--prefer-offline",
+		"--prefer-online", "--offline", "--no-audit", "--no-fund", "--workspaces|-ws", "--include-workspace-root",
+		"--registry=", "--prefix=", "--workspace|-w=", "--tag=", "--otp=", "--access=", "--omit=",
+		"--include=", "--cache=", "--userconfig=", "--globalconfig=", "--scope=", "--package=",
+		"--call|-c=", "--install-strategy=", "--before=", "--depth=", "--location=", "--script-shell=",
+		"--auth-type=", "--provenance", "--foreground-scripts", "--if-present", "--global-style",
+		"--install-links", "--package-lock-only", "--no-package-lock", "--help|-h", "--version|-v",
+	)
+})
 
 // dockerOptions are the docker CLI's root options (before the
 // subcommand) and those of the subcommands that run or change things.
 // `docker run IMAGE CMD…` and `docker exec CONTAINER CMD…` stop reading
 // options at the first operand: what follows is the container's command.
-var dockerOptions = func() *optTable {
+var dockerOptions = sync.OnceValue(func() *optTable {
 	t := opts("--debug|-D", "--tls", "--tlsverify", "--config=", "--context|-c=", "--host|-H=",
 		"--log-level|-l=", "--tlscacert=", "--tlscert=", "--tlskey=")
 	t.inOrder, t.clusters = true, true
@@ -313,25 +327,27 @@ var dockerOptions = func() *optTable {
 		"logs":   cobra("--follow|-f", "--since=", "--until=", "--tail|-n=", "--timestamps|-t", "--details"),
 	}
 	return t
-}()
+})
 
 // kubectlOptions are kubectl's global flags, which cobra takes anywhere,
 // and the flags of its subcommands that take a value (one table: most are
 // shared by many subcommands).
-var kubectlOptions = opts(
-	"--namespace|-n=", "--context=", "--cluster=", "--kubeconfig=", "--user=", "--server|-s=", "--token=",
-	"--as=", "--as-group=", "--as-uid=", "--cache-dir=", "--certificate-authority=", "--client-certificate=",
-	"--client-key=", "--request-timeout=", "--tls-server-name=", "--v|-v=", "--username=", "--password=",
-	"--profile=", "--profile-output=", "--vmodule=", "--log-flush-frequency=", "--insecure-skip-tls-verify",
-	"--match-server-version", "--warnings-as-errors", "--disable-compression",
-	"--filename|-f=", "--selector|-l=", "--output|-o=", "--container|-c=", "--field-selector=",
-	"--grace-period=", "--timeout=", "--replicas=", "--image=", "--port=", "--type=", "--labels=",
-	"--overrides=", "--patch|-p=", "--kustomize|-k=", "--template=", "--sort-by=", "--since=",
-	"--tail=", "--dry-run?", "--field-manager=", "--prune-allowlist=", "--chunk-size=", "--subresource=",
-	"--all-namespaces|-A", "--all", "--force", "--recursive|-R", "--wait", "--watch|-w", "--follow",
-	"--stdin|-i", "--tty|-t", "--quiet|-q", "--server-side", "--overwrite", "--prune", "--now",
-	"--ignore-not-found", "--cascade?", "--validate?", "--show-labels", "--previous|-p",
-).with(func(t *optTable) { t.clusters = true })
+var kubectlOptions = sync.OnceValue(func() *optTable {
+	return opts(
+		"--namespace|-n=", "--context=", "--cluster=", "--kubeconfig=", "--user=", "--server|-s=", "--token=",
+		"--as=", "--as-group=", "--as-uid=", "--cache-dir=", "--certificate-authority=", "--client-certificate=",
+		"--client-key=", "--request-timeout=", "--tls-server-name=", "--v|-v=", "--username=", "--password=",
+		"--profile=", "--profile-output=", "--vmodule=", "--log-flush-frequency=", "--insecure-skip-tls-verify",
+		"--match-server-version", "--warnings-as-errors", "--disable-compression",
+		"--filename|-f=", "--selector|-l=", "--output|-o=", "--container|-c=", "--field-selector=",
+		"--grace-period=", "--timeout=", "--replicas=", "--image=", "--port=", "--type=", "--labels=",
+		"--overrides=", "--patch|-p=", "--kustomize|-k=", "--template=", "--sort-by=", "--since=",
+		"--tail=", "--dry-run?", "--field-manager=", "--prune-allowlist=", "--chunk-size=", "--subresource=",
+		"--all-namespaces|-A", "--all", "--force", "--recursive|-R", "--wait", "--watch|-w", "--follow",
+		"--stdin|-i", "--tty|-t", "--quiet|-q", "--server-side", "--overwrite", "--prune", "--now",
+		"--ignore-not-found", "--cascade?", "--validate?", "--show-labels", "--previous|-p",
+	).with(func(t *optTable) { t.clusters = true })
+})
 
 // Command is a command line read as its operands and its options.
 type Command struct {
@@ -378,7 +394,7 @@ func readOptions(line []field) []optionReading {
 			return nil // cannot be encoded; the line as written stands
 		}
 	}
-	t := optionTables[BaseName(line[0].s)]
+	t := optionTables()[BaseName(line[0].s)]
 	if line[0].dyn != static {
 		t = nil
 	}
@@ -441,7 +457,7 @@ func (p *optParse) walk(i int, st optState) {
 			continue
 		}
 		t := st.current()
-		if t != nil && (t.stop[w] || strings.HasPrefix(w, "--list-cmds=") && t == gitOptions) {
+		if t != nil && (t.stop[w] || strings.HasPrefix(w, "--list-cmds=") && t == gitOptions()) {
 			return // prints and exits: the line as written stands
 		}
 		if t == nil {
@@ -621,7 +637,7 @@ func (p *optParse) short(i int, st *optState, t *optTable) (int, bool) {
 		case sp.kind == optValue && i+1 < len(p.line):
 			opt.Value, opt.HasValue = p.line[i+1].s, true
 			st.opts = append(st.opts, opt)
-			if t == gitOptions && name == "-c" && p.line[i+1].dyn == static && gitConfigForces(opt.Value) {
+			if t == gitOptions() && name == "-c" && p.line[i+1].dyn == static && gitConfigForces(opt.Value) {
 				st.opts = append(st.opts, Option{Names: []string{"--force"}, From: "-c " + opt.Value})
 			}
 			return 1, true

@@ -336,7 +336,7 @@ func CompileCommandPattern(pat string) *CommandPattern {
 	cp := &CommandPattern{open: hasUnescapedTrailingStar(last)}
 	var t *optTable
 	if !hasStar(words[0]) {
-		t = optionTables[BaseName(globOf(words[0]).segs[0])]
+		t = optionTables()[BaseName(globOf(words[0]).segs[0])]
 	}
 	cp.items = append(cp.items, patItem{star: words[0] == "*", g: globOf(words[0])})
 	if words[0] == "*" {

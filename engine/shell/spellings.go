@@ -70,7 +70,7 @@ func UnitSpellings(u Unit, prog, home string) Spellings {
 
 // unitOptionCandidate is optionCandidate on a unit's words.
 func unitOptionCandidate(u Unit) bool {
-	if optionTables[BaseName(u.Argv[0])] != nil {
+	if optionTables()[BaseName(u.Argv[0])] != nil {
 		return true
 	}
 	d := 0
@@ -191,7 +191,7 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 				if len(w) == 0 || !optionCandidate(w[0].s, w[1:]) {
 					continue
 				}
-				t := optionTables[BaseName(w[0].s)]
+				t := optionTables()[BaseName(w[0].s)]
 				rs := last
 				if last == nil || t != lastTable || w[0].dyn != static || !equalFields(w[1:], lastTail) {
 					rs = readOptions(w)
@@ -221,7 +221,7 @@ func spellingsOf(prog, argv0 string, names []string, args []field, marker, line0
 // with these arguments has option readings: its program has an option
 // table, or a word looks like an option.
 func optionCandidate(name string, args []field) bool {
-	if optionTables[BaseName(name)] != nil {
+	if optionTables()[BaseName(name)] != nil {
 		return true
 	}
 	for _, f := range args {
