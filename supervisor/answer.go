@@ -34,10 +34,10 @@ import (
 //     openat;
 //   - arch_prctl(ARCH_SET_FS), only a stop for exec verification
 //     (decodeExecStop);
-//   - unshare(CLONE_NEWNS), chdir and fchdir, which BPF allowed before
-//     they were watched; they are notified only so the resolution cache
-//     forgets the thread's root or cwd (decodeUnshare, decodeChdir).
-//     Nothing is read or judged;
+//   - unshare(CLONE_NEWNS), chdir, fchdir and umask, which BPF allowed
+//     before they were watched; they are notified only so the resolution
+//     cache forgets the thread's root, cwd or umask (decodeUnshare,
+//     decodeChdir, decodeUmask). Nothing is read or judged;
 //   - recvfrom asking for the sender's address, notified only so the
 //     supervisor can look at the datagram it will receive (a DNS answer
 //     teaches a name, dns.go). Nothing is read from memory or judged;

@@ -72,3 +72,49 @@ func TestCwdCacheFollowsChdir(t *testing.T) {
 		t.Errorf("under permwrap:\n got %s\nwant %s\n%s", got, want, r.stderr)
 	}
 }
+
+// The same cache keeps each thread's umask for the calls that create
+// (pin.Thread.Umask); umask(2) is notified so it is dropped before a
+// change runs. A cached umask used after a change would give a new file
+// the old mode — more open than the program asked for when it moved to
+// 077. This program changes its umask (from the creating thread and from
+// another thread sharing it) between creates, and runs a shell that does
+// the same; every file must get the mode it gets bare.
+const umaskChurn = `
+import os, stat, subprocess, sys, threading
+d = sys.argv[1]
+os.mkdir(d)
+out = []
+def mode(name):
+    return oct(stat.S_IMODE(os.stat(name).st_mode))
+for i, m in enumerate([0o022, 0o077, 0o002, 0o027] * 4):
+    if i % 2:
+        t = threading.Thread(target=os.umask, args=(m,))
+        t.start(); t.join()
+    else:
+        os.umask(m)
+    name = d + "/f%d" % i
+    if i % 3 == 0:
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT, 0o666))
+    else:
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o777))
+    out.append(mode(name))
+    os.mkdir(name + ".d", 0o777)
+    out.append(mode(name + ".d"))
+os.umask(0o022)
+subprocess.run(["sh", "-c", "umask 077; : > c1; umask 002; : > c2; umask 027; : > c3"], cwd=d, check=True)
+out += [mode(d + "/c" + n) for n in "123"]
+print(" ".join(out))
+`
+
+func TestUmaskCacheFollowsUmask(t *testing.T) {
+	s := newSandbox(t, denyPolicy)
+	bare := s.bare("python3", "-c", umaskChurn, s.path("bare"))
+	if bare.code != 0 || strings.Count(bare.stdout, "0o") != 35 {
+		t.Fatalf("bare: %q %s", bare.stdout, bare.stderr)
+	}
+	r := s.run("python3", "-c", umaskChurn, s.path("wrapped"))
+	if r.stdout != bare.stdout {
+		t.Errorf("modes under permwrap:\n got %s\nwant %s\n%s", r.stdout, bare.stdout, r.stderr)
+	}
+}

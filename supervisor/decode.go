@@ -220,9 +220,14 @@ func (d *decoder) pathObject(dirArg, pathArg int, flags pin.ResolveFlags) (objec
 	return object{res: r, fd: -1}, err
 }
 
-// umask is the calling thread's umask, read for calls that create.
+// umask is the calling thread's umask, read for calls that create
+// (cached per thread between umask calls: pin.Thread.Umask).
 func (d *decoder) umask() (uint32, error) {
-	m, err := pin.Umask(d.tid)
+	th, err := d.thread()
+	var m uint32
+	if err == nil {
+		m, err = th.Umask()
+	}
 	if err != nil {
 		return 0, &refusal{errno: pin.Errno(err), why: "reading the umask", err: err}
 	}

@@ -54,8 +54,9 @@ type sysRow struct {
 	never string
 	// role: how the receiving worker treats the call (keepRole when 0).
 	role roleUse
-	// cwd: the call changes the calling thread's working directory, and
-	// is announced to the cwd cache (pin.CwdChanging) before it runs.
+	// cwd: the call changes the calling thread's working directory or
+	// umask, and is announced to the cwd cache (pin.CwdChanging) before
+	// it runs.
 	cwd bool
 	// open: where an open's arguments are, for the round-trip benchmark
 	// tool's emulation (OpenArgs).
@@ -149,6 +150,9 @@ var syscalls = []sysRow{
 	// (changing directory reads nothing); only the cache learns of it.
 	{nr: unix.SYS_CHDIR, name: "chdir", decode: decodeChdir, cwd: true},
 	{nr: unix.SYS_FCHDIR, name: "fchdir", decode: decodeChdir, cwd: true},
+	// umask changes the umask the same cache keeps per thread for the
+	// calls that create (pin.Thread.Umask). Continued, like chdir.
+	{nr: unix.SYS_UMASK, name: "umask", decode: decodeUmask, cwd: true},
 
 	// Names: removal, renaming, creation, links.
 	{nr: unix.SYS_UNLINK, name: "unlink", decode: decodeUnlink(argNone, 0, argNone)},

@@ -11,15 +11,21 @@ import (
 
 // The cwd cache: an O_PATH fd of each thread's working directory, kept
 // between its notifications so a relative open needs no
-// /proc/TID/cwd lookup.
+// /proc/TID/cwd lookup; and its umask, kept so a creating call needs no
+// read of /proc/TID/status (Thread.Umask). Both live in the thread's
+// fs_struct, and the same protocol keeps both.
 //
 // A thread's cwd changes only by chdir or fchdir — its own, or those of
 // any thread sharing its fs_struct (its process's other threads, or a
 // process cloned with CLONE_FS) —, by unshare(CLONE_NEWNS) (the copy of
 // the cwd in the new mount tree; notified, announced like a chdir) and
-// by setns, chroot and pivot_root, which the filter refuses. The supervisor is told of every chdir and
-// fchdir (CwdChanging) before it continues them, and the protocol below
-// keeps any cached or half-read cwd from being used across one:
+// by setns, chroot and pivot_root, which the filter refuses. Its umask
+// changes only by umask(2), its own or that of a thread sharing its
+// fs_struct (a thread cloned without CLONE_FS starts with a copy, under
+// a new tid and so a new cache entry). The supervisor is told of every
+// chdir, fchdir and umask (CwdChanging) before it continues them, and the
+// protocol below keeps any cached or half-read cwd or umask from being
+// used across one:
 //
 //   - CwdChanging(tid, id), called while the thread waits in the call
 //     (notification id), drops every cached cwd, advances the generation,
@@ -180,11 +186,13 @@ func changesCwd(nr int) bool {
 	return p == nil || slices.Contains(*p, nr)
 }
 
+// dropCwdLocked forgets e's cached cwd and umask.
 func (c *threadCache) dropCwdLocked(e *threadEntry) {
 	if e.cwd != nil {
 		c.unrefCwdLocked(e.cwd)
 		e.cwd = nil
 	}
+	e.umask = noUmask
 }
 
 func (c *threadCache) unrefCwdLocked(w *cwdFd) {
@@ -239,4 +247,44 @@ func (c *threadCache) cwdReadStartLocked() cwdRead {
 // would be the old cwd, stored as current.
 func (c *threadCache) cwdStorableLocked(start cwdRead) bool {
 	return start.quiet && c.cwdGen == start.gen && len(c.chdirs) == 0
+}
+
+// noUmask marks a thread entry without a cached umask.
+const noUmask = ^uint32(0)
+
+// Umask is the thread's umask: cached between its notifications under
+// the protocol above, when the table announces umask(2) like a chdir
+// (SetCwdCalls names it), else read now from /proc/TID/status.
+func (t *Thread) Umask() (uint32, error) {
+	c := threads
+	if !umaskAnnounced() {
+		return readUmaskAt(t.e.procDir, t.TID)
+	}
+	c.mu.Lock()
+	c.reapChdirsLocked()
+	if len(c.chdirs) == 0 && t.e.umask != noUmask {
+		m := t.e.umask
+		c.mu.Unlock()
+		return m, nil
+	}
+	start := c.cwdReadStartLocked()
+	c.mu.Unlock()
+	m, err := readUmaskAt(t.e.procDir, t.TID)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	if c.cwdStorableLocked(start) && !t.e.dropped {
+		t.e.umask = m
+	}
+	c.mu.Unlock()
+	return m, nil
+}
+
+// umaskAnnounced reports whether the table has named the calls it
+// announces (SetCwdCalls) and umask(2) is one of them: until then
+// changesCwd counts every call, which says nothing about umask.
+func umaskAnnounced() bool {
+	p := cwdCalls.Load()
+	return p != nil && slices.Contains(*p, unix.SYS_UMASK)
 }

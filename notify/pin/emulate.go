@@ -174,8 +174,11 @@ func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*File, error
 		// Only a file this call creates gets the target's mode, so find
 		// out which: open an existing file without O_CREAT, create with
 		// O_EXCL, and go round again if the name came or went between.
+		// A name that was missing when resolved is tried as a create
+		// first (it most likely still is: one call instead of two).
+		tryCreate := !r.Exists
 		for range 8 {
-			if !excl {
+			if !excl && !tryCreate {
 				fd, err := open(flags&^unix.O_CREAT, 0)
 				if err != unix.ENOENT {
 					if err != nil {
@@ -191,6 +194,7 @@ func openPinned(r *Resolved, flags int, mode uint32, umask uint32) (*File, error
 					return newFile(fd, r.Path), nil
 				}
 			}
+			tryCreate = false
 			f, err := createFile(func(m uint32) (int, error) { return open(flags|unix.O_EXCL, m) }, r.Dir, mode, umask)
 			if err == unix.EEXIST && !excl {
 				continue

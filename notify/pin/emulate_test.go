@@ -672,3 +672,49 @@ func BenchmarkResolveOpen(b *testing.B) {
 		r.Close()
 	}
 }
+
+// A name missing when it was resolved is created first by an O_CREAT
+// open (one call); if it appeared since, the open takes the file that is
+// there as the kernel would — contents and mode untouched without
+// O_TRUNC, EEXIST with O_EXCL — and a missing one gets mode &^ umask.
+func TestOpenCreateNameAppeared(t *testing.T) {
+	requireResolveKernel(t)
+	dir := t.TempDir()
+	tid := os.Getpid()
+	open := func(name string, flags int) (string, uint32, error) {
+		r, err := Resolve(tid, unix.AT_FDCWD, dir+"/"+name, OpenResolveFlags(flags))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if r.Exists {
+			t.Fatalf("%s resolved as existing", name)
+		}
+		// The name appears between the resolution and the open.
+		if name != "new" {
+			if err := os.WriteFile(dir+"/"+name, []byte("there"), 0o604); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir+"/"+name, 0o604); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := Open(r, flags, 0o666, 0o022)
+		if err != nil {
+			return "", 0, err
+		}
+		f.Close()
+		b, _ := os.ReadFile(dir + "/" + name)
+		st, _ := os.Stat(dir + "/" + name)
+		return string(b), uint32(st.Mode().Perm()), nil
+	}
+	if got, mode, err := open("new", unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC); err != nil || got != "" || mode != 0o644 {
+		t.Errorf("missing name: %q %o %v, want an empty file of mode 644", got, mode, err)
+	}
+	if got, mode, err := open("appeared", unix.O_WRONLY|unix.O_CREAT); err != nil || got != "there" || mode != 0o604 {
+		t.Errorf("name that appeared: %q %o %v, want its contents and mode 604 untouched", got, mode, err)
+	}
+	if _, _, err := open("appeared-excl", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL); err != unix.EEXIST {
+		t.Errorf("O_EXCL on a name that appeared: %v, want EEXIST", err)
+	}
+}

@@ -131,8 +131,14 @@ func (w *walker) start(dirfd int, path string) error {
 	}
 	var fd int
 	var err error
+	isCwd := dirfd == unix.AT_FDCWD
 	switch {
-	case dirfd == unix.AT_FDCWD:
+	case isCwd && w.th != nil:
+		// The thread cache's cwd (cwd.go), duplicated: the walk owns
+		// what it starts from. One fcntl where /proc/TID/cwd is a procfs
+		// lookup.
+		fd, err = w.cachedCwd()
+	case isCwd:
 		fd, err = w.procLink("cwd", 0)
 	case dirfd < 0:
 		return unix.EBADF
@@ -163,12 +169,15 @@ func (w *walker) start(dirfd int, path string) error {
 	if path == "" {
 		return nil
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("pin: fstat start dir: %w", err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return unix.ENOTDIR
+	if !isCwd {
+		// A working directory is one: chdir and fchdir take nothing else.
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("pin: fstat start dir: %w", err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return unix.ENOTDIR
+		}
 	}
 	if w.scoped() {
 		// RESOLVE_BENEATH / RESOLVE_IN_ROOT: the dirfd is the root.
@@ -192,6 +201,17 @@ func (w *walker) start(dirfd int, path string) error {
 		w.startMnt = id.mnt
 	}
 	return nil
+}
+
+// cachedCwd is a new fd of the thread's working directory, from the
+// thread cache.
+func (w *walker) cachedCwd() (int, error) {
+	fd, done, err := w.th.cwd()
+	if err != nil {
+		return -1, err
+	}
+	defer done()
+	return dupCloexec(fd)
 }
 
 // procLink opens /proc/TID/<name> (through the thread's cached /proc/TID

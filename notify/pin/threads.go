@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"sync"
@@ -77,6 +78,7 @@ type threadEntry struct {
 	exe     string // "" unknown
 	exeTgid int    // the group exe was read for: its key in threadCache.exes
 	cwd     *cwdFd // see cwd.go
+	umask   uint32 // see cwd.go; noUmask when not cached
 }
 
 type rootState uint8
@@ -195,7 +197,7 @@ func openThread(tid int) (*threadEntry, error) {
 		}
 		return nil, fmt.Errorf("pin: open /proc/%d: %w", tid, err)
 	}
-	return &threadEntry{tid: tid, pidfd: pidfd, procDir: dir}, nil
+	return &threadEntry{tid: tid, pidfd: pidfd, procDir: dir, umask: noUmask}, nil
 }
 
 func closeEntry(e *threadEntry) {
@@ -435,4 +437,67 @@ func (t *Thread) Cwd() string {
 		return ""
 	}
 	return string(buf[:n])
+}
+
+// readUmaskAt reads the umask of thread tid from its /proc/TID/status
+// through the open /proc/TID directory dir. Only the start of the file
+// is read: "Umask:" is its second line, after "Name:" (the kernel makes
+// the whole file at the first read either way); a name too long for the
+// buffer falls back to reading it all.
+func readUmaskAt(dir, tid int) (uint32, error) {
+	fd, err := unix.Openat(dir, "status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ENOENT || err == unix.ESRCH {
+			err = unix.ESRCH
+		}
+		return 0, fmt.Errorf("pin: read status of thread %d: %w", tid, err)
+	}
+	var buf [256]byte
+	n, err := unix.Read(fd, buf[:])
+	for err == unix.EINTR {
+		n, err = unix.Read(fd, buf[:])
+	}
+	unix.Close(fd)
+	if err != nil {
+		return 0, fmt.Errorf("pin: read status of thread %d: %w", tid, err)
+	}
+	if m, ok := umaskField(buf[:n]); ok {
+		return m, nil
+	}
+	st, err := readStatusAt(dir, tid)
+	if err != nil {
+		return 0, err
+	}
+	return st.umask, nil
+}
+
+// umaskField finds the "Umask:" line of a /proc/TID/status text (or its
+// start) and parses its octal value; false when the line is not whole in
+// b or not a umask.
+func umaskField(b []byte) (uint32, bool) {
+	const key = "\nUmask:"
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	rest := b[i+len(key):]
+	end := bytes.IndexByte(rest, '\n')
+	if end < 0 {
+		return 0, false
+	}
+	v := bytes.TrimSpace(rest[:end])
+	if len(v) == 0 || len(v) > 4 {
+		return 0, false
+	}
+	var m uint32
+	for _, c := range v {
+		if c < '0' || c > '7' {
+			return 0, false
+		}
+		m = m<<3 | uint32(c-'0')
+	}
+	if m > 0o777 {
+		return 0, false
+	}
+	return m, true
 }
