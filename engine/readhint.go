@@ -58,3 +58,7 @@ func (p *Policy) ReadsAlwaysAllowed() bool {
 func (p *Policy) ListingsFree() bool {
 	return !p.failClosed && p.settings.Listings != ListingsJudged
 }
+
+// FailClosed reports whether a scope failed to load, so that every allow
+// asks (and listings are judged).
+func (p *Policy) FailClosed() bool { return p.failClosed }

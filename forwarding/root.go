@@ -88,6 +88,9 @@ func NewRoot(policy *engine.Policy, top int, opts RootOptions) (*Root, error) {
 			}
 			// Likewise listings: a filter that leaves them free cannot
 			// judge them for a node whose policy says "judged".
+			if freeListings && !p.ListingsFree() && p.FailClosed() {
+				return errors.New("a scope of the node's policy did not load, so it would judge every listing (fail-closed), which this permwrap's filter does not show it: fix the scope, or run the inner permwrap without it")
+			}
 			if freeListings && !p.ListingsFree() {
 				return errors.New(`this permwrap leaves directory listings free ("listings": "free"), so its filter does not see them and cannot judge the node's listings; set "listings": "judged" in the outer permwrap's policy too`)
 			}
