@@ -810,3 +810,31 @@ func TestLoaderEnv(t *testing.T) {
 		t.Errorf("LoaderEnv: %q", got)
 	}
 }
+
+// TestMayBeLoaderEntry: every entry LoaderEnv keeps passes the
+// supervisor's prefilter (an entry it failed would never be judged or
+// verified), and ordinary entries do not.
+func TestMayBeLoaderEntry(t *testing.T) {
+	var entries []string
+	for _, v := range loaderVars {
+		entries = append(entries, v+"=", v+"=/tmp/x.so", v+"=a b:c")
+	}
+	entries = append(entries, "PATH=/usr/bin", "HOME=/h", "L=", "LANG=C", "GIT_DIR=.git", "=x", "")
+	kept := 0
+	for _, e := range entries {
+		if isLoaderEntry(e) {
+			kept++
+			if !MayBeLoaderEntry([]byte(e)) {
+				t.Errorf("%q: LoaderEnv keeps it, the prefilter drops it", e)
+			}
+		}
+	}
+	if kept != 3*len(loaderVars) {
+		t.Errorf("%d entries kept, want %d", kept, 3*len(loaderVars))
+	}
+	for _, e := range []string{"PATH=/usr/bin", "HOME=/h", "=x", "", "L="} {
+		if MayBeLoaderEntry([]byte(e)) {
+			t.Errorf("%q passes the prefilter", e)
+		}
+	}
+}

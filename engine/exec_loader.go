@@ -42,7 +42,16 @@ func LoaderEnv(env []string) []string {
 	return out
 }
 
+// MayBeLoaderEntry reports whether an environment entry (NAME=VALUE) may
+// be one LoaderEnv keeps: every one it keeps passes, most others do not.
+// A reader of an exec's environment copies only the entries that pass
+// and leaves the decision to LoaderEnv.
+func MayBeLoaderEntry(e []byte) bool {
+	return len(e) >= 3 && (e[0] == 'L' || e[0] == 'G')
+}
+
 func isLoaderEntry(e string) bool {
+	// MayBeLoaderEntry's test, on the string.
 	if len(e) < 3 || (e[0] != 'L' && e[0] != 'G') {
 		return false
 	}

@@ -311,6 +311,78 @@ func (e *ExecArgs) Env(addr uint64, maxArgs, maxBytes int) ([]string, error) {
 	return e.r.readArgv(addr, maxArgs, maxBytes)
 }
 
+// EnvKept is Env keeping only the entries keep accepts. Every entry is
+// still read, counted against the bounds and failed on exactly as Env
+// would (the same errors, in the same order); only the kept ones are
+// copied out of the pages read. keep must not retain its argument. An
+// exec's environment is judged by its few loader entries, and copying
+// every entry into a string was half the cost of reading it.
+func (e *ExecArgs) EnvKept(addr uint64, maxArgs, maxBytes int, keep func([]byte) bool) ([]string, error) {
+	return e.r.readArgvKept(addr, maxArgs, maxBytes, keep)
+}
+
+// readArgvKept is readArgv returning only the strings keep accepts.
+func (r *memReader) readArgvKept(addr uint64, maxArgs, maxBytes int, keep func([]byte) bool) ([]string, error) {
+	pid := r.pid
+	if addr == 0 {
+		return []string{}, nil
+	}
+	ptrs, err := r.readPointerArray(addr, maxArgs)
+	if err != nil {
+		return nil, memError("argv", pid, addr, err)
+	}
+	out := []string{}
+	left := maxBytes
+	for i, p := range ptrs {
+		if left <= 0 {
+			return nil, fmt.Errorf("notify: argv of tid %d: more than %d bytes: %w", pid, maxBytes, unix.E2BIG)
+		}
+		b, err := r.stringBytes(p, left)
+		if err != nil {
+			if errors.Is(err, unix.ENAMETOOLONG) {
+				return nil, fmt.Errorf("notify: argv of tid %d: %d arguments exceed %d bytes: %w", pid, i+1, maxBytes, unix.E2BIG)
+			}
+			return nil, memError(fmt.Sprintf("argv[%d]", i), pid, p, err)
+		}
+		left -= len(b) + 1
+		if keep(b) {
+			out = append(out, string(b))
+		}
+	}
+	return out, nil
+}
+
+// stringBytes is readString's string as bytes, without a copy when it
+// lies on one page: the slice is then the reader's page, to be read and
+// dropped before the reader is used again.
+func (r *memReader) stringBytes(addr uint64, max int) ([]byte, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("notify: ReadString with max %d", max)
+	}
+	var out []byte
+	cur := addr
+	for len(out) < max {
+		p, err := r.page(cur)
+		if err != nil {
+			return nil, err
+		}
+		off := int(cur - p.base)
+		chunk := p.data[off:min(memPageSize, off+max-len(out))]
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			if out == nil {
+				return chunk[:i:i], nil
+			}
+			return append(out, chunk[:i]...), nil
+		}
+		out = append(out, chunk...)
+		if cur+uint64(len(chunk)) < cur {
+			return nil, unix.EFAULT
+		}
+		cur += uint64(len(chunk))
+	}
+	return nil, unix.ENAMETOOLONG
+}
+
 // prefetch reads the pages holding a and b (either may be 0: none) in
 // one process_vm_readv and keeps those it got. A page it could not get is
 // not kept, so the read that needs it makes its own and meets the error

@@ -446,3 +446,98 @@ func TestExecArgsSelf(t *testing.T) {
 	runtime.KeepAlive(area)
 	runtime.KeepAlive(ptrs)
 }
+
+// TestExecArgsEnvKept: EnvKept gives the entries of Env that keep
+// accepts, in order — an entry across a page boundary among them — and
+// fails exactly where Env fails: too many entries, too many bytes, an
+// unreadable entry (even one keep would drop).
+func TestExecArgsEnvKept(t *testing.T) {
+	pid := os.Getpid()
+	ps := memPageSize
+	area := heapBytes(3 * ps)
+	entries := []struct {
+		off int
+		s   string
+	}{{8, "PATH=/usr/bin"}, {100, "LD_PRELOAD=/x.so"}, {200, "HOME=/h"}, {ps - 6, "GCONV_PATH=/g"}, {ps + 300, "LANG=C"}}
+	ptrs := heapPtrs(len(entries) + 1)
+	for i, e := range entries {
+		copy(area[e.off:], e.s+"\x00")
+		ptrs[i] = addrOf(area[e.off:])
+	}
+	keep := func(b []byte) bool { return len(b) > 0 && (b[0] == 'L' || b[0] == 'G') }
+	all, err := NewExecArgs(pid, 0, 0).Env(ptrsAddr(ptrs), 16, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range all {
+		if keep([]byte(e)) {
+			want = append(want, e)
+		}
+	}
+	got, err := NewExecArgs(pid, 0, 0).EnvKept(ptrsAddr(ptrs), 16, 1024, keep)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 3 {
+		t.Fatalf("EnvKept = %q, %v; Env filtered = %q", got, err, want)
+	}
+	if got, err := NewExecArgs(pid, 0, 0).EnvKept(0, 16, 1024, keep); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("NULL envp: %q, %v, want empty", got, err)
+	}
+	for _, c := range []struct {
+		name              string
+		maxArgs, maxBytes int
+		errno             unix.Errno
+	}{{"too many entries", 4, 1024, unix.E2BIG}, {"too many bytes", 16, 40, unix.E2BIG}} {
+		_, errAll := NewExecArgs(pid, 0, 0).Env(ptrsAddr(ptrs), c.maxArgs, c.maxBytes)
+		_, errKept := NewExecArgs(pid, 0, 0).EnvKept(ptrsAddr(ptrs), c.maxArgs, c.maxBytes, keep)
+		if !errors.Is(errKept, c.errno) || errAll == nil || errKept.Error() != errAll.Error() {
+			t.Errorf("%s: EnvKept %v, Env %v", c.name, errKept, errAll)
+		}
+	}
+	// An entry keep would drop, unreadable (it runs into a guard page).
+	page, _ := guardedPage(t)
+	ptrs[2] = placeAtEnd(page, "HOME=/no/terminator")
+	_, errAll := NewExecArgs(pid, 0, 0).Env(ptrsAddr(ptrs), 16, 1024)
+	_, errKept := NewExecArgs(pid, 0, 0).EnvKept(ptrsAddr(ptrs), 16, 1024, keep)
+	if !errors.Is(errKept, unix.EFAULT) || errAll == nil || errKept.Error() != errAll.Error() {
+		t.Errorf("unreadable entry: EnvKept %v, Env %v", errKept, errAll)
+	}
+}
+
+// BenchmarkExecEnv: an exec's environment of 40 entries (1.6 kB, as a
+// shell's under this VM's session) read whole (Env) and keeping only
+// what may be a loader entry (EnvKept), each through a fresh reader as
+// an exec's decode does.
+func BenchmarkExecEnv(b *testing.B) {
+	buf := heapBytes(4096)
+	ptrs := heapPtrs(41)
+	off := 0
+	for i := range 40 {
+		e := fmt.Sprintf("VARIABLE_%02d=/some/value/of/a/typical/length/%d", i, i)
+		if i == 20 {
+			e = "LD_LIBRARY_PATH=/opt/lib"
+		}
+		ptrs[i] = addrOf(buf[off:])
+		off += copy(buf[off:], e) + 1
+	}
+	arr := ptrsAddr(ptrs)
+	pid := os.Getpid()
+	keep := func(e []byte) bool { return len(e) >= 3 && (e[0] == 'L' || e[0] == 'G') }
+	b.Run("all", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if env, err := NewExecArgs(pid, 0, 0).Env(arr, 256, 1<<17); err != nil || len(env) != 40 {
+				b.Fatal(env, err)
+			}
+		}
+	})
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if env, err := NewExecArgs(pid, 0, 0).EnvKept(arr, 256, 1<<17, keep); err != nil || len(env) != 1 {
+				b.Fatal(env, err)
+			}
+		}
+	})
+	runtime.KeepAlive(buf)
+	runtime.KeepAlive(ptrs)
+}

@@ -52,7 +52,8 @@ func decodeExec(dirArg, pathArg, argvArg, flagsArg int) decodeFunc {
 		// The environment, read once like argv: its loader variables
 		// (LD_PRELOAD…) are judged, and verified to be what the kernel
 		// used (execverify.go). One that cannot be read is refused.
-		envp, err := args.Env(d.arg(argvArg+1), maxArgs, maxArgvBytes)
+		// Only the entries that may be loader entries are copied out.
+		envp, err := args.EnvKept(d.arg(argvArg+1), maxArgs, maxArgvBytes, engine.MayBeLoaderEntry)
 		if err != nil {
 			errno := unix.EFAULT
 			if errors.Is(err, unix.E2BIG) {

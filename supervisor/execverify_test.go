@@ -1,7 +1,11 @@
 package supervisor
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,5 +100,35 @@ func TestExecPollerVerifiesWithoutACall(t *testing.T) {
 	}
 	if ok, err := proc.Exited(); err != nil || ok {
 		t.Errorf("the verified process: exited %v, %v; want running", ok, err)
+	}
+}
+
+// TestReadEnviron: readEnviron gives exactly what /proc/PID/environ holds,
+// for an environment that fits its first buffer and for one that must
+// grow it (a 100 kB variable), and reports a process that is gone.
+func TestReadEnviron(t *testing.T) {
+	for _, size := range []int{10, 100 << 10} {
+		cmd := exec.Command("sleep", "30")
+		cmd.Env = []string{"A=1", "LD_LIBRARY_PATH=/x", "BIG=" + strings.Repeat("b", size)}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/environ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		small := make([]byte, 16)
+		got, err := readEnviron(cmd.Process.Pid, &small)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || len(got) < size {
+			t.Errorf("size %d: read %d bytes, /proc says %d", size, len(got), len(want))
+		}
+		if _, err := readEnviron(cmd.Process.Pid, &small); err == nil {
+			t.Errorf("size %d: a reaped process's environ was read", size)
+		}
 	}
 }
