@@ -80,6 +80,21 @@ func TestPerSyscallEnforcement(t *testing.T) {
 	}
 }
 
+// Under "listings": "judged" a listing of a denied directory is a denied
+// read of it.
+func TestListDeniedDirJudged(t *testing.T) {
+	s := newSandbox(t, strings.Replace(denyPolicy, `"extends": "none",`, `"extends": "none", "listings": "judged",`, 1))
+	s.write("secret/key", "TOPSECRET")
+	r := s.run("bash", "-c", "ls secret")
+	if r.code == 0 || strings.Contains(r.stdout, "key") {
+		t.Errorf("ls secret: exit %d, stdout %q (want a denied listing)", r.code, r.stdout)
+	}
+	r = s.run("bash", "-c", "ls free 2>/dev/null; ls .")
+	if r.code != 0 {
+		t.Errorf("ls .: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
 func TestFileOperations(t *testing.T) {
 	s := newSandbox(t, denyPolicy)
 	s.write("secret/key", "TOPSECRET")
@@ -102,7 +117,9 @@ func TestFileOperations(t *testing.T) {
 		{"read denied via ..", "cat free/../secret/key", false, nil},
 		{"read denied via //", "cat .//secret//key", false, nil},
 		{"read denied via absolute", "cat " + s.path("secret/key"), false, nil},
-		{"list denied dir", "ls secret", false, nil},
+		// Listings are free by default ("listings": "free"): the names, not
+		// what is in the files (TestListDeniedDirJudged: the other way).
+		{"list denied dir: names only", "ls secret && ! cat secret/key", true, nil},
 		{"create allowed", "echo hi > free/new && test -f free/new", true, nil},
 		{"create denied", "echo hi > ro/new", false, func(t *testing.T) {
 			if s.exists("ro/new") {
