@@ -132,39 +132,33 @@ func (s *supervisor) killRacer(id uint64, tid int, why string) {
 }
 
 // installFD gives the target the file the supervisor opened for it and
-// completes its open. A file open for writing is installed first and the
-// call answered after the supervisor's own copy is closed (with
-// WAIT_KILLABLE_RECV): a program that writes a script, closes it and runs
-// it at once must not find the supervisor still holding it open for
-// writing (ETXTBSY). Every other file is installed and answered in one
-// step (ADDFD with SEND), which wakes the target once instead of twice; a
-// read-only copy held a moment longer blocks nothing. Without
-// WAIT_KILLABLE_RECV the install and the answer must always be one step,
-// or an interrupted target could be left with an fd it does not know
-// about.
+// completes its open, in one step (ADDFD with SEND), which wakes the
+// target once. A program that writes a script, closes it and runs it at
+// once must not find the supervisor still holding its copy of the file
+// open for writing (ETXTBSY): the install of a writable file holds
+// writeCopies shared until that copy is closed, and every exec takes
+// writeCopies whole before it is continued (continueExec), so an exec the
+// tree makes after an open it was answered waits, if it must, for the
+// close. (The install used to be split — ADDFD, close, then the answer —
+// which woke the target twice: on this VM kind, waking the target's vCPU
+// for the first step was most of a creating open's cost inside a `git
+// clone` on ext4, docs/kernel.md "Real workloads".) A read-only copy held
+// a moment longer blocks nothing.
 //
 // q is the installing goroutine's Quiet when it is the receiving loop's
 // (request.quiet), else nil.
 func (s *supervisor) installFD(id uint64, f fdCloser, cloexec, writable bool, q *notify.Quiet) {
-	if !s.waitKillable || !writable {
-		_, err := s.l.AddFDQuiet(id, int(f.Fd()), cloexec, q)
-		f.Close()
-		if err != nil && !errors.Is(err, notify.ErrGone) {
-			// The target is still waiting: fail its call rather than leave
-			// it hanging. (ErrGone: it is gone or was interrupted.)
-			s.respondErr(id, errnoOf(err))
-		}
-		return
+	if writable {
+		s.writeCopies.RLock()
+		defer s.writeCopies.RUnlock()
 	}
-	fd, err := s.l.InstallFD(id, int(f.Fd()), cloexec)
+	_, err := s.l.AddFDQuiet(id, int(f.Fd()), cloexec, q)
 	f.Close()
-	if err != nil {
-		if !errors.Is(err, notify.ErrGone) {
-			s.respondErr(id, errnoOf(err))
-		}
-		return
+	if err != nil && !errors.Is(err, notify.ErrGone) {
+		// The target is still waiting: fail its call rather than leave
+		// it hanging. (ErrGone: it is gone or was interrupted.)
+		s.respondErr(id, errnoOf(err))
 	}
-	s.respondVal(id, int64(fd))
 }
 
 // fdCloser is a descriptor installFD hands over and closes: a file pin

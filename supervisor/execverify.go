@@ -148,6 +148,11 @@ func (s *supervisor) continueExec(id uint64, c *execCall, refused []byte) {
 	// its timer.
 	v := &s.execs
 	v.add(p, firstLookAfter, func() { v.poll(p) })
+	// No copy of a file the tree was given for writing is still open in
+	// the supervisor (installFD): the exec cannot meet ETXTBSY for it.
+	s.writeCopies.Lock()
+	//lint:ignore SA2001 an empty critical section is the point: a barrier
+	s.writeCopies.Unlock()
 	if err := s.l.Continue(id); err != nil {
 		v.finish(p)
 	}

@@ -45,8 +45,13 @@ type supervisor struct {
 	// waitKillable: the filter has WAIT_KILLABLE_RECV, so a target waiting
 	// for its answer cannot be interrupted (see installFD).
 	waitKillable bool
-	scripts      scriptApprovals
-	saves        saveApprovals
+	// writeCopies is held shared by every install of a file open for
+	// writing until the supervisor's own copy is closed, and taken whole
+	// (and let go) by an exec before it is continued: no exec the tree
+	// makes can find permwrap still holding a file it wrote (installFD).
+	writeCopies sync.RWMutex
+	scripts     scriptApprovals
+	saves       saveApprovals
 	// ids recognises known programs by content (exec identity).
 	ids *programIDs
 	// tree says which processes are the sandbox's (process.go).
