@@ -300,7 +300,7 @@ func (l *Listener) RespondValue(id uint64, val int64) error {
 // thread's signals are blocked while it waits for the target to take the
 // fd (microseconds, unless the target is stopped).
 func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
-	return l.addfd(id, srcFd, cloexec, true, nil)
+	return l.addfd(id, srcFd, cloexec, nil)
 }
 
 // AddFDQuiet is AddFD on a goroutine with a Quiet: the goroutine holds it
@@ -308,24 +308,10 @@ func (l *Listener) AddFD(id uint64, srcFd int, cloexec bool) (int, error) {
 // the next ReceiveQuiet waits with the thread's signals unblocked. With
 // a nil q it is AddFD.
 func (l *Listener) AddFDQuiet(id uint64, srcFd int, cloexec bool, q *Quiet) (int, error) {
-	return l.addfd(id, srcFd, cloexec, true, q)
+	return l.addfd(id, srcFd, cloexec, q)
 }
 
-// InstallFD installs a duplicate of srcFd in the target without completing
-// the syscall; the caller answers it afterwards (RespondValue with the
-// returned number). That lets the supervisor close its own copy first: a
-// file it opened for writing must not still be open for writing when the
-// target, told the open is done, writes, closes and executes it (ETXTBSY).
-//
-// Only sound when the filter was loaded with WAIT_KILLABLE_RECV: then the
-// target ignores every non-fatal signal until it is answered, so it cannot
-// be interrupted between the install and the answer and end up with an fd
-// it does not know about.
-func (l *Listener) InstallFD(id uint64, srcFd int, cloexec bool) (int, error) {
-	return l.addfd(id, srcFd, cloexec, false, nil)
-}
-
-func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool, q *Quiet) (int, error) {
+func (l *Listener) addfd(id uint64, srcFd int, cloexec bool, q *Quiet) (int, error) {
 	if srcFd < 0 {
 		return -1, fmt.Errorf("notify: AddFD with invalid source fd %d", srcFd)
 	}
@@ -333,31 +319,9 @@ func (l *Listener) addfd(id uint64, srcFd int, cloexec, send bool, q *Quiet) (in
 		return -1, err
 	}
 	defer l.release()
-	a := seccompNotifAddfd{ID: id, Srcfd: uint32(srcFd)}
-	if send {
-		a.Flags = unix.SECCOMP_ADDFD_FLAG_SEND
-	}
+	a := seccompNotifAddfd{ID: id, Srcfd: uint32(srcFd), Flags: unix.SECCOMP_ADDFD_FLAG_SEND}
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
-	}
-	if !send {
-		// Without SEND the kernel copes with an interrupted wait itself:
-		// a request the target has not taken yet is withdrawn, one it took
-		// reports its result. So EINTR (Go's SIGURG) is simply retried,
-		// with no signal mask and no locked thread (both cost syscalls and
-		// a thread hand-off on every open).
-		for {
-			fd, err := ioctlNotifAddfd(l.fd, &a)
-			switch err {
-			case nil:
-				return fd, nil
-			case unix.EINTR:
-				continue
-			case unix.ESRCH, unix.ENOENT:
-				return -1, ErrGone
-			}
-			return -1, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
-		}
 	}
 	// With FLAG_SEND the kernel marks the notification answered before it
 	// waits for the target to install the fd. A signal during that wait

@@ -507,7 +507,6 @@ func (l *launch) serve() {
 	sup.net.procs = sup.tree
 	sup.net.proxy, sup.net.peers = l.egress.proxy, l.egress.peers
 	l.egress.net.Store(&sup.net)
-	sup.waitKillable = l.handoff&handoffWaitKillable != 0
 	// Inner permwraps register beneath the watchdog: the command's
 	// parent, to which every orphan of the tree is re-parented.
 	if err := sup.startNesting(l.watchdog); err != nil {

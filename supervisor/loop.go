@@ -42,9 +42,6 @@ type supervisor struct {
 	cancel  context.CancelFunc
 	notices *terminal.Noticer
 	execs   execVerifier
-	// waitKillable: the filter has WAIT_KILLABLE_RECV, so a target waiting
-	// for its answer cannot be interrupted (see installFD).
-	waitKillable bool
 	// writeCopies is held shared by every install of a file open for
 	// writing until the supervisor's own copy is closed, and taken whole
 	// (and let go) by an exec before it is continued: no exec the tree
