@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"golang.org/x/sys/unix"
+	"slices"
 
 	"github.com/permwrap/permwrap/engine"
 	"github.com/permwrap/permwrap/notify"
@@ -397,7 +398,10 @@ func cwdCalls() []int {
 	return nrs
 }
 
-func init() { pin.SetCwdCalls(cwdCalls()) }
+func init() {
+	nrs := cwdCalls()
+	pin.SetCwdCalls(nrs, slices.Contains(nrs, unix.SYS_UMASK))
+}
 
 // filterChoice is what the policy lets the filter leave to Landlock.
 type filterChoice struct {

@@ -104,7 +104,7 @@ func TestCwdInOtherSyscall(t *testing.T) {
 	if !changesCwd(unix.SYS_GETPID) {
 		t.Error("before the table names the cwd calls, every call must count as one")
 	}
-	SetCwdCalls([]int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE})
+	SetCwdCalls([]int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE}, false)
 	if changesCwd(unix.SYS_GETPID) {
 		t.Error("getpid treated as a cwd change")
 	}
@@ -178,7 +178,7 @@ func TestUmaskCacheProtocol(t *testing.T) {
 	defer unix.Umask(old)
 
 	// Without umask among the announced calls, nothing is cached.
-	SetCwdCalls([]int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE})
+	SetCwdCalls([]int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE}, false)
 	if m := lookupUmask(t, tid); m != 0o022 || cachedUmask(tid) {
 		t.Fatalf("umask %o, cached %v: a umask was cached while umask(2) is not announced", m, cachedUmask(tid))
 	}
@@ -187,7 +187,7 @@ func TestUmaskCacheProtocol(t *testing.T) {
 		t.Fatalf("umask %o after an unannounced change, want 027", m)
 	}
 
-	SetCwdCalls([]int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE, unix.SYS_UMASK})
+	SetCwdCalls([]int{unix.SYS_CHDIR, unix.SYS_FCHDIR, unix.SYS_UNSHARE, unix.SYS_UMASK}, true)
 	if m := lookupUmask(t, tid); m != 0o027 || !cachedUmask(tid) {
 		t.Fatalf("umask %o, cached %v: a quiet lookup did not cache the umask", m, cachedUmask(tid))
 	}
