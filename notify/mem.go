@@ -111,31 +111,11 @@ func memError(what string, pid int, addr uint64, err error) error {
 }
 
 func (r *memReader) readString(addr uint64, max int) (string, error) {
-	if max <= 0 {
-		return "", fmt.Errorf("notify: ReadString with max %d", max)
+	b, err := r.stringBytes(addr, max)
+	if err != nil {
+		return "", err
 	}
-	var out []byte
-	cur := addr
-	for len(out) < max {
-		p, err := r.page(cur)
-		if err != nil {
-			return "", err
-		}
-		off := int(cur - p.base)
-		chunk := p.data[off:min(memPageSize, off+max-len(out))]
-		if i := bytes.IndexByte(chunk, 0); i >= 0 {
-			if out == nil {
-				return string(chunk[:i]), nil
-			}
-			return string(append(out, chunk[:i]...)), nil
-		}
-		out = append(out, chunk...)
-		if cur+uint64(len(chunk)) < cur {
-			return "", unix.EFAULT
-		}
-		cur += uint64(len(chunk))
-	}
-	return "", unix.ENAMETOOLONG
+	return string(b), nil
 }
 
 func (r *memReader) readBytes(addr uint64, out []byte) error {
@@ -241,31 +221,7 @@ func ReadArgv(pid int, addr uint64, maxArgs, maxBytes int) ([]string, error) {
 }
 
 func (r *memReader) readArgv(addr uint64, maxArgs, maxBytes int) ([]string, error) {
-	pid := r.pid
-	if addr == 0 {
-		return []string{}, nil
-	}
-	ptrs, err := r.readPointerArray(addr, maxArgs)
-	if err != nil {
-		return nil, memError("argv", pid, addr, err)
-	}
-	out := make([]string, 0, len(ptrs))
-	left := maxBytes
-	for i, p := range ptrs {
-		if left <= 0 {
-			return nil, fmt.Errorf("notify: argv of tid %d: more than %d bytes: %w", pid, maxBytes, unix.E2BIG)
-		}
-		s, err := r.readString(p, left)
-		if err != nil {
-			if errors.Is(err, unix.ENAMETOOLONG) {
-				return nil, fmt.Errorf("notify: argv of tid %d: %d arguments exceed %d bytes: %w", pid, i+1, maxBytes, unix.E2BIG)
-			}
-			return nil, memError(fmt.Sprintf("argv[%d]", i), pid, p, err)
-		}
-		left -= len(s) + 1
-		out = append(out, s)
-	}
-	return out, nil
+	return r.readArgvKept(addr, maxArgs, maxBytes, nil)
 }
 
 // ExecArgs reads an exec's path and its argv through one reader: the
@@ -321,7 +277,9 @@ func (e *ExecArgs) EnvKept(addr uint64, maxArgs, maxBytes int, keep func([]byte)
 	return e.r.readArgvKept(addr, maxArgs, maxBytes, keep)
 }
 
-// readArgvKept is readArgv returning only the strings keep accepts.
+// readArgvKept reads a NULL-terminated array of strings (argv, envp)
+// and returns those keep accepts (every one with a nil keep); every
+// string is read and bounded either way.
 func (r *memReader) readArgvKept(addr uint64, maxArgs, maxBytes int, keep func([]byte) bool) ([]string, error) {
 	pid := r.pid
 	if addr == 0 {
@@ -332,6 +290,9 @@ func (r *memReader) readArgvKept(addr uint64, maxArgs, maxBytes int, keep func([
 		return nil, memError("argv", pid, addr, err)
 	}
 	out := []string{}
+	if keep == nil {
+		out = make([]string, 0, len(ptrs))
+	}
 	left := maxBytes
 	for i, p := range ptrs {
 		if left <= 0 {
@@ -345,7 +306,7 @@ func (r *memReader) readArgvKept(addr uint64, maxArgs, maxBytes int, keep func([
 			return nil, memError(fmt.Sprintf("argv[%d]", i), pid, p, err)
 		}
 		left -= len(b) + 1
-		if keep(b) {
+		if keep == nil || keep(b) {
 			out = append(out, string(b))
 		}
 	}
