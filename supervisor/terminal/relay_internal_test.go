@@ -202,7 +202,10 @@ func TestRelayInputTakenByAnotherReader(t *testing.T) {
 	// The end: the other reader let go (it reads one more key), the
 	// command gone, the relay stopped, before the terminal closes.
 	ft.master.Write([]byte("x"))
-	_ = cmd.Process.Kill()
+	// The whole group: sh's child cat also holds the terminal, and under
+	// nohup (SIGHUP ignored, inherited) the hang-up of sh's session does
+	// not end it.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	_ = cmd.Wait()
 	select {
 	case <-rl.done:
