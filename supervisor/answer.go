@@ -37,7 +37,7 @@ import (
 //   - unshare(CLONE_NEWNS), chdir, fchdir and umask, which BPF allowed
 //     before they were watched; they are notified only so the resolution
 //     cache forgets the thread's root, cwd or umask (decodeUnshare,
-//     decodeChdir, decodeUmask). Nothing is read or judged;
+//     decodeAnnounced). Nothing is read or judged;
 //   - recvfrom asking for the sender's address, notified only so the
 //     supervisor can look at the datagram it will receive (a DNS answer
 //     teaches a name, dns.go). Nothing is read from memory or judged;

@@ -5,11 +5,13 @@ import "github.com/permwrap/permwrap/notify/pin"
 // chdir, fchdir, umask and unshare(CLONE_NEWNS): continued, only
 // announced to the cwd cache (notify/pin/cwd.go).
 
-// decodeChdir: chdir and fchdir are continued as they are (they were
-// allowed in BPF before they were watched); the resolution cache is told
-// first, while the thread waits in the call, so no cached cwd is used
-// across the change (notify/pin/cwd.go).
-func decodeChdir(d *decoder) (decoded, error) {
+// decodeAnnounced: chdir, fchdir and umask are continued as they are
+// (they were allowed in BPF before they were watched, and umask's
+// argument is a register); the thread cache is told first, while the
+// thread waits in the call, so no cached cwd or umask is used across the
+// change (notify/pin/cwd.go). A creating call then needs no read of
+// /proc/TID/status for the umask.
+func decodeAnnounced(d *decoder) (decoded, error) {
 	pin.CwdChanging(d.tid, d.n.ID)
 	return continued{}, nil
 }
@@ -21,16 +23,6 @@ func decodeChdir(d *decoder) (decoded, error) {
 func decodeUnshare(d *decoder) (decoded, error) {
 	pin.RootChanged(d.tid)
 	// The new tree's copy of the cwd becomes the thread's cwd too.
-	pin.CwdChanging(d.tid, d.n.ID)
-	return continued{}, nil
-}
-
-// decodeUmask: umask is continued as it is (its argument is a register;
-// it was allowed in BPF before it was watched); the cache of each
-// thread's umask is told first, while the thread waits in the call, so no
-// cached umask is used across the change (notify/pin/cwd.go). A creating
-// call then needs no read of /proc/TID/status.
-func decodeUmask(d *decoder) (decoded, error) {
 	pin.CwdChanging(d.tid, d.n.ID)
 	return continued{}, nil
 }

@@ -149,11 +149,11 @@ var syscalls = []sysRow{
 	// chdir and fchdir change the cwd the resolution cache keeps per thread
 	// (pin.CwdChanging, notify/pin/cwd.go). Continued: nothing is judged
 	// (changing directory reads nothing); only the cache learns of it.
-	{nr: unix.SYS_CHDIR, name: "chdir", decode: decodeChdir, cwd: true},
-	{nr: unix.SYS_FCHDIR, name: "fchdir", decode: decodeChdir, cwd: true},
+	{nr: unix.SYS_CHDIR, name: "chdir", decode: decodeAnnounced, cwd: true},
+	{nr: unix.SYS_FCHDIR, name: "fchdir", decode: decodeAnnounced, cwd: true},
 	// umask changes the umask the same cache keeps per thread for the
 	// calls that create (pin.Thread.Umask). Continued, like chdir.
-	{nr: unix.SYS_UMASK, name: "umask", decode: decodeUmask, cwd: true},
+	{nr: unix.SYS_UMASK, name: "umask", decode: decodeAnnounced, cwd: true},
 
 	// Names: removal, renaming, creation, links.
 	{nr: unix.SYS_UNLINK, name: "unlink", decode: decodeUnlink(argNone, 0, argNone)},
