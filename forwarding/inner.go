@@ -123,7 +123,7 @@ func StartKeeper(stdin io.Reader, log *os.File) (*Keeper, error) {
 	// Signals are caught before the keeper exists, so none is lost; they
 	// are passed on to the command (through the keeper).
 	k.sigs = make(chan os.Signal, 16)
-	signal.Notify(k.sigs, forwardedSignals...)
+	host.Notify(k.sigs, forwardedSignals...)
 	k.proc, err = os.StartProcess(self, []string{"permwrap", KeeperArg}, &os.ProcAttr{Files: files, Env: host.StageEnv()})
 	specR.Close()
 	statusW.Close()
@@ -250,8 +250,10 @@ func awaitStatus(msgs <-chan statusMsg, keeper *os.Process, warn func(string)) (
 // shell does after a job), ignoring the SIGTTOU a background group gets
 // for asking.
 func restoreForeground(tty *os.File, pgrp int) {
-	signal.Ignore(unix.SIGTTOU)
-	defer signal.Reset(unix.SIGTTOU)
+	if !host.IgnoredAtStart(unix.SIGTTOU) {
+		signal.Ignore(unix.SIGTTOU)
+		defer signal.Reset(unix.SIGTTOU)
+	}
 	_ = unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, pgrp)
 }
 

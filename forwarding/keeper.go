@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -65,7 +64,7 @@ func RunKeeper() int {
 		return status.fail(keeperFailed(statusError, "nested keeper: becoming a subreaper: %v", err))
 	}
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
+	host.Notify(sigs, forwardedSignals...)
 
 	conn, node, err := registerNode(spec)
 	if err != nil {

@@ -5,10 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/permwrap/permwrap/internal/testutil"
 )
 
 // denyPolicy allows everything except a few paths in the workspace.
@@ -366,5 +369,60 @@ func TestExecRecordNamesTheCaller(t *testing.T) {
 	}
 	if len(wrong) > 0 {
 		t.Errorf("exec records of %s naming another caller than %s: %v", truePath, bash, wrong)
+	}
+}
+
+// TestIgnoredSignalsReachTheCommand: a signal the person started
+// permwrap with ignored (nohup's SIGHUP, a background job's SIGINT and
+// SIGQUIT, a parent's SIGPIPE or SIGTERM) is ignored in the command too,
+// as it is without permwrap, under one permwrap and under two, and a
+// SIGHUP sent to permwrap then ends nothing. Go's runtime replaces an
+// inherited SIG_IGN with its own handler for all but SIGHUP and SIGINT,
+// and a Go program's children get SIG_DFL for those: permwrap's stages
+// put SIG_IGN back (notify/host.KeepIgnoredSignals).
+func TestIgnoredSignalsReachTheCommand(t *testing.T) {
+	s := newSandbox(t, `{"extends": "none", "permission": {"*": "allow"}}`)
+	sigIgn := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		return "(none in " + strconv.Quote(out) + ")"
+	}
+	show := []string{"grep", "SigIgn", "/proc/self/status"}
+	for _, sigs := range []string{"HUP", "INT QUIT", "TERM", "PIPE", "HUP INT QUIT TERM PIPE USR1 TSTP", ""} {
+		s.prefix = []string{"sh", "-c", "trap '' " + sigs + " 2>/dev/null; exec \"$@\"", "sh"}
+		if sigs == "" {
+			s.prefix = nil
+		}
+		bare := s.bare(show...)
+		if want := sigIgn(bare.stdout); sigs != "" && want == "0000000000000000" {
+			t.Fatalf("%s: the bare run ignores nothing (%q): the test cannot tell", sigs, bare.stdout)
+		}
+		for _, inner := range [][]string{nil, attackInner(t, s)} {
+			s.innerArgs = inner
+			r := s.run(show...)
+			if got, want := sigIgn(r.stdout), sigIgn(bare.stdout); got != want || r.code != 0 {
+				t.Errorf("ignored %q, nested %v: the command's SigIgn %s, bare %s (exit %d, %s)", sigs, inner != nil, got, want, r.code, r.stderr)
+			}
+		}
+	}
+	s.innerArgs = nil
+
+	// nohup: permwrap and the command outlive a hang-up.
+	s.prefix = []string{"sh", "-c", "trap '' HUP; exec \"$@\"", "sh"}
+	r := s.runWith(func(cmd *exec.Cmd) {
+		go func() {
+			for deadline := time.Now().Add(testutil.Scale(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(s.path("ready")); err == nil {
+					break
+				}
+			}
+			_ = cmd.Process.Signal(syscall.SIGHUP)
+		}()
+	}, "sh", "-c", "touch ready; sleep 1; echo survived")
+	if r.code != 0 || !strings.Contains(r.stdout, "survived") {
+		t.Errorf("SIGHUP to a permwrap started with it ignored: exit %d, %q %s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -32,7 +32,7 @@ type Signals struct {
 func CatchSignals() *Signals {
 	s := &Signals{ch: make(chan os.Signal, 16), caught: make(chan struct{})}
 	go func() {
-		signal.Notify(s.ch, runSignals...)
+		host.Notify(s.ch, runSignals...)
 		close(s.caught)
 	}()
 	return s

@@ -92,7 +92,7 @@ func runWatchdog(args []string) int {
 	// status. Caught, not ignored: an ignored disposition would be
 	// inherited by the command through exec.
 	quiet := make(chan os.Signal, 8)
-	signal.Notify(quiet, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGPIPE)
+	host.Notify(quiet, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGPIPE)
 	go func() {
 		for range quiet {
 		}

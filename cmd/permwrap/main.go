@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/permwrap/permwrap/forwarding"
+	"github.com/permwrap/permwrap/notify/host"
 	"github.com/permwrap/permwrap/supervisor"
 )
 
@@ -27,6 +28,9 @@ func main() { os.Exit(realMain()) }
 // realMain is main without the exit, shared with the tests' re-executed
 // binary.
 func realMain() int {
+	// Signals the person started permwrap with ignored (nohup, a
+	// background job) stay ignored in every stage and in the command.
+	host.KeepIgnoredSignals()
 	// The re-executed init stage of a sandboxed run: it must do nothing
 	// else first (see supervisor.RunInit).
 	if len(os.Args) > 1 && os.Args[1] == supervisor.InitArg {
