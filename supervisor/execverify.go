@@ -271,7 +271,7 @@ func (v *execVerifier) state(p *pendingExec, returned bool) (execState, error) {
 			// have happened yet. Only its end tells.
 			return execUnchanged, nil
 		}
-		return v.envState(p)
+		return v.envState(p, returned)
 	}
 	if isPre {
 		return execUnchanged, nil
@@ -284,7 +284,14 @@ func (v *execVerifier) state(p *pendingExec, returned bool) (execState, error) {
 // again, and another thread may have added an LD_PRELOAD since it was
 // judged. /proc/PID/environ serves every read of one open from the memory
 // of the image it was opened on, so the entries are one image's.
-func (v *execVerifier) envState(p *pendingExec) (execState, error) {
+//
+// An empty environment is believed only once the exec is over (returned):
+// the kernel publishes the new image's argv area, which state compared,
+// before it copies the environment's strings and publishes their end
+// (create_elf_tables sets mm->env_end after its loop), so a look between
+// the two reads no entries at all, not even the LD_PRELOAD another thread
+// added.
+func (v *execVerifier) envState(p *pendingExec, returned bool) (execState, error) {
 	bp := environBufs.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= 256<<10 { // a huge environment's buffer is not kept
@@ -301,6 +308,9 @@ func (v *execVerifier) envState(p *pendingExec) (execState, error) {
 	}
 	if err != nil {
 		return execUnreadable, err
+	}
+	if len(b) == 0 && !returned {
+		return execUnchanged, nil // mid-exec, or an empty environment: its next call tells
 	}
 	var got []string
 	for len(b) > 0 {

@@ -2,9 +2,7 @@ package supervisor
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -103,32 +101,79 @@ func TestExecPollerVerifiesWithoutACall(t *testing.T) {
 	}
 }
 
-// TestReadEnviron: readEnviron gives exactly what /proc/PID/environ holds,
-// for an environment that fits its first buffer and for one that must
-// grow it (a 100 kB variable), and reports a process that is gone.
+// TestReadEnviron: readEnviron gives exactly the environment the process
+// was started with, for one that fits its first buffer and for one that
+// must grow it (a 100 kB variable), and reports a process that is gone.
+// The process's environment is published a moment after os/exec's Start
+// returns (at the close-on-exec of its status pipe, before the kernel
+// copies the environment), so the test waits for it.
 func TestReadEnviron(t *testing.T) {
 	for _, size := range []int{10, 100 << 10} {
 		cmd := exec.Command("sleep", "30")
 		cmd.Env = []string{"A=1", "LD_LIBRARY_PATH=/x", "BIG=" + strings.Repeat("b", size)}
+		want := []byte(strings.Join(cmd.Env, "\x00") + "\x00")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		want, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/environ")
-		if err != nil {
-			t.Fatal(err)
-		}
 		small := make([]byte, 16)
-		got, err := readEnviron(cmd.Process.Pid, &small)
+		var got []byte
+		var err error
+		for deadline := time.Now().Add(testutil.Scale(5 * time.Second)); ; time.Sleep(time.Millisecond) {
+			got, err = readEnviron(cmd.Process.Pid, &small)
+			if err != nil || len(got) > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, want) || len(got) < size {
-			t.Errorf("size %d: read %d bytes, /proc says %d", size, len(got), len(want))
+		if !bytes.Equal(got, want) {
+			t.Errorf("size %d: read %d bytes, want %d", size, len(got), len(want))
 		}
 		if _, err := readEnviron(cmd.Process.Pid, &small); err == nil {
 			t.Errorf("size %d: a reaped process's environ was read", size)
 		}
+	}
+}
+
+// TestEmptyEnvironWaitsForTheExecsEnd: an empty environment is what a
+// look in the middle of an exec reads (the argv area is published, the
+// environment not yet), so it verifies nothing until the exec'ing thread
+// has made its next call; then it is the image's own.
+func TestEmptyEnvironWaitsForTheExecsEnd(t *testing.T) {
+	cmd := exec.Command("/bin/sleep", "30")
+	cmd.Env = []string{}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	proc, err := pin.OpenProcess(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Close()
+	// Its argv shows once the exec is over; its (empty) environment
+	// looks the same before and after.
+	for deadline := time.Now().Add(testutil.Scale(5 * time.Second)); ; time.Sleep(time.Millisecond) {
+		if run, ok, err := proc.Running(); err == nil && ok && len(run.Cmdline) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sleep did not show its command line")
+		}
+	}
+	v := &execVerifier{pending: map[int]*pendingExec{}}
+	p := &pendingExec{proc: proc, tid: cmd.Process.Pid, tgid: cmd.Process.Pid}
+	if st, err := v.envState(p, false); st != execUnchanged || err != nil {
+		t.Errorf("empty environment, exec not known to be over: %v, %v; want execUnchanged", st, err)
+	}
+	if st, err := v.envState(p, true); st != execGood || err != nil {
+		t.Errorf("empty environment after the exec's end: %v, %v; want execGood", st, err)
+	}
+	p.wantEnv = []string{"LD_PRELOAD=/x"}
+	if st, _ := v.envState(p, true); st != execBad {
+		t.Errorf("empty environment where LD_PRELOAD was judged: %v; want execBad", st)
 	}
 }
