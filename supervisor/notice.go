@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +25,9 @@ func (s *supervisor) refuse(r *request, v verdict, d authority.Decision, id auth
 	}
 	dn := newDenial(v, d, id, program)
 	s.notices.Line(dn.forPerson())
+	if _, ok := d.DecidedBy().(authority.ByUser); ok && d.Reason() == authority.ReasonInterrupted {
+		s.awaitInterrupt(r.id)
+	}
 	if c, ok := r.call.(*execCall); ok && v.exec != nil {
 		s.refuseExec(r, c, v, dn)
 		return
@@ -33,6 +37,24 @@ func (s *supervisor) refuse(r *request, v verdict, d authority.Decision, id auth
 	}
 	s.respondErr(r.id, unix.EACCES)
 }
+
+// awaitInterrupt lets the Ctrl-C typed at the prompt reach the job
+// before its call is answered: the relay sends the key once the person's
+// line is out (terminal.Relay's Interrupt), and a job that takes the
+// signal is ended, or its call interrupted, while it waits, so the
+// refusal never runs its next line. It waits until the call is no longer
+// pending, at most interruptGrace (a job that ignores SIGINT, an agent
+// that reads the key itself), and then the call is answered as refused.
+func (s *supervisor) awaitInterrupt(id uint64) {
+	deadline := time.Now().Add(interruptGrace)
+	for s.l.IDValid(id) == nil && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// interruptGrace bounds awaitInterrupt: longer than the relay's own wait
+// for the line (250 ms) before it sends the key anyway.
+const interruptGrace = 500 * time.Millisecond
 
 // tellsAgent: the agent's line is written at all (denialNotice: "off"
 // turns it off). The line goes to the denied process's stderr when that

@@ -67,8 +67,11 @@ type Relay struct {
 	notes   noteQueue
 	// settling: a flush of newly written notices is scheduled (Write).
 	settling bool
-	outSeq   uint64    // chunks of the agent's output relayed
-	lastOut  time.Time // when the last one was
+	// pendingKey: the Ctrl-C typed at a prompt, waiting for the line
+	// about the request it interrupted (Interrupt).
+	pendingKey string
+	outSeq     uint64    // chunks of the agent's output relayed
+	lastOut    time.Time // when the last one was
 	// shrunk: the pty is one column narrower than the terminal, so that
 	// giving it its real width back is a real size change (see resume).
 	shrunk   bool
@@ -425,14 +428,39 @@ func (r *Relay) Acquire(ctx context.Context) (io.Reader, io.Writer, int, int, fu
 // line discipline makes it a SIGINT for the foreground job when the
 // program reads lines (a shell, a build), and a full-screen agent reading
 // raw keys gets the key in the encoding it asked for.
+//
+// The key waits for the person's line about the request it interrupted,
+// which the supervisor writes before it answers the call (Write): sent
+// at once, it ends the job, and the shell's next prompt (and its line
+// editor's raw mode) is on the screen before that line, which then finds
+// no safe moment until the next command. So the line is shown, or held,
+// and then the key sent, while the call still waits (the supervisor
+// waits for the job to take the signal before answering). With no line
+// (one the Noticer's rate limit dropped) the key goes after
+// interruptWait.
 func (r *Relay) Interrupt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	r.pendingKey = r.screen.ctrlC()
+	time.AfterFunc(interruptWait, r.sendPendingKey)
+}
+
+// interruptWait bounds how long an interrupting key waits for the line
+// about the request it interrupted.
+const interruptWait = 250 * time.Millisecond
+
+// sendPendingKey writes the interrupting key Interrupt held, once.
+func (r *Relay) sendPendingKey() {
 	r.inMu.Lock()
 	defer r.inMu.Unlock()
 	r.mu.Lock()
-	key := r.screen.ctrlC()
-	stopped := r.stopped
+	key, stopped := r.pendingKey, r.stopped
+	r.pendingKey = ""
 	r.mu.Unlock()
-	if stopped {
+	if key == "" || stopped {
 		return
 	}
 	_, _ = host.Write(r.ptmxFd, []byte(key))
@@ -572,6 +600,16 @@ func (r *Relay) Write(p []byte) (int, error) {
 	}
 	if !r.stopped && r.sampleCanonLocked() {
 		r.notes.canon = true
+	}
+	if r.pendingKey != "" && !r.stopped {
+		// The line about the request a Ctrl-C at the prompt interrupted:
+		// shown now if that is safe (else held like any other), and
+		// then the key goes, while the interrupted call still waits.
+		r.flushNotesLocked(true)
+		r.mu.Unlock()
+		r.sendPendingKey()
+		r.mu.Lock()
+		return len(p), nil
 	}
 	if r.stopped {
 		// The terminal is the person's again (cooked): print directly.
