@@ -12,10 +12,12 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/seccomp/libseccomp-golang v0.11.1
 	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f
+	go.opentelemetry.io/proto/otlp v1.11.1
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	google.golang.org/protobuf v1.36.12
 	mvdan.cc/sh/v3 v3.14.1
 )
 

@@ -93,6 +93,8 @@ type LogOptions struct {
 	// negative: none).
 	RotateBytes int64
 	Keep        int
+	// Tee, when set, gets a copy of every record written (logtee.go).
+	Tee Tee
 }
 
 // DefaultLogPath is $XDG_STATE_HOME/permwrap/review.jsonl, falling back
@@ -154,6 +156,7 @@ type Log struct {
 	unwritten int64  // routine records the sink refused, dropped
 	lost      int64  // important records past maxPending, dropped
 	failing   bool   // the last write failed
+	teeClosed bool   // the tee was closed (logtee.go)
 
 	// noticeMu guards the person's notices: each kind said once.
 	noticeMu sync.Mutex
@@ -402,6 +405,7 @@ func (l *Log) finish() {
 	if len(batch) > 0 || len(l.pending) > 0 || l.unwritten > 0 || l.lost > 0 {
 		l.writeOut(batch, marks, true)
 	}
+	l.closeTee()
 }
 
 // mark is where a record of a batch ends, and whether it is important
@@ -445,6 +449,7 @@ const maxBatch = 64 << 10
 // (they may fit where the batch did not) and else held, routine ones
 // are dropped and counted.
 func (l *Log) writeOut(batch []byte, marks []mark, probe bool) {
+	l.tee(batch) // new records only: held ones were teed when made
 	wrote := false
 	if len(l.pending) > 0 {
 		if _, err := l.sink.write(l.pending, false); err != nil {
@@ -459,6 +464,7 @@ func (l *Log) writeOut(batch []byte, marks []mark, probe bool) {
 		// A count, not an ask or denial: it does not use the room kept
 		// for those (so retrying it cannot eat that room up).
 		rec := l.appendRecord(nil, l.now(), EventDropped, l.droppedFields(0, l.unwritten, l.lost))
+		l.tee(rec)
 		if _, err := l.sink.write(rec, true); err != nil {
 			l.failed(err) // the batch's asks and denials are still tried
 		} else {

@@ -295,6 +295,8 @@ func layerSettings(s Settings, fc *fileConfig) Settings {
 			s.TypoPaths = f.TypoPaths
 		case "log":
 			s.Log = f.Log
+		case "events":
+			s.Events = s.Events.Add(f.Events) // sinks add up layer over layer
 		}
 	}
 	return s

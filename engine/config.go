@@ -120,6 +120,8 @@ type Settings struct {
 	// names in a directory are not guarded, the files' contents are) or
 	// "judged" (a read of the directory, like any other open).
 	Listings string
+	// Events: where records are sent besides the review log (events.go).
+	Events EventsSettings
 }
 
 // The values of the "listings" setting.

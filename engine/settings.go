@@ -53,6 +53,7 @@ var topLevelKeys = map[string]func(p *parser, m topKey, kind fileKind, fc *fileC
 	},
 	"log":     func(p *parser, m topKey, _ fileKind, fc *fileConfig) { p.logSettings(m.val, &fc.settings.Log) },
 	"extends": (*parser).extends,
+	"events":  (*parser).eventsSettings,
 }
 
 // topLevel reads one top-level key, if kind may hold it.
@@ -75,7 +76,7 @@ func (p *parser) topLevel(m topKey, kind fileKind, fc *fileConfig) {
 	fc.set[m.key] = true
 	read, ok := topLevelKeys[m.key]
 	if !ok {
-		p.errorf(m.off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, listings, typoPaths, log)", m.key)
+		p.errorf(m.off, "unknown key %q (want permission, extends, yoloMode, authorizerChain, authorizers, modelDelegation, askTimeout, denialNotice, proxy, listings, typoPaths, log, events)", m.key)
 		return
 	}
 	read(p, m, kind, fc)

@@ -115,12 +115,19 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logOpts := logOptions(settings.Log)
 	logOpts.Run = string(authority.NewRequestID())
 	logOpts.ScratchDirs = scratchDirs(policy.Env())
+	sinks, err := startEvents(settings.Events, &logOpts, stderr) // events.go
+	if err != nil {
+		printErr(stderr, "permwrap: ", err)
+		return exitInternal
+	}
 	log, err := authority.OpenLog(ld.logPath, logOpts)
 	if err != nil {
+		sinks.Close()
 		printErr(stderr, "permwrap: ", err) // the error names the review log
 		printLines(stderr, "permwrap: ", logUnwritableHint(f.logPath.set))
 		return exitInternal
 	}
+	sinks.SetSay(log.SayOnce)
 	defer func() {
 		// Records the file refused to the end (the person was told when
 		// it began): say how many, once more, as the run ends.
