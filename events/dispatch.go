@@ -105,11 +105,11 @@ func (d *Dispatcher) Records(b []byte) {
 	if d == nil || d.closed {
 		return
 	}
-	splitLines(b, func(line []byte) {
-		c := append([]byte(nil), line...) // shared by the sinks, never written
+	// One copy of the batch, its lines shared by the sinks (never written).
+	splitLines(append([]byte(nil), b...), func(line []byte) {
 		for _, w := range d.workers {
 			select {
-			case w.q <- c:
+			case w.q <- line:
 			default:
 				w.drop(1, errQueueFull)
 			}

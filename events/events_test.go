@@ -336,7 +336,7 @@ func newReceiver(t testing.TB) *otlpReceiver {
 		case "application/json":
 			err = unmarshalOTLPJSON(b, &ld)
 		default:
-			http.Error(w, "content type", 415)
+			http.Error(w, "content type", http.StatusUnsupportedMediaType)
 			return
 		}
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -274,5 +273,3 @@ func splitLines(b []byte, fn func([]byte)) {
 		b = b[i+1:]
 	}
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
