@@ -38,6 +38,10 @@ type OTLPSink struct {
 	Headers     map[string]string
 	Timeout     time.Duration // 0: the default
 	Compression string        // "" or "none", or "gzip"
+	// Fixed: the OTEL_* variables do not change this sink (a managed
+	// policy's: whoever runs permwrap must not send its records
+	// elsewhere). The loader of such a layer sets it.
+	Fixed bool
 }
 
 // Any reports whether a sink is set.

@@ -104,6 +104,11 @@ func Resolve(s engine.EventsSettings, getenv func(string) string, version string
 	if s.OTLP != nil {
 		p = *s.OTLP
 	}
+	if p.Fixed {
+		// A managed policy's sink: permwrap's environment does not
+		// move, loosen or turn it off (only the resource is its own).
+		getenv = fixedEnv(getenv)
+	}
 	o := OTLPConfig{From: from, Version: version}
 	// Endpoint.
 	switch {
@@ -171,6 +176,16 @@ func Resolve(s engine.EventsSettings, getenv func(string) string, version string
 	o.Resource = resource(getenv, &warns)
 	c.OTLP = &o
 	return c, warns, nil
+}
+
+// fixedEnv hides the exporter's variables from getenv.
+func fixedEnv(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		if strings.HasPrefix(k, "OTEL_EXPORTER_OTLP_") {
+			return ""
+		}
+		return getenv(k)
+	}
 }
 
 func first(vs ...string) string {

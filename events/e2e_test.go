@@ -135,3 +135,41 @@ func TestRunSendsEventsToOTLP(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWithDeadCollector: a real run whose collector refuses every
+// connection ends (within the flush bound, checked generously), tells
+// the person what was not sent, and writes events.dropped last in the
+// review log, which holds every record.
+func TestRunWithDeadCollector(t *testing.T) {
+	f := notify.Probe()
+	if f.UserNotif != notify.Yes {
+		kerneltest.Skip(t, "seccomp user notification ("+f.UserNotif.String()+")")
+	}
+	bin := permwrapBin(t)
+	base := testutil.HomeBase(t, "PERMWRAP_E2E_DIR", "permwrap-events-", "/var/lib")
+	ws, cfg := filepath.Join(base, "ws"), filepath.Join(base, "cfg")
+	os.MkdirAll(ws, 0o755)
+	os.MkdirAll(cfg, 0o755)
+	logPath := filepath.Join(base, "review.jsonl")
+	cmd := exec.Command(bin, "--config-dir", cfg, "--log", logPath, "--workspace", ws, "--", "sh", "-c", "ls / >/dev/null; echo x > "+filepath.Join(base, "outside.txt")+"; true")
+	cmd.Dir = ws
+	cmd.Env = []string{"HOME=" + base, "PATH=/usr/bin:/bin", "OTEL_LOGS_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + refused(t)}
+	start := time.Now()
+	out, _ := cmd.CombinedOutput()
+	took := time.Since(start)
+	if limit := FlushBound + testutil.Scale(10*time.Second); took > limit {
+		t.Errorf("the run took %v (bound %v)", took, limit)
+	}
+	if !strings.Contains(string(out), "record(s) were not sent (otlp ") {
+		t.Errorf("the person was not told:\n%s", out)
+	}
+	logged := testutil.ReadRecords(t, logPath)
+	if len(logged) < 2 {
+		t.Fatalf("%d records", len(logged))
+	}
+	last := logged[len(logged)-1]
+	sinks, _ := last["sinks"].(map[string]any)
+	if last["event"] != "events.dropped" || sinks["otlp"] != float64(len(logged)-1) {
+		t.Errorf("last record %v; %d records before it", last, len(logged)-1)
+	}
+}

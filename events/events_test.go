@@ -539,6 +539,13 @@ func TestResolveEnvPrecedence(t *testing.T) {
 	if _, _, err := Resolve(pol, env(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}), "v"); err == nil {
 		t.Error("grpc accepted")
 	}
+	// A managed policy's sink (Fixed) is not moved by the variables.
+	fixed := *pol.OTLP
+	fixed.Fixed = true
+	c, _, _ = Resolve(engine.EventsSettings{OTLP: &fixed}, env(e), "v")
+	if c.OTLP.URL != "https://policy:4318/v1/logs" || c.OTLP.Protocol != ProtoJSON || c.OTLP.Headers["x-team"] != "a" || c.OTLP.Timeout != DefaultOTLPTimeout {
+		t.Errorf("fixed: %+v", c.OTLP)
+	}
 	// Described without the headers' values.
 	c, _, _ = Resolve(pol, env(map[string]string{"OTEL_TOKEN": "sekrit-token"}), "v")
 	desc := strings.Join(c.Describe(), "\n")

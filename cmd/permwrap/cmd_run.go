@@ -134,6 +134,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err := log.Close(); errors.Is(err, authority.ErrUnwritten) {
 			printErr(stderr, "permwrap: ", err)
 		}
+		reportEventDrops(stderr, sinks) // events.go
 	}()
 	// Fail at start, not at the first ask, when the reviewers are misconfigured.
 	newDecider, err := deciderFactory(policy, settings, log, f.configDir.v, stderr)

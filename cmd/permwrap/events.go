@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
@@ -30,6 +31,25 @@ func startEvents(s engine.EventsSettings, opts *authority.LogOptions, stderr io.
 	}
 	opts.Tee = d
 	return d, nil
+}
+
+// reportEventDrops says, as the run ends, what the sinks dropped (the
+// log closed them: its last record counts the same).
+func reportEventDrops(stderr io.Writer, d *events.Dispatcher) {
+	if d == nil {
+		return
+	}
+	var parts []string
+	var total int64
+	for _, name := range d.Sinks() {
+		if n := d.Dropped()[name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", name, n))
+			total += n
+		}
+	}
+	if total > 0 {
+		fmt.Fprintf(stderr, "permwrap: events: %d record(s) were not sent (%s); the review log has them all and an events.dropped record\n", total, strings.Join(parts, ", "))
+	}
 }
 
 // printEventSinks prints the sinks in force (permwrap check); header
