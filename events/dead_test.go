@@ -125,3 +125,19 @@ func BenchmarkDecisionPath(b *testing.B) {
 type discardW struct{}
 
 func (discardW) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkTeeRecords: what the tee adds to the review log's writer
+// goroutine per record (a copy and a non-blocking send per sink), with
+// an OTLP sink whose collector never answers (the queue fills, then
+// every record is dropped and counted) — the decision itself never
+// runs this.
+func BenchmarkTeeRecords(b *testing.B) {
+	line := append(denialLine(b), '\n')
+	d := newDispatcher([]deliverer{newOTLP(testOTLPConfig(blackHole(b), ProtoProtobuf))}, QueueSize, 100*time.Millisecond)
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Records(line)
+	}
+	b.StopTimer()
+	d.Close()
+}
