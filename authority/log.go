@@ -464,10 +464,10 @@ func (l *Log) writeOut(batch []byte, marks []mark, probe bool) {
 		// A count, not an ask or denial: it does not use the room kept
 		// for those (so retrying it cannot eat that room up).
 		rec := l.appendRecord(nil, l.now(), EventDropped, l.droppedFields(0, l.unwritten, l.lost))
-		l.tee(rec)
 		if _, err := l.sink.write(rec, true); err != nil {
 			l.failed(err) // the batch's asks and denials are still tried
 		} else {
+			l.tee(rec) // once, when written (it is made anew at each try)
 			l.unwritten, l.lost, wrote = 0, 0, true
 		}
 	}
