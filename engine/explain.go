@@ -38,6 +38,7 @@ func (p *Policy) Explain(c Check) Explanation {
 	if c.Surface == SurfaceWrite {
 		matches = append(matches, p.self.matching(c.Value)...)
 	}
+	matches = append(matches, p.managed[c.Surface].matching(c.Value)...)
 	matches = append(matches, p.hard[c.Surface].matching(c.Value)...)
 	if c.Surface == SurfaceWrite {
 		matches = append(matches, p.protected.matching(c.Value)...)
@@ -132,6 +133,8 @@ func layerOf(r Rule) Layer {
 	switch r.Origin {
 	case OriginHardGuard, OriginBuiltin:
 		return LayerHardGuard
+	case OriginManaged:
+		return LayerManaged
 	case OriginSession:
 		return LayerSession
 	}
