@@ -66,7 +66,7 @@ func (r Result) String() string {
 // session rules are swapped in atomically, everything else is immutable.
 type Policy struct {
 	env       Env
-	self      ruleList // permwrap's own files: write denies above everything (see Protected)
+	self      ruleList              // permwrap's own files: write denies above everything (see Protected)
 	managed   [numSurfaces]ruleList // the managed policy: above everything (managed.go)
 	mgd       *ManagedInfo          // nil: no managed policy
 	hard      [numSurfaces]ruleList
