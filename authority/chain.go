@@ -138,6 +138,21 @@ type ChainConfig struct {
 	// Warn receives a one-line warning the first time a configured link
 	// is found missing (the supervisor prints it on stderr). May be nil.
 	Warn func(msg string)
+	// Managed are the managed policy's own reviewers (managed.go): the
+	// only links a managed ask (Request.Managed) meets, before the
+	// person; nil when the managed policy names none.
+	Managed *ManagedLinks
+}
+
+// ManagedLinks are the reviewers the managed policy names
+// ("authorizerChain"/"authorizers" in managed.jsonc), in order, with the
+// registry authority.Links built from its specs and their timeouts.
+// The user's delegation envelope does not bound them: the administrator
+// chose them, and the user cannot widen or narrow what they may answer.
+type ManagedLinks struct {
+	Links    []string
+	Registry map[string]Authorizer
+	Timeouts map[string]time.Duration
 }
 
 // Chain is one node's live authority: the configured links in config
@@ -189,6 +204,9 @@ type LinkOutcome struct {
 // Resolve takes an ask to a decision. It never returns without one, and
 // the decision always names who made it.
 func (c *Chain) Resolve(ctx context.Context, r Request) Decision {
+	if r.HumanOnly && r.Managed {
+		return c.resolveManaged(ctx, r)
+	}
 	if r.HumanOnly {
 		return c.resolveHumanOnly(ctx, r)
 	}
@@ -245,9 +263,14 @@ func (c *Chain) resolveHumanOnly(ctx context.Context, r Request) Decision {
 	return d
 }
 
-func (c *Chain) consult(ctx context.Context, l namedLink, r Request) (o LinkOutcome) {
+func (c *Chain) consult(ctx context.Context, l namedLink, r Request) LinkOutcome {
+	return c.consultWith(ctx, l, r, c.cfg.Timeouts[l.name], true)
+}
+
+// consultWith asks one link, within timeout; with envelope, an allow
+// outside the delegation envelope becomes defer.
+func (c *Chain) consultWith(ctx context.Context, l namedLink, r Request, timeout time.Duration, envelope bool) (o LinkOutcome) {
 	o.Name = l.name
-	timeout := c.cfg.Timeouts[l.name]
 	if timeout <= 0 {
 		timeout = engine.DefaultAuthorizerTimeout
 	}
@@ -283,7 +306,7 @@ func (c *Chain) consult(ctx context.Context, l namedLink, r Request) (o LinkOutc
 	case a.err != nil:
 		o.Verdict, o.Note = "defer", "error: "+elide(a.err.Error(), maxReasonBytes)
 	case a.v == VerdictAllow:
-		if why := c.outsideEnvelope(r); why != "" {
+		if why := c.outsideEnvelope(r); envelope && why != "" {
 			o.Verdict, o.Note = "defer", "allow downgraded: "+why
 		} else {
 			o.Verdict = "allow"
@@ -405,4 +428,52 @@ func ruleProvenance(r engine.Rule) DecidedBy {
 		return ByAudit{Would: r.Action, Surface: r.Surface, Pattern: r.Pattern, Pos: r.Pos}
 	}
 	return ByRule{Surface: r.Surface, Pattern: r.Pattern, Origin: r.Origin, Pos: r.Pos}
+}
+
+// resolveManaged: an ask of the managed policy goes to the managed
+// policy's own reviewers, in order, and then, if none of them answered,
+// to a person for "allow once" only, like a protected write; headless it
+// is denied. The user's links are never consulted.
+func (c *Chain) resolveManaged(ctx context.Context, r Request) Decision {
+	var outcomes []LinkOutcome
+	if m := c.cfg.Managed; m != nil {
+		for _, name := range m.Links {
+			l := namedLink{name: name, a: m.Registry[name]}
+			if l.a == nil {
+				outcomes = append(outcomes, LinkOutcome{Name: name, Verdict: "skipped", Note: "not defined in the managed policy"})
+				continue
+			}
+			o := c.consultWith(ctx, l, r, m.Timeouts[name], false)
+			o.Name = "managed:" + name
+			outcomes = append(outcomes, o)
+			switch o.Verdict {
+			case "allow":
+				d := Allowed(ByAuthorizer{Name: o.Name, Verdict: VerdictAllow, Reason: o.Reason})
+				c.log.chainResolved(r.ID, outcomes, "", d)
+				return d
+			case "deny":
+				d := Denied(ByAuthorizer{Name: o.Name, Verdict: VerdictDeny, Reason: o.Reason}, o.Reason)
+				c.log.chainResolved(r.ID, outcomes, "", d)
+				return d
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		d := Denied(ByError{Reason: "ask abandoned: " + err.Error()}, "ask abandoned")
+		c.log.chainResolved(r.ID, outcomes, "", d)
+		return d
+	}
+	var d Decision
+	if !c.term.Human() {
+		d = Denied(ByUnavailable{Reason: "the managed policy asks: a person must confirm"}, "managed policy: "+ReasonUnavailable)
+	} else {
+		hr := r.clone()
+		hr.Suggested = nil
+		d = c.term.Decide(ctx, hr)
+		if d.Action() == engine.Allow && len(d.SessionRules()) > 0 { // allow once only
+			d = d.withoutSession()
+		}
+	}
+	c.log.chainResolved(r.ID, outcomes, c.term.Name()+" (managed: user links skipped)", d)
+	return d
 }

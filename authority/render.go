@@ -95,7 +95,9 @@ func RenderFullRequest(r Request, width int) []string {
 		add("covers", x)
 	}
 	add("why", whyLine(r))
-	if r.HumanOnly {
+	if r.Managed {
+		add("note", "the managed policy asks: only a person can allow it, and only once")
+	} else if r.HumanOnly {
 		add("note", "protected write: only a person can allow it, and only once")
 	} else {
 		for _, sp := range r.Suggested {
@@ -178,7 +180,9 @@ func requestFacts(r Request, width int) []string {
 	if len(r.SetUp) > 0 {
 		facts = append(facts, fmt.Sprintf("set-up: %s's shell set-up, %d more (\"show the full request\" lists them)", printable(r.CommandBy), len(r.SetUp)))
 	}
-	if r.HumanOnly {
+	if r.Managed {
+		facts = append(facts, "note:  the managed policy asks: allow once or deny")
+	} else if r.HumanOnly {
 		facts = append(facts, "note:  protected write: allow once or deny")
 	}
 	return facts

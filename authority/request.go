@@ -58,6 +58,10 @@ type Request struct {
 	// empty pattern means no rule matched and ask is the built-in answer.
 	Rule      engine.Rule
 	HumanOnly bool // protectedWrites: no link, no session approval
+	// Managed (always with HumanOnly) marks an ask of the managed policy:
+	// the managed policy's own reviewers (ChainConfig.Managed) may answer
+	// it before the person; the user's links never see it.
+	Managed bool
 	// Suggested is what "allow for this session" would add: one pattern
 	// for each part of the request that asked (a script's commands and
 	// the files they use; a path's file or directory), editable at the
@@ -171,6 +175,7 @@ type requestJSON struct {
 	SetUp     []string  `json:"setUp,omitempty"`
 	Rule      *ruleJSON `json:"rule"`
 	HumanOnly bool      `json:"humanOnly"`
+	Managed   bool      `json:"managed,omitempty"`
 	// Suggested is the first of Suggestions (the field as it was before
 	// a request could suggest several).
 	Suggested   *patternJSON  `json:"suggested,omitempty"`
@@ -241,6 +246,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	}
 	j.Rule = ruleToJSON(r.Rule)
 	j.HumanOnly = r.HumanOnly
+	j.Managed = r.Managed
 	if !r.HumanOnly {
 		for i, sp := range r.Suggested {
 			if i == maxListItems {

@@ -27,10 +27,14 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 	}
 	p := &Policy{env: cfg.Env, settings: defaultSettings(), audit: cfg.Audit, base: base, cfg: cfg}
 	p.applySettings(cfg, bfc, files.global)
+	if err := p.addManaged(cfg, files.managed); err != nil {
+		return nil, files.warns, err
+	}
 	p.layerRules(cfg, files, bfc, baseOrigin)
 	if files.hard != nil {
 		p.addHardGuards(files.hard, cfg.HardGuards.Name)
 	}
+	p.addManagedProtected(files.managed)
 	self, err := protectRules(cfg.Protect)
 	if err != nil {
 		return nil, files.warns, err
@@ -42,6 +46,7 @@ func Compile(cfg Config) (*Policy, []Warning, error) {
 // parsedFiles are a Config's files, parsed: what Compile composes.
 type parsedFiles struct {
 	global, hard *fileConfig   // nil when absent
+	managed      *fileConfig   // nil when absent
 	projects     []*fileConfig // as Config.Projects
 	scopes       []*fileConfig // as Config.Scopes; nil: not applied (fail-closed)
 	errs         []error
@@ -57,6 +62,9 @@ func parseFiles(cfg Config) *parsedFiles {
 	}
 	if cfg.HardGuards != nil {
 		pf.hard = pf.parse(cfg.HardGuards, kindHardGuard, cfg.Env)
+	}
+	if cfg.Managed != nil {
+		pf.managed = pf.parse(cfg.Managed, kindManaged, cfg.Env)
 	}
 	pf.projects = make([]*fileConfig, len(cfg.Projects))
 	for i := range cfg.Projects {
@@ -189,7 +197,7 @@ func (p *Policy) layerRules(cfg Config, pf *parsedFiles, bfc *fileConfig, baseOr
 		l.add(pf.global, OriginGlobal, &l.perSurface, &p.fallback)
 	}
 	for i, pfc := range pf.projects {
-		if cfg.Projects[i].Trusted {
+		if cfg.Projects[i].Trusted && !p.forbidsTrust() {
 			l.add(pfc, OriginProject, &l.perSurface, &p.fallback)
 			p.sources = append(p.sources, cfg.Projects[i].Name+" (trusted)")
 		} else {

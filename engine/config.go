@@ -60,6 +60,7 @@ const (
 	kindScope                     // a --policy FILE
 	kindProject                   // a project's .permwrap/policy.jsonc
 	kindProfile                   // an embedded profile
+	kindManaged                   // the managed policy (managed.go)
 )
 
 // AuthorizerSpec is one automated reviewer: a program run with the ask.
@@ -173,6 +174,7 @@ type fileConfig struct {
 	extends   string // "" when the file does not say
 	extendsAt Position
 	warns     []Warning
+	forbid    []forbidEntry // the managed policy's "forbid"
 }
 
 // parser walks one hujson document and collects every error in it.
@@ -535,6 +537,10 @@ func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
 		name := m.Name.Value.(hujson.Literal).String()
 		off := m.Name.StartOffset
 		if name == "*" {
+			if kind == kindManaged {
+				p.errorf(off, "a universal fallback \"*\" is not allowed in the managed policy: it names what it decides; the fallback belongs to each user's policy.jsonc")
+				continue
+			}
 			if kind == kindHardGuard {
 				p.errorf(off, "a universal fallback \"*\" is not allowed in hard-guards.jsonc: a hard guard names what it guards; put the fallback in policy.jsonc")
 				continue
@@ -576,6 +582,9 @@ func (p *parser) permission(v *hujson.Value, kind fileKind, fc *fileConfig) {
 						continue
 					case kind == kindHardGuard:
 						p.errorf(cOff, "\"content\" is not allowed in hard-guards.jsonc: a hard guard does not depend on what a file holds")
+						continue
+					case kind == kindManaged:
+						p.errorf(cOff, "\"content\" is not allowed in the managed policy: its rules do not depend on what a file holds")
 						continue
 					}
 				}

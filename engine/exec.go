@@ -169,7 +169,7 @@ func (s *decisionSet) add(r Result, what string) {
 		}
 		return
 	}
-	if !s.have || r.Action > s.best.Action || r.Action == s.best.Action && r.HumanOnly && !s.best.HumanOnly {
+	if !s.have || r.Stricter(s.best) {
 		s.best, s.decider, s.have = r, what, true
 	}
 }
@@ -180,7 +180,7 @@ func (s *decisionSet) takes(r Result) bool {
 	if abstains(r) {
 		return !s.haveFb
 	}
-	return !s.have || r.Action > s.best.Action || r.Action == s.best.Action && r.HumanOnly && !s.best.HumanOnly
+	return !s.have || r.Stricter(s.best)
 }
 
 func (s *decisionSet) result() (Result, string, bool) {
@@ -387,7 +387,7 @@ func (p *Policy) evaluateSpellings(certain, possible []string) Result {
 		if !namedByRule(e) {
 			continue
 		}
-		if e.Action > r.Action || e.Action == r.Action && e.HumanOnly && !r.HumanOnly {
+		if e.Stricter(r) {
 			r = e.Result
 		}
 	}
@@ -741,6 +741,7 @@ func (p *Policy) ProgramNames() []string {
 			add("git")
 		}
 	}
+	p.managed[SurfaceBash].each(fromRule)
 	p.hard[SurfaceBash].each(fromRule)
 	p.rules[SurfaceBash].each(fromRule)
 	p.baseRules[SurfaceBash].each(fromRule)

@@ -205,10 +205,11 @@ func (p *Policy) strictestFor(prog string) (Result, bool) {
 		if !namedByRule(e) {
 			return
 		}
-		if !found || e.Action > best.Action || e.Action == best.Action && e.HumanOnly && !best.HumanOnly {
+		if !found || e.Stricter(best) {
 			best, found = e.Result, true
 		}
 	}
+	p.managed[SurfaceBash].each(consider)
 	p.hard[SurfaceBash].each(consider)
 	p.rules[SurfaceBash].each(consider)
 	p.baseRules[SurfaceBash].each(consider)

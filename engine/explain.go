@@ -38,6 +38,7 @@ func (p *Policy) Explain(c Check) Explanation {
 	if c.Surface == SurfaceWrite {
 		matches = append(matches, p.self.matching(c.Value)...)
 	}
+	matches = append(matches, p.managed[c.Surface].matching(c.Value)...)
 	matches = append(matches, p.hard[c.Surface].matching(c.Value)...)
 	if c.Surface == SurfaceWrite {
 		matches = append(matches, p.protected.matching(c.Value)...)
@@ -60,8 +61,14 @@ func (p *Policy) Explain(c Check) Explanation {
 	case OriginFailClosed:
 		ex.Notes = append(ex.Notes, "a --policy scope failed to load, so this allow became an ask (fail-closed)")
 	}
-	if e.HumanOnly {
+	switch {
+	case e.Managed:
+		ex.Notes = append(ex.Notes, "the managed policy asks: only its own reviewers or a person (allow once) may approve this: no yolo, audit, session approval, user rule or user reviewer")
+	case e.HumanOnly:
 		ex.Notes = append(ex.Notes, "only a person may approve this: no automated reviewer, no session approval, no yolo")
+	}
+	if e.Layer == LayerManaged && e.Action == Deny {
+		ex.Notes = append(ex.Notes, "the managed policy denies this: nothing beneath it (user, project, --policy, yolo, audit, a session approval) lifts it")
 	}
 	if e.Layer == LayerHardGuard && e.Rule.Origin == OriginBuiltin {
 		ex.Notes = append(ex.Notes, "permwrap protects this path from the tree it runs: no policy, session approval, yolo or audit lifts it")
@@ -132,6 +139,8 @@ func layerOf(r Rule) Layer {
 	switch r.Origin {
 	case OriginHardGuard, OriginBuiltin:
 		return LayerHardGuard
+	case OriginManaged:
+		return LayerManaged
 	case OriginSession:
 		return LayerSession
 	}

@@ -46,6 +46,9 @@ type LoadOptions struct {
 	// NoProject skips the project policies (.permwrap/policy.jsonc from
 	// the workspace up to the repository root).
 	NoProject bool
+	// ManagedPath is the managed policy to read; "" reads
+	// ManagedPolicyPath. Only tests set it (see ManagedPolicyPath).
+	ManagedPath string
 	// Protect adds paths the sandboxed tree may never write (the review
 	// log, permwrap's own binary) to those the loader protects itself
 	// (the configuration directory, the project policies).
@@ -177,6 +180,7 @@ type Project struct {
 type Config struct {
 	Global     *File // nil → the embedded default policy
 	HardGuards *File // nil → none
+	Managed    *File // the managed policy (managed.go); nil → none
 	Scopes     []File
 	Projects   []Project
 	// Profile names the base layer whatever Global says (--profile).
@@ -257,6 +261,18 @@ func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
 	if cfg.HardGuards, err = readOptional(filepath.Join(dir, HardGuardsFileName)); err != nil {
 		return cfg, nil, err
 	}
+	managedPath := opts.ManagedPath
+	if managedPath == "" {
+		managedPath = ManagedPolicyPath
+	}
+	if cfg.Managed, err = ReadManaged(managedPath); err != nil {
+		return cfg, nil, err
+	}
+	cfg.Protect = append(cfg.Protect, managedProtect(managedPath)...)
+	noTrust := ""
+	if noTrust, err = trustForbiddenBy(cfg.Managed, cfg.Env); err != nil {
+		return cfg, nil, err
+	}
 	var (
 		errs []error
 		ws   []Warning
@@ -297,7 +313,10 @@ func ReadConfig(opts LoadOptions) (Config, []Warning, error) {
 			}
 			pr := Project{File: File{Name: name, Data: data}, Dir: d}
 			pr.Trusted, pr.Untrusted = trust.Check(name, data)
-			if !pr.Trusted {
+			if noTrust != "" {
+				pr.Trusted, pr.Untrusted = false, noTrust
+				ws = append(ws, Warning{Pos: Position{File: name}, Msg: "applied as tighten-only (its rules can deny or ask, never allow): " + noTrust})
+			} else if !pr.Trusted {
 				ws = append(ws, Warning{Pos: Position{File: name}, Msg: pr.Untrusted + ": applied as tighten-only (its rules can deny or ask, never allow); run `permwrap trust " + d + "` to trust it"})
 			}
 			cfg.Projects = append(cfg.Projects, pr)
@@ -458,7 +477,7 @@ func (p *Policy) LandlockFloor() Floor {
 		}
 		dirs[pre[:i]] = true
 	}
-	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.baseRules[SurfaceWrite], &p.baseRules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath], &p.protected} {
+	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.baseRules[SurfaceWrite], &p.baseRules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath], &p.managed[SurfaceWrite], &p.managed[SurfacePath], &p.protected} {
 		l.each(consider)
 	}
 	// A write no rule matches gets the fallback or the builtin ask; both
@@ -495,7 +514,7 @@ func (p *Policy) LandlockFloor() Floor {
 // covers is denied: a deny of `*`, `**` or `/**` on the write or path
 // surface, in the policy or the hard guards.
 func (p *Policy) hasCatchAllDeny() bool {
-	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.baseRules[SurfaceWrite], &p.baseRules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath]} {
+	for _, l := range []*ruleList{&p.rules[SurfaceWrite], &p.rules[SurfacePath], &p.baseRules[SurfaceWrite], &p.baseRules[SurfacePath], &p.hard[SurfaceWrite], &p.hard[SurfacePath], &p.managed[SurfaceWrite], &p.managed[SurfacePath]} {
 		for _, e := range l.rules {
 			r := e.r
 			if r.Action != Deny {

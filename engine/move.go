@@ -140,7 +140,7 @@ type moveVerdict struct {
 }
 
 func (v *moveVerdict) add(r Result) {
-	if !v.have || r.Action > v.best.Action || r.Action == v.best.Action && r.HumanOnly && !v.best.HumanOnly {
+	if !v.have || r.Stricter(v.best) {
 		v.best, v.have = r, true
 	}
 }

@@ -158,6 +158,7 @@ func (p *Policy) eachUnixRule(session bool, f func(r *compiledRule, pp *pathPatt
 			}
 		})
 	}
+	visit(&p.managed[SurfaceNet])
 	visit(&p.hard[SurfaceNet])
 	visit(&p.rules[SurfaceNet])
 	visit(&p.baseRules[SurfaceNet])
@@ -264,7 +265,7 @@ func newMoveSearch(p *Policy, from, to string, writes bool) *moveSearch {
 // human-only, a human-only one); past its budget it answers it.
 func (s *moveSearch) bound(p *Policy) {
 	up := func(a Action, r *compiledRule) {
-		if r != nil && r.Origin == OriginHardGuard && a != Deny {
+		if r != nil && (r.Origin == OriginHardGuard || r.Origin == OriginManaged) && a != Deny {
 			s.upperHuman = true
 		}
 		if a > s.upper || a == s.upper && s.upperRule == nil && r != nil {
@@ -331,6 +332,7 @@ func (p *Policy) eachPathRule(session bool, f func(*compiledRule)) {
 	visit := func(l *ruleList) { l.each(f) }
 	for s := range p.hard {
 		if Surface(s).IsPath() {
+			visit(&p.managed[s])
 			visit(&p.hard[s])
 			visit(&p.rules[s])
 			visit(&p.baseRules[s])

@@ -18,9 +18,10 @@ const (
 	LayerFallback             // permission["*"]
 	LayerBuiltin              // nothing matched: ask
 	LayerProject              // an untrusted project policy, which only tightens
+	LayerManaged              // the managed policy's permission rules (managed.go)
 )
 
-var layerNames = [...]string{"invalid", "hard-guard", "protected-write", "session", "policy", "fallback", "builtin", "project"}
+var layerNames = [...]string{"invalid", "hard-guard", "protected-write", "session", "policy", "fallback", "builtin", "project", "managed"}
 
 func (l Layer) String() string { return enumName(layerNames[:], int(l), "layer") }
 
@@ -33,7 +34,11 @@ type Result struct {
 	// person may approve, with no session option, no automated reviewer
 	// and no yolo.
 	HumanOnly bool
-	Layer     Layer
+	// Managed marks an ask of the managed policy (always with
+	// HumanOnly): the managed policy's own reviewers may answer it before
+	// the person; the user's reviewers never do.
+	Managed bool
+	Layer   Layer
 	// DependsOnContent is set when the answer depends on whether the file
 	// holds secret material: a `"content": "secret"` rule matched. Action
 	// is then the stricter of the two possible answers, so a caller that
@@ -45,6 +50,9 @@ type Result struct {
 
 func (r Result) String() string {
 	s := fmt.Sprintf("%s (%s by %s)", r.Action, r.Check, r.Rule)
+	if r.Managed {
+		s += " [managed]"
+	}
 	if r.HumanOnly {
 		s += " [human only]"
 	}
@@ -58,7 +66,9 @@ func (r Result) String() string {
 // session rules are swapped in atomically, everything else is immutable.
 type Policy struct {
 	env       Env
-	self      ruleList // permwrap's own files: write denies above everything (see Protected)
+	self      ruleList              // permwrap's own files: write denies above everything (see Protected)
+	managed   [numSurfaces]ruleList // the managed policy: above everything (managed.go)
+	mgd       *ManagedInfo          // nil: no managed policy
 	hard      [numSurfaces]ruleList
 	protected ruleList
 	rules     [numSurfaces]ruleList // policy.jsonc, trusted projects, --policy scopes
@@ -258,6 +268,15 @@ func (p *Policy) evaluate(c Check, mode contentMode) (e evaluation) {
 		return evaluation{Result: Result{Action: Deny, Check: c, Layer: LayerBuiltin,
 			Rule: Rule{Surface: s, Action: Deny, Origin: OriginBuiltin, Reason: "invalid surface"}}, matched: true}
 	}
+	if p.mgd == nil {
+		return p.evaluateBelow(c, mode)
+	}
+	return p.evaluateManaged(c, mode)
+}
+
+// evaluateBelow is the composition beneath the managed policy.
+func (p *Policy) evaluateBelow(c Check, mode contentMode) (e evaluation) {
+	s := c.Surface
 	v := c.Value
 	if s == SurfaceWrite {
 		if r := p.self.find(v); r != nil {
@@ -375,11 +394,29 @@ func (p *Policy) Evaluate(c Check) Result { return p.evaluate(c, assumeSecret).R
 // stronger reports whether a should replace b when composing surfaces:
 // the more restrictive action wins; on equal actions a human-only answer
 // wins so the restriction on who may approve is not lost.
-func stronger(a, b *evaluation) bool {
-	if a.Action != b.Action {
-		return a.Action > b.Action
+func stronger(a, b *evaluation) bool { return a.Stricter(b.Result) }
+
+// Stricter reports whether r is a stricter answer than b: the more
+// restrictive action; on equal actions the one fewer may approve (a
+// human-only ask over a managed one, which the managed policy's
+// reviewers may also answer, over any other).
+func (r Result) Stricter(b Result) bool {
+	if r.Action != b.Action {
+		return r.Action > b.Action
 	}
-	return a.HumanOnly && !b.HumanOnly
+	return r.approvers() > b.approvers()
+}
+
+// approvers ranks who may approve an ask: 0 anyone the chain holds, 1
+// the managed reviewers or a person, 2 a person only.
+func (r Result) approvers() int {
+	switch {
+	case !r.HumanOnly:
+		return 0
+	case r.Managed:
+		return 1
+	}
+	return 2
 }
 
 // Decide composes independent checks of one access most-restrictive-wins.
@@ -516,6 +553,8 @@ func pathChecks(buf *[4]Check, a Access, path string) []Check {
 // weaker than any rule that matched.
 func (e *evaluation) rank() int {
 	switch e.Layer {
+	case LayerManaged:
+		return 4
 	case LayerHardGuard, LayerProtectedWrite:
 		return 3
 	case LayerSession, LayerPolicy, LayerProject:
@@ -592,6 +631,9 @@ func (p *Policy) evaluateCommand(values []string) Result {
 // surface: a higher layer rank, or for two rules the more specific by
 // cmdCompare. Equals are for the most restrictive to decide.
 func (e *evaluation) moreSpecific(b *evaluation) bool {
+	if e.Layer == LayerManaged || b.Layer == LayerManaged {
+		return stronger(e, b) // the managed word stands, and anything stricter with it
+	}
 	re, rb := e.rank(), b.rank()
 	if re != rb {
 		return re > rb
@@ -603,6 +645,9 @@ func (e *evaluation) moreSpecific(b *evaluation) bool {
 }
 
 func (e *evaluation) better(b *evaluation) bool {
+	if e.Layer == LayerManaged || b.Layer == LayerManaged {
+		return stronger(e, b) // the managed word stands, and anything stricter with it
+	}
 	re, rb := e.rank(), b.rank()
 	if re != rb {
 		return re > rb

@@ -36,7 +36,7 @@ func (p *Policy) ReadsAlwaysAllowed() bool {
 		return false
 	}
 	for _, s := range []Surface{SurfaceRead, SurfacePath} {
-		if !onlyAllow(&p.hard[s]) || !onlyAllow(&p.rules[s]) || !onlyAllow(&p.baseRules[s]) || !onlyAllow(&p.tight[s]) || p.content[s].n > 0 {
+		if !onlyAllow(&p.managed[s]) || !onlyAllow(&p.hard[s]) || !onlyAllow(&p.rules[s]) || !onlyAllow(&p.baseRules[s]) || !onlyAllow(&p.tight[s]) || p.content[s].n > 0 {
 			return false
 		}
 	}

@@ -58,6 +58,10 @@ var topLevelKeys = map[string]func(p *parser, m topKey, kind fileKind, fc *fileC
 
 // topLevel reads one top-level key, if kind may hold it.
 func (p *parser) topLevel(m topKey, kind fileKind, fc *fileConfig) {
+	if kind == kindManaged {
+		p.managedKey(m, fc) // managed.go
+		return
+	}
 	if kind != kindGlobal && kind != kindProfile && m.key != "permission" && !(kind == kindHardGuard && m.key == "protectedWrites") {
 		switch kind {
 		case kindScope:
@@ -83,7 +87,7 @@ func (p *parser) topLevel(m topKey, kind fileKind, fc *fileConfig) {
 }
 
 func (p *parser) protectedWrites(m topKey, kind fileKind, fc *fileConfig) {
-	if kind != kindHardGuard {
+	if kind != kindHardGuard && kind != kindManaged {
 		p.errorf(m.off, "unknown key %q: protectedWrites belong in hard-guards.jsonc", m.key)
 		return
 	}

@@ -107,9 +107,10 @@ const (
 	// Rule keeps the action the policy chose (and its pattern and
 	// position); the Result that carries it allows.
 	OriginAudit
+	OriginManaged // the administrator's managed policy (ManagedPolicyPath)
 )
 
-var originNames = [...]string{"invalid", "global", "scope", "hard-guard", "session", "yolo", "fail-closed", "builtin", "default", "profile", "project", "audit"}
+var originNames = [...]string{"invalid", "global", "scope", "hard-guard", "session", "yolo", "fail-closed", "builtin", "default", "profile", "project", "audit", "managed"}
 
 func (o Origin) String() string { return enumName(originNames[:], int(o), "origin") }
 

@@ -40,12 +40,7 @@ type Verdict struct {
 // or on equal actions a human-only answer over one that is not. Later
 // layers never replace an equal earlier one, so the outermost layer names
 // an answer several layers share.
-func stronger(a, b engine.Result) bool {
-	if a.Action != b.Action {
-		return a.Action > b.Action
-	}
-	return a.HumanOnly && !b.HumanOnly
-}
+func stronger(a, b engine.Result) bool { return a.Stricter(b) }
 
 // valid reports whether r is an answer at all; anything else is treated
 // as a deny (an engine result with no action would otherwise rank below

@@ -121,9 +121,12 @@ type WireFile struct {
 // their exact bytes. A nil Global means the root's embedded default
 // policy.
 type WireConfig struct {
-	Global     *WireFile  `json:"global"`
-	HardGuards *WireFile  `json:"hardGuards"`
-	Scopes     []WireFile `json:"scopes"`
+	Global     *WireFile `json:"global"`
+	HardGuards *WireFile `json:"hardGuards"`
+	// Managed is the managed policy the inner read (the same file the
+	// root reads; the root's own layer applies it whatever a node sends).
+	Managed *WireFile  `json:"managed,omitempty"`
+	Scopes  []WireFile `json:"scopes"`
 	// Projects are the project policies (.permwrap/policy.jsonc) the
 	// inner found, with the trust its own trust record gave them: an
 	// untrusted one only tightens the node's layer. (Trust is believed:

@@ -44,6 +44,7 @@ func fullConfig() engine.Config {
 	return engine.Config{
 		Global:     &engine.File{Name: "/c/policy.jsonc", Data: []byte(`{"extends": "strict", "permission": {"write": {"/ws/**": "allow"}}}`)},
 		HardGuards: &engine.File{Name: "/c/hard-guards.jsonc", Data: []byte(`{"protectedWrites": ["/ws/.git/hooks/**"]}`)},
+		Managed:    &engine.File{Name: "/etc/permwrap/managed.jsonc", Data: []byte(`{"permission": {"write": {"/ws/m/**": "deny"}}}`)},
 		Scopes:     []engine.File{{Name: "/s.jsonc", Data: []byte(`{"permission": {"write": {"/ws/x": "deny"}}}`)}, {Name: "/gone.jsonc"}},
 		Projects: []engine.Project{
 			{File: engine.File{Name: "/ws/.permwrap/policy.jsonc", Data: []byte(`{"permission": {"write": {"/ws/p": "ask"}}}`)}, Dir: "/ws", Trusted: true},

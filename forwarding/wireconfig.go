@@ -28,6 +28,7 @@ func (m Register) EngineConfig() engine.Config {
 	cfg := engine.Config{
 		Global:         file(wc.Global),
 		HardGuards:     file(wc.HardGuards),
+		Managed:        file(wc.Managed),
 		Profile:        wc.Profile,
 		DefaultExtends: wc.DefaultExtends,
 		ScopesRequired: wc.ScopesRequired,
@@ -68,7 +69,7 @@ func WireConfigOf(cfg engine.Config, warnings []engine.Warning) (WireConfig, Wir
 		return &WireFile{Name: f.Name, Data: f.Data}
 	}
 	wc := WireConfig{
-		Global: file(cfg.Global), HardGuards: file(cfg.HardGuards), Scopes: []WireFile{},
+		Global: file(cfg.Global), HardGuards: file(cfg.HardGuards), Managed: file(cfg.Managed), Scopes: []WireFile{},
 		Profile: cfg.Profile, DefaultExtends: cfg.DefaultExtends, ScopesRequired: cfg.ScopesRequired,
 	}
 	if wc.DefaultExtends == "" {

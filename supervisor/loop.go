@@ -442,6 +442,7 @@ func (s *supervisor) authorityRequest(r *request, v verdict) authority.Request {
 	req.Agent = s.cfg.Argv
 	req.Rule = v.result.Rule
 	req.HumanOnly = v.result.HumanOnly
+	req.Managed = v.result.Managed
 	if v.exec != nil {
 		execParts(&req, v)
 		if r.nested {

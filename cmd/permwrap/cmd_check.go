@@ -125,6 +125,7 @@ func checkConfig(pf *policyFlags, env engine.Env, stdout, stderr io.Writer) int 
 		printLines(stderr, "warning: ", msg)
 	}
 	fmt.Fprintln(stdout, p.Summary())
+	fmt.Fprintln(stdout, managedLine(p.Managed()))
 	printEventSinks(stdout, p.Settings().Events) // events.go
 	return exitOK
 }

@@ -26,6 +26,9 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	w := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	w("permwrap %s (%s/%s, %s)", version(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if !doctorManaged(w) {
+		return exitInternal
+	}
 	if nestingReport(w) {
 		// Inside a permwrap: that one enforces, and a permwrap started
 		// here hands it its policy. What this kernel offers a root is its

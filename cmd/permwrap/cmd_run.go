@@ -296,6 +296,9 @@ func deciderFactory(p *engine.Policy, s engine.Settings, log *authority.Log, con
 		Delegation: s.ModelDelegation,
 		Warn:       func(msg string) { printLines(stderr, "permwrap: warning: ", msg) },
 	}
+	if cc.Managed, err = managedLinks(p); err != nil {
+		return nil, err
+	}
 	q := authority.QuerierFunc(func(c engine.Check) authority.QueryResult {
 		r := p.Evaluate(c)
 		return authority.QueryResult{Action: r.Action, Rule: r.Rule}

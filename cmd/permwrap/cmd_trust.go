@@ -64,6 +64,18 @@ func cmdTrust(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if !revoke.v {
+		// The managed policy may forbid trusting projects (docs/teams.md).
+		why, err := engine.ManagedTrustForbidden("")
+		if err != nil {
+			printErr(stderr, "permwrap trust: ", err)
+			return exitInternal
+		}
+		if why != "" {
+			fmt.Fprintf(stderr, "permwrap trust: refused: %s; project policies are applied tighten-only and nothing was trusted\n", why)
+			return exitInternal
+		}
+	}
 	env, err := engine.NewEnv(fs.Arg(0))
 	if err != nil {
 		printErr(stderr, "permwrap trust: ", err)

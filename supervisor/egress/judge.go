@@ -73,6 +73,7 @@ func (j *PolicyJudge) Decide(ctx context.Context, in engine.NetIntent) Verdict {
 	req.Agent = j.Agent
 	req.Rule = d.Result.Rule
 	req.HumanOnly = d.Result.HumanOnly
+	req.Managed = d.Result.Managed
 	req.Process = authority.Process{PID: in.PID}
 	if j.Process != nil && in.PID > 0 {
 		req.Process = j.Process(in.PID)
