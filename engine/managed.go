@@ -203,8 +203,14 @@ func (p *parser) managedKey(m topKey, fc *fileConfig) {
 	case "authorizers":
 		fc.set[m.key] = true
 		p.authorizers(m, kindManaged, fc)
+	case "events":
+		fc.set[m.key] = true
+		p.eventsSettings(m, kindManaged, fc)
+		if o := fc.settings.Events.OTLP; o != nil {
+			o.Fixed = true // whoever runs permwrap cannot send the records elsewhere
+		}
 	default:
-		p.errorf(m.off, "key %q is not allowed in the managed policy (want permission, protectedWrites, forbid, authorizerChain, authorizers)", m.key)
+		p.errorf(m.off, "key %q is not allowed in the managed policy (want permission, protectedWrites, forbid, authorizerChain, authorizers, events)", m.key)
 	}
 }
 
@@ -256,6 +262,9 @@ func (p *Policy) addManaged(cfg Config, mfc *fileConfig) error {
 		p.managed[s] = newRuleList(rules[s])
 	}
 	p.mgd = mi
+	// Its event sinks come last: over every other layer's, and none of
+	// theirs can turn them off.
+	p.settings.Events = p.settings.Events.Add(mfc.settings.Events)
 	p.sources = append(p.sources, cfg.Managed.Name+" (managed)")
 	return nil
 }

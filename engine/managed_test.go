@@ -266,7 +266,7 @@ func TestManagedForbid(t *testing.T) {
 func TestManagedSyntax(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{`{"forbid": ["yolo", "trust"]}`, `:1:21: forbid: unknown "trust" (want yolo, audit, projectTrust)`},
-		{"{\n  \"yoloMode\": true}", `:2:3: key "yoloMode" is not allowed in the managed policy (want permission, protectedWrites, forbid, authorizerChain, authorizers)`},
+		{"{\n  \"yoloMode\": true}", `:2:3: key "yoloMode" is not allowed in the managed policy (want permission, protectedWrites, forbid, authorizerChain, authorizers, events)`},
 		{`{"permission": {"*": "allow"}}`, `:1:17: a universal fallback "*" is not allowed in the managed policy`},
 		{`{"permission": {"read": {"/x/**": {"action": "deny", "content": "secret"}}}}`, `"content" is not allowed in the managed policy`},
 		{`{"permission": {"write": {"/x": "allow"}}`, `:1:42: syntax error`},
@@ -361,5 +361,28 @@ func TestManagedIsProtected(t *testing.T) {
 	}
 	if res := p.DecidePath(AccessWrite, none); res.Action != Deny {
 		t.Errorf("creating the missing managed policy = %v, want deny", res)
+	}
+}
+
+// TestManagedEvents: the managed policy's event sinks are in force over
+// the user's, which cannot turn them off, and its OTLP sink is fixed
+// (the OTEL_* variables of whoever runs permwrap do not move it).
+func TestManagedEvents(t *testing.T) {
+	r := newManagedRepo(t,
+		`{"events": {"otlp": {"endpoint": "https://collector.example:4318"}, "journald": true}}`,
+		`{"events": {"journald": false, "otlp": {"endpoint": "http://127.0.0.1:9"}, "syslog": true}}`, "", "")
+	ev := r.mustLoad(t, LoadOptions{}).Settings().Events
+	if !ev.Journald {
+		t.Error("the managed journald sink was turned off by the user's policy")
+	}
+	if ev.OTLP == nil || ev.OTLP.Endpoint != "https://collector.example:4318" || !ev.OTLP.Fixed {
+		t.Errorf("OTLP sink %+v, want the managed one, fixed", ev.OTLP)
+	}
+	if ev.Syslog == nil {
+		t.Error("the user's own syslog sink was dropped")
+	}
+	bad := newManagedRepo(t, `{"events": {"otlp": {"endpoint": 3}}}`, "", "", "")
+	if _, _, err := bad.load(t, LoadOptions{}); err == nil || !strings.Contains(err.Error(), ":1:") {
+		t.Errorf("a bad managed events value: %v, want an error with its position", err)
 	}
 }
