@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net"
 	"net/http"
@@ -75,6 +76,9 @@ func NewHTTPAuthorizer(name string, s engine.AuthorizerSpec) (*HTTPAuthorizer, e
 	}
 	if r.CAFile != "" {
 		pem, err := readCAFile(r.CAFile)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the path is in the message already
+		}
 		if err != nil {
 			return nil, posError(r.CAFilePos, fmt.Sprintf("authorizer %q: caFile %s: %v", name, r.CAFile, err))
 		}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -210,7 +211,7 @@ func (p *parser) remoteCAFile(v *hujson.Value, name string, r *RemoteSpec) {
 	case !strings.HasPrefix(exp, "/"):
 		p.errorf(v.StartOffset, "authorizer %q: caFile %q must be absolute (~ and ${HOME} are allowed)", name, s)
 	default:
-		r.CAFile, r.CAFilePos = exp, p.pos(v.StartOffset)
+		r.CAFile, r.CAFilePos = path.Clean(exp), p.pos(v.StartOffset)
 	}
 }
 

@@ -1,0 +1,164 @@
+package supervisor_test
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A headless run (stdin is not a terminal, no parent) whose only reviewer
+// is a remote one at a local TLS server: the server allows one write,
+// denies another and lets the third time out. The allowed file is
+// written; the denied one fails with EACCES, as the shell says; the one
+// nobody answered in time is denied (headless: there is nobody to ask);
+// the review log names the reviewer and its reason, and never the token.
+func TestRemoteReviewerHeadless(t *testing.T) {
+	token := randomToken(t, "tok-")
+	var mu sync.Mutex
+	asked := map[string]string{} // value → Authorization header
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Surface string `json:"surface"`
+			Value   string `json:"value"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		asked[req.Value] = r.Header.Get("Authorization")
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "who are you?", http.StatusUnauthorized)
+			return
+		}
+		answer := func(v, reason string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"verdict": %q, "reason": %q}`, v, reason)
+		}
+		switch filepath.Base(req.Value) {
+		case "ASKME-ok":
+			answer("allow", "alice approved it in #agents")
+		case "ASKME-no":
+			answer("deny", "bob: not in this repository")
+		case "ASKME-slow":
+			select { // nobody answers
+			case <-r.Context().Done():
+			case <-time.After(time.Minute):
+			}
+		default:
+			answer("defer", "not ours")
+		}
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+
+	s := newSandbox(t, "")
+	caFile := filepath.Join(s.dir, "team-ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	policy := fmt.Sprintf(`{
+  "extends": "none",
+  "permission": {"*": "allow", "write": {"${WORKSPACE}/ASKME*": "ask"}},
+  "authorizerChain": ["team-review"],
+  "authorizers": {"team-review": {
+    "url": %q,
+    "headers": {"Authorization": "Bearer ${env:PERMWRAP_E2E_REVIEW_TOKEN}"},
+    "caFile": %q,
+    "timeoutMs": 3000}},
+  "modelDelegation": {"allowedSurfaces": ["write"]}
+}`, srv.URL+"/permwrap/ask", caFile)
+	if err := os.WriteFile(filepath.Join(s.configDir, "policy.jsonc"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.env = append(s.env, "PERMWRAP_E2E_REVIEW_TOKEN="+token)
+
+	start := time.Now()
+	// One write per ask: a script whose targets are literal is one ask
+	// about all of them (its suggestions name each), so the names here
+	// come from a loop.
+	r := s.run("sh", "-c", `for f in ok no slow; do echo "$f" > "ASKME-$f"; done; echo done`)
+	took := time.Since(start)
+	if !strings.Contains(r.stdout, "done") {
+		t.Fatalf("exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if b, err := os.ReadFile(s.path("ASKME-ok")); err != nil || string(b) != "ok\n" {
+		t.Errorf("the reviewer's allow: ASKME-ok %q, %v", b, err)
+	}
+	for _, f := range []string{"ASKME-no", "ASKME-slow"} {
+		if s.exists(f) {
+			t.Errorf("%s was written", f)
+		}
+		if !strings.Contains(r.stderr, f+": Permission denied") {
+			t.Errorf("the shell does not say %s: Permission denied; stderr:\n%s", f, r.stderr)
+		}
+	}
+	mu.Lock()
+	for _, f := range []string{"ASKME-ok", "ASKME-no", "ASKME-slow"} {
+		if got, ok := asked[s.path(f)]; !ok || got != "Bearer "+token {
+			t.Errorf("the reviewer was asked about %s: %v, with Authorization %q", f, ok, got)
+		}
+	}
+	mu.Unlock()
+	if took < 3*time.Second {
+		t.Errorf("the run took %v: the slow ask did not wait for timeoutMs", took)
+	}
+
+	type rec struct {
+		Event     string `json:"event"`
+		Value     string `json:"value"`
+		DecidedBy struct {
+			Kind, Name, Verdict, Reason string
+		} `json:"decidedBy"`
+		Links []struct{ Name, Verdict, Note string } `json:"links"`
+	}
+	decided := map[string]rec{}
+	var slowLinks []struct{ Name, Verdict, Note string }
+	raw, err := os.ReadFile(s.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), token) {
+		t.Error("the review log holds the token")
+	}
+	for _, m := range s.logRecords() {
+		b, _ := json.Marshal(m)
+		var x rec
+		json.Unmarshal(b, &x)
+		switch x.Event {
+		case "permission_request.approved", "permission_request.rejected":
+			decided[filepath.Base(x.Value)] = x
+		case "authorizer_chain.resolved":
+			if len(x.Links) == 1 && x.DecidedBy.Kind == "unavailable" {
+				slowLinks = x.Links
+			}
+		}
+	}
+	if d := decided["ASKME-ok"]; d.Event != "permission_request.approved" || d.DecidedBy.Kind != "authorizer" || d.DecidedBy.Name != "team-review" || d.DecidedBy.Reason != "alice approved it in #agents" {
+		t.Errorf("ASKME-ok: %+v", d)
+	}
+	if d := decided["ASKME-no"]; d.Event != "permission_request.rejected" || d.DecidedBy.Kind != "authorizer" || d.DecidedBy.Name != "team-review" || d.DecidedBy.Reason != "bob: not in this repository" {
+		t.Errorf("ASKME-no: %+v", d)
+	}
+	if d := decided["ASKME-slow"]; d.Event != "permission_request.rejected" || d.DecidedBy.Kind != "unavailable" {
+		t.Errorf("ASKME-slow: %+v, want denied for want of anyone to ask", d)
+	}
+	if len(slowLinks) != 1 || slowLinks[0].Name != "team-review" || slowLinks[0].Verdict != "defer" || !strings.Contains(slowLinks[0].Note, "no answer within 3s") {
+		t.Errorf("the slow ask's chain record: %+v", slowLinks)
+	}
+	if t.Failed() {
+		t.Logf("stderr:\n%s\nreview log:\n%s", r.stderr, raw)
+	}
+}
