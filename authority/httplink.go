@@ -153,12 +153,12 @@ func (h *HTTPAuthorizer) Review(ctx context.Context, r Request, _ Querier) (Verd
 	if err != nil {
 		return 0, "", h.errorf("%v", unwrapURLError(err))
 	}
+	req.Header.Set("User-Agent", "permwrap") // a configured one replaces it
 	for _, hd := range h.headers {
 		req.Header.Set(hd.Name, hd.Value)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "permwrap")
 	req.Header.Set(IdempotencyHeader, string(r.ID))
 
 	resp, err := h.client.Do(req)

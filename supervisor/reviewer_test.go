@@ -1,14 +1,17 @@
 package supervisor_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -94,17 +97,7 @@ func TestRemoteReviewerHeadless(t *testing.T) {
 	if !strings.Contains(r.stdout, "done") {
 		t.Fatalf("exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if b, err := os.ReadFile(s.path("ASKME-ok")); err != nil || string(b) != "ok\n" {
-		t.Errorf("the reviewer's allow: ASKME-ok %q, %v", b, err)
-	}
-	for _, f := range []string{"ASKME-no", "ASKME-slow"} {
-		if s.exists(f) {
-			t.Errorf("%s was written", f)
-		}
-		if !strings.Contains(r.stderr, f+": Permission denied") {
-			t.Errorf("the shell does not say %s: Permission denied; stderr:\n%s", f, r.stderr)
-		}
-	}
+	checkReviewerFiles(t, s, r)
 	mu.Lock()
 	for _, f := range []string{"ASKME-ok", "ASKME-no", "ASKME-slow"} {
 		if got, ok := asked[s.path(f)]; !ok || got != "Bearer "+token {
@@ -116,16 +109,28 @@ func TestRemoteReviewerHeadless(t *testing.T) {
 		t.Errorf("the run took %v: the slow ask did not wait for timeoutMs", took)
 	}
 
+	raw := checkReviewerLog(t, s, token, "alice approved it in #agents", "bob: not in this repository", "no answer within 3s")
+	if t.Failed() {
+		t.Logf("stderr:\n%s\nreview log:\n%s", r.stderr, raw)
+	}
+}
+
+// checkReviewerLog checks the review log of a run whose reviewer
+// team-review allowed ASKME-ok, denied ASKME-no and let ASKME-slow go
+// unanswered (a defer whose note or reason says slowSays): each decision
+// names who made it, with the reviewer's reason; the token is nowhere.
+func checkReviewerLog(t *testing.T, s *sandbox, token, okReason, noReason, slowSays string) []byte {
+	t.Helper()
 	type rec struct {
 		Event     string `json:"event"`
 		Value     string `json:"value"`
 		DecidedBy struct {
 			Kind, Name, Verdict, Reason string
 		} `json:"decidedBy"`
-		Links []struct{ Name, Verdict, Note string } `json:"links"`
+		Links []struct{ Name, Verdict, Reason, Note string } `json:"links"`
 	}
 	decided := map[string]rec{}
-	var slowLinks []struct{ Name, Verdict, Note string }
+	var slowLinks []struct{ Name, Verdict, Reason, Note string }
 	raw, err := os.ReadFile(s.logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -146,19 +151,156 @@ func TestRemoteReviewerHeadless(t *testing.T) {
 			}
 		}
 	}
-	if d := decided["ASKME-ok"]; d.Event != "permission_request.approved" || d.DecidedBy.Kind != "authorizer" || d.DecidedBy.Name != "team-review" || d.DecidedBy.Reason != "alice approved it in #agents" {
+	if d := decided["ASKME-ok"]; d.Event != "permission_request.approved" || d.DecidedBy.Kind != "authorizer" || d.DecidedBy.Name != "team-review" || d.DecidedBy.Reason != okReason {
 		t.Errorf("ASKME-ok: %+v", d)
 	}
-	if d := decided["ASKME-no"]; d.Event != "permission_request.rejected" || d.DecidedBy.Kind != "authorizer" || d.DecidedBy.Name != "team-review" || d.DecidedBy.Reason != "bob: not in this repository" {
+	if d := decided["ASKME-no"]; d.Event != "permission_request.rejected" || d.DecidedBy.Kind != "authorizer" || d.DecidedBy.Name != "team-review" || d.DecidedBy.Reason != noReason {
 		t.Errorf("ASKME-no: %+v", d)
 	}
 	if d := decided["ASKME-slow"]; d.Event != "permission_request.rejected" || d.DecidedBy.Kind != "unavailable" {
 		t.Errorf("ASKME-slow: %+v, want denied for want of anyone to ask", d)
 	}
-	if len(slowLinks) != 1 || slowLinks[0].Name != "team-review" || slowLinks[0].Verdict != "defer" || !strings.Contains(slowLinks[0].Note, "no answer within 3s") {
+	if len(slowLinks) != 1 || slowLinks[0].Name != "team-review" || slowLinks[0].Verdict != "defer" || !strings.Contains(slowLinks[0].Note+slowLinks[0].Reason, slowSays) {
 		t.Errorf("the slow ask's chain record: %+v", slowLinks)
 	}
-	if t.Failed() {
-		t.Logf("stderr:\n%s\nreview log:\n%s", r.stderr, raw)
+	return raw
+}
+
+// checkReviewerFiles checks what the command of such a run did: ASKME-ok
+// written, the other two refused with EACCES, as the shell says.
+func checkReviewerFiles(t *testing.T, s *sandbox, r result) {
+	t.Helper()
+	if b, err := os.ReadFile(s.path("ASKME-ok")); err != nil || string(b) != "ok\n" {
+		t.Errorf("the reviewer's allow: ASKME-ok %q, %v", b, err)
 	}
+	for _, f := range []string{"ASKME-no", "ASKME-slow"} {
+		if s.exists(f) {
+			t.Errorf("%s was written", f)
+		}
+		if !strings.Contains(r.stderr, f+": Permission denied") {
+			t.Errorf("the shell does not say %s: Permission denied; stderr:\n%s", f, r.stderr)
+		}
+	}
+}
+
+// The reviewer docs/teams.md offers to start from, run as it is: the
+// program is taken from the page, started on a free loopback port, and a
+// headless run's three asks are answered through its links as a person
+// would (open the link, press a button): one allow, one deny, one not at
+// all.
+func TestTeamsReviewerExample(t *testing.T) {
+	python := realPython(t)
+	page, err := os.ReadFile("../docs/teams.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "<!-- supervisor/reviewer_test.go (TestTeamsReviewerExample) runs this program. -->\n```python\n"
+	_, rest, ok := strings.Cut(string(page), marker)
+	program, _, ok2 := strings.Cut(rest, "\n```\n")
+	if !ok || !ok2 {
+		t.Fatal("docs/teams.md has no reviewer program after the marker")
+	}
+	s := newSandbox(t, "")
+	script := filepath.Join(s.dir, "reviewer.py")
+	if err := os.WriteFile(script, []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	token := randomToken(t, "tok-")
+	srv := exec.Command(python, script)
+	srv.Env = append(os.Environ(), "REVIEW_TOKEN="+token, "REVIEW_PORT="+port, "REVIEW_WAIT=3")
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srvErr strings.Builder
+	srv.Stderr = &srvErr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the reviewer did not start listening on %s", addr)
+		}
+	}
+
+	// The person: reads each message, opens its link, presses a button.
+	answered := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(out)
+		file := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if _, v, ok := strings.Cut(line, " asks: write "); ok {
+				file = filepath.Base(v)
+			}
+			link, ok := strings.CutPrefix(line, "answer: ")
+			if !ok || file == "ASKME-slow" {
+				continue
+			}
+			answered <- answerLink(link, file, map[string]string{"ASKME-ok": "allow", "ASKME-no": "deny"}[file])
+		}
+	}()
+
+	policy := fmt.Sprintf(`{
+  "extends": "none",
+  "permission": {"*": "allow", "write": {"${WORKSPACE}/ASKME*": "ask"}},
+  "authorizerChain": ["team-review"],
+  "authorizers": {"team-review": {
+    "url": "http://%s/permwrap/ask",
+    "headers": {"Authorization": "Bearer ${env:PERMWRAP_REVIEW_TOKEN}"},
+    "timeoutMs": 20000}},
+  "modelDelegation": {"allowedSurfaces": ["write"]}
+}`, addr)
+	if err := os.WriteFile(filepath.Join(s.configDir, "policy.jsonc"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.env = append(s.env, "PERMWRAP_REVIEW_TOKEN="+token)
+	r := s.run("sh", "-c", `for f in ok no slow; do echo "$f" > "ASKME-$f"; done; echo done`)
+	if !strings.Contains(r.stdout, "done") {
+		t.Fatalf("exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var got []string
+	for len(answered) > 0 {
+		got = append(got, <-answered)
+	}
+	if strings.Join(got, ", ") != "ASKME-ok allow, ASKME-no deny" {
+		t.Errorf("the person's answers: %q", got)
+	}
+	checkReviewerFiles(t, s, r)
+	raw := checkReviewerLog(t, s, token, "approved in chat", "a reviewer said no in chat", "nobody answered")
+	if t.Failed() {
+		t.Logf("stderr:\n%s\nthe reviewer's stderr:\n%s\nreview log:\n%s", r.stderr, srvErr.String(), raw)
+	}
+}
+
+// answerLink opens an answer link and presses the button for verdict:
+// what a person does in the chat tool.
+func answerLink(link, file, verdict string) string {
+	resp, err := http.Get(link)
+	if err != nil {
+		return "GET: " + err.Error()
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "<form method=post>") {
+		return fmt.Sprintf("the link shows %q", page)
+	}
+	resp, err = http.Post(link, "application/x-www-form-urlencoded", strings.NewReader("v="+verdict))
+	if err != nil {
+		return "POST: " + err.Error()
+	}
+	resp.Body.Close()
+	return file + " " + verdict
 }
