@@ -224,17 +224,16 @@ func (h *HTTPAuthorizer) redact(s string) string {
 	return s
 }
 
-// secretsOf are the strings no message may show: each header value, and
-// each word of it of 8 bytes or more (the token of "Bearer TOKEN"); the
-// URL's query, and each of its values of 8 bytes or more. Longest first,
-// so a value is hidden whole before its words are.
+// secretsOf are the strings no message may show: each header value of 4
+// bytes or more (a shorter one, "1", would hide every such character of a
+// message and no secret), and each word of it of 8 bytes or more (the
+// token of "Bearer TOKEN"); the URL's query, and each of its values of 8
+// bytes or more. Longest first, so a value is hidden whole before its
+// words are.
 func secretsOf(headers []engine.RemoteHeader, u *url.URL) []string {
 	var out []string
 	add := func(s string, whole bool) {
-		if s == "" {
-			return
-		}
-		if whole {
+		if whole && len(s) >= 4 {
 			out = append(out, s)
 		}
 		for _, w := range strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == ',' || r == ';' }) {

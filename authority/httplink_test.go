@@ -147,7 +147,7 @@ func TestHTTPLinkVerdicts(t *testing.T) {
 		case r.Method != http.MethodPost || r.URL.Path != "/permwrap/ask":
 			http.Error(w, "want POST /permwrap/ask", http.StatusMethodNotAllowed)
 			return
-		case r.Header.Get("Authorization") != "Bearer "+token || r.Header.Get("X-Team") != "infra":
+		case r.Header.Get("Authorization") != "Bearer "+token || r.Header.Get("X-Team") != "infra" || r.Header.Get("User-Agent") != "ci-runner-7":
 			http.Error(w, "who are you?", http.StatusUnauthorized)
 			return
 		case r.Header.Get("Content-Type") != "application/json":
@@ -161,7 +161,7 @@ func TestHTTPLinkVerdicts(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		fmt.Fprintf(w, `{"verdict": %q, "reason": "the team says %s", "by": "alice"}`, verdict, verdict)
 	})
-	h, _, timeouts := remoteLink(t, srv.spec(`, "headers": {"Authorization": "Bearer ${env:PERMWRAP_TEST_REVIEW_TOKEN}", "X-Team": "infra"}, "timeoutMs": 20000`))
+	h, _, timeouts := remoteLink(t, srv.spec(`, "headers": {"Authorization": "Bearer ${env:PERMWRAP_TEST_REVIEW_TOKEN}", "X-Team": "infra", "User-Agent": "ci-runner-7"}, "timeoutMs": 20000`))
 	if timeouts["team-review"] != 20*time.Second || h.Display() != srv.URL+"/permwrap/ask" {
 		t.Fatalf("timeout %v, display %q", timeouts["team-review"], h.Display())
 	}
@@ -289,6 +289,12 @@ func TestHTTPLinkFailuresDefer(t *testing.T) {
 				t.Errorf("link outcome %+v; want defer with a note saying %q", out, tc.note)
 			}
 		})
+	}
+	// A short header value is no secret, and hiding it would garble the
+	// note: "1" is not taken out of "127.0.0.1".
+	h, _, _ := remoteLink(t, fmt.Sprintf(`"url": "https://%s/ask", "headers": {"X-Version": "1"}`, closed))
+	if _, _, err := h.Review(context.Background(), writeAsk("/w/x"), nil); err == nil || !strings.Contains(err.Error(), closed) {
+		t.Errorf("error %v; want it to name %s", err, closed)
 	}
 	if n := len(redirectTarget.requests()); n != 0 {
 		t.Errorf("the redirect was followed %d times", n)
