@@ -48,11 +48,20 @@ type ExecAuthorizer struct {
 
 // ExecLinks builds the exec links defined in config ("authorizers":
 // {"judge": {"command": ["my-judge", "--json"], "timeoutMs": 3000}}) and
-// the per-link timeouts the chain should apply.
+// the url links (HTTPAuthorizer), and the per-link timeouts the chain
+// should apply.
 func ExecLinks(specs map[string]engine.AuthorizerSpec) (map[string]Authorizer, map[string]time.Duration, error) {
 	links := make(map[string]Authorizer, len(specs))
 	timeouts := make(map[string]time.Duration, len(specs))
 	for name, s := range specs {
+		if s.Remote != nil { // a url authorizer (httplink.go)
+			h, err := NewHTTPAuthorizer(name, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			links[name], timeouts[name] = h, h.Timeout
+			continue
+		}
 		if len(s.Command) == 0 || s.Command[0] == "" {
 			return nil, nil, fmt.Errorf("authorizers.%s: command is empty", name)
 		}

@@ -63,10 +63,13 @@ const (
 	kindManaged                   // the managed policy (managed.go)
 )
 
-// AuthorizerSpec is one automated reviewer: a program run with the ask.
+// AuthorizerSpec is one automated reviewer: a program run with the ask
+// (Command), or an HTTPS endpoint the ask is posted to (Remote; see
+// authorizer_url.go). Exactly one of them is set.
 type AuthorizerSpec struct {
 	Command []string
-	Timeout time.Duration // from "timeoutMs"; default 3s
+	Remote  *RemoteSpec
+	Timeout time.Duration // from "timeoutMs"; default 3s (a url's: 5m)
 }
 
 // Delegation limits what automated reviewers may allow.

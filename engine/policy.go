@@ -130,6 +130,7 @@ func (p *Policy) Settings() Settings {
 	s.Authorizers = make(map[string]AuthorizerSpec, len(p.settings.Authorizers))
 	for k, v := range p.settings.Authorizers {
 		v.Command = append([]string(nil), v.Command...)
+		v.Remote = v.Remote.clone()
 		s.Authorizers[k] = v
 	}
 	s.ModelDelegation.AllowedSurfaces = append([]Surface(nil), s.ModelDelegation.AllowedSurfaces...)

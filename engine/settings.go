@@ -214,6 +214,9 @@ func (p *parser) authorizer(v *hujson.Value, name string) (AuthorizerSpec, bool)
 	}
 	n := len(p.errs)
 	hasCmd := false
+	var remote RemoteSpec
+	var remoteKeys []hujson.ObjectMember // url, headers, caFile
+	var timeout *hujson.Value
 	for _, m := range p.members(obj) {
 		k := m.Name.Value.(hujson.Literal).String()
 		switch k {
@@ -227,17 +230,19 @@ func (p *parser) authorizer(v *hujson.Value, name string) (AuthorizerSpec, bool)
 			if len(spec.Command) == 0 && n == len(p.errs) {
 				p.errorf(m.Value.StartOffset, "authorizer %q: command must name a program", name)
 			}
+		case "url", "headers", "caFile":
+			remoteKeys = append(remoteKeys, m)
+			p.remoteKey(k, &m.Value, name, &remote)
 		case "timeoutMs":
+			timeout = &m.Value
 			if ms, ok := p.integer(&m.Value, "timeoutMs", 1); ok {
 				spec.Timeout = time.Duration(ms) * time.Millisecond
 			}
 		default:
-			p.errorf(m.Name.StartOffset, "unknown key %q in authorizer %q (want command, timeoutMs)", k, name)
+			p.errorf(m.Name.StartOffset, "unknown key %q in authorizer %q (want command or url, timeoutMs; a url's headers, caFile)", k, name)
 		}
 	}
-	if !hasCmd {
-		p.errorf(v.StartOffset, "authorizer %q has no \"command\"", name)
-	}
+	p.remoteOrCommand(v, name, hasCmd, remoteKeys, timeout, &remote, &spec)
 	return spec, n == len(p.errs)
 }
 

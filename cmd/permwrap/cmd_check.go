@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailscale/hujson"
 
+	"github.com/permwrap/permwrap/authority"
 	"github.com/permwrap/permwrap/engine"
 )
 
@@ -27,7 +28,8 @@ Warnings (patterns that can never match, a project policy that is not
 trusted, a policy that asks about every program) go to stderr as
 "warning: ..." lines and do not fail the check.
 
-Exit status: 0 valid (one summary line on stdout), 1 invalid (every
+Exit status: 0 valid (one summary line on stdout, then the authorizer
+chain when reviewers are configured), 1 invalid (every
 error on stderr as file:line:col: message), 125 usage error.`
 
 // cmdCheck implements `permwrap check [FILE]`.
@@ -124,9 +126,22 @@ func checkConfig(pf *policyFlags, env engine.Env, stdout, stderr io.Writer) int 
 	if msg := p.EveryExecAsks(); msg != "" {
 		printLines(stderr, "warning: ", msg)
 	}
+	// The reviewers are built as a run builds them (a url's caFile read).
+	s := p.Settings()
+	if _, _, err := authority.Links(s.Authorizers, s.TypoPaths); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailure
+	}
+	if _, err := managedLinks(p); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailure
+	}
 	fmt.Fprintln(stdout, p.Summary())
+	for _, l := range reviewerLines(s) {
+		fmt.Fprintln(stdout, l)
+	}
 	fmt.Fprintln(stdout, managedLine(p.Managed()))
-	printEventSinks(stdout, p.Settings().Events) // events.go
+	printEventSinks(stdout, s.Events) // events.go
 	return exitOK
 }
 

@@ -46,6 +46,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	doctorEnforces(w)
 	w("")
 	doctorDoesNotEnforce(w, weaker)
+	doctorReviewers(w)
 	if len(weaker) > 0 {
 		return exitFailure
 	}
