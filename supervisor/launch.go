@@ -485,8 +485,10 @@ func (l *launch) takeListener() (status int, ok bool, err error) {
 		}
 		if stageSaid {
 			err = nil
-		} else if errors.Is(err, unix.EPERM) {
-			err = fmt.Errorf("%w (a container's seccomp profile that allows pidfd_getfd only with CAP_SYS_PTRACE, as Docker's does, refuses it; docs/teams.md lists the settings that work)", err)
+		} else if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+			// ENOSYS: pidfd_getfd is older than everything else permwrap
+			// needs, so a seccomp profile refused it (podman's errno).
+			err = fmt.Errorf("%w (a container's seccomp profile that allows pidfd_getfd only with CAP_SYS_PTRACE, as Docker's default does, refuses it; docs/teams.md lists the settings that work)", err)
 		}
 		return status, false, err
 	}
