@@ -488,7 +488,7 @@ func (l *launch) takeListener() (status int, ok bool, err error) {
 		} else if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
 			// ENOSYS: pidfd_getfd is older than everything else permwrap
 			// needs, so a seccomp profile refused it (podman's errno).
-			err = fmt.Errorf("%w (a container's seccomp profile that allows pidfd_getfd only with CAP_SYS_PTRACE, as Docker's default does, refuses it; docs/teams.md lists the settings that work)", err)
+			err = fmt.Errorf("%w (refused by a container's seccomp profile that allows pidfd_getfd only with CAP_SYS_PTRACE, as Docker's default does, or by Yama ptrace_scope; docs/teams.md lists the container settings that work)", err)
 		}
 		return status, false, err
 	}
