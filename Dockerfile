@@ -1,6 +1,10 @@
 # Builds permwrap on Debian with libseccomp and ships the binary in a slim
-# image. (No Docker engine runs on the project's development machines; this
-# file is checked for syntax only there.)
+# image. It pulls golang and debian images from Docker Hub, which the
+# project's machines cannot reach, so it is not built there;
+# docs/examples/Dockerfile.agent (an agent under permwrap) is, by
+# scripts/container-test. Running permwrap in a container needs a seccomp
+# profile that allows pidfd_getfd: podman's default does, Docker's only
+# with CAP_SYS_PTRACE (docs/teams.md, "Containers and CI").
 FROM golang:1.26-bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libseccomp-dev pkg-config \

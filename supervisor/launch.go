@@ -108,13 +108,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	l.startEgress()
 	defer l.egress.stop()
 	l.sendSpec()
-	if status, ok := l.takeListener(); !ok {
+	if status, ok, err := l.takeListener(); !ok {
 		if err := <-l.specSent; err != nil {
 			// The spec was not sent: the init stage went without a word.
 			return ExitInternal, err
 		}
-		// A stage failed and said why on stderr; pass its status on.
-		return status, nil
+		// A stage failed and said why on stderr (err nil): pass its
+		// status on; or the listener could not be taken (err says why).
+		return status, err
 	}
 	if l.relay != nil {
 		if err := l.startRelay(); err != nil {
@@ -466,20 +467,38 @@ func (l *launch) sendSpec() {
 }
 
 // takeListener takes the seccomp listener the sandbox stage hands over.
-// When a stage failed instead, it waits for the watchdog and returns the
-// status to exit with (never 0).
-func (l *launch) takeListener() (status int, ok bool) {
+// When a stage failed instead (it said why), it waits for the watchdog
+// and returns the status to exit with (never 0). When the listener
+// cannot be taken (pidfd_getfd refused: a container's seccomp profile),
+// it closes the hand-off socket first — the stage, waiting for the
+// answer, reads the end and exits without running the command — and
+// returns why: waiting for the watchdog with the socket open would wait
+// for ever.
+func (l *launch) takeListener() (status int, ok bool, err error) {
 	lfd, handoff, pid, err := receiveListener(l.ch.parentEnd)
 	if err != nil {
+		stageSaid := errors.Is(err, errStageFailed)
+		l.ch.parentEnd.Close()
 		status := waitWatchdog(l.watchdog)
-		if status == 0 {
+		if status == 0 || !stageSaid {
 			status = ExitInternal
 		}
-		return status, false
+		if stageSaid {
+			err = nil
+		} else if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+			// ENOSYS: pidfd_getfd is older than everything else permwrap
+			// needs, so a seccomp profile refused it (podman's errno).
+			err = fmt.Errorf("%w (refused by a container's seccomp profile that allows pidfd_getfd only with CAP_SYS_PTRACE, as Docker's default does, or by Yama ptrace_scope; docs/teams.md lists the container settings that work)", err)
+		}
+		return status, false, err
 	}
 	l.lfd, l.handoff, l.pid = lfd, handoff, pid
-	return 0, true
+	return 0, true, nil
 }
+
+// errStageFailed is receiveListener's error when a stage failed and said
+// why on stderr.
+var errStageFailed = errors.New("init stage failed before handing over the listener")
 
 // startRelay starts relaying the terminal; when it cannot, the command
 // is killed before it runs.
@@ -596,7 +615,7 @@ func receiveListener(sock *os.File) (fd int, flags byte, pid int, err error) {
 	case err != nil:
 		return -1, 0, 0, fmt.Errorf("receiving the listener: %w", err)
 	case n == 0 || n == 1 && buf[0] == handoffFailed:
-		return -1, 0, 0, errors.New("init stage failed before handing over the listener")
+		return -1, 0, 0, errStageFailed
 	case n != handoffLen:
 		return -1, 0, 0, fmt.Errorf("bad listener hand-off (%d bytes)", n)
 	}
