@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/permwrap/permwrap/notify/host"
 )
 
 // The journal's native protocol (systemd's journal-native(7)): one
@@ -155,36 +155,8 @@ func (j *journald) send(ctx context.Context, b []byte) error {
 	return err
 }
 
-// sendMemfd passes an entry too large for a datagram as a sealed memfd.
+// sendMemfd passes an entry too large for a datagram as a sealed memfd
+// (notify/host.SendSealedMemfd: the system calls stay in notify/host).
 func (j *journald) sendMemfd(b []byte) error {
-	fd, err := unix.MemfdCreate("journal-message", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	for off := 0; off < len(b); {
-		n, err := unix.Write(fd, b[off:])
-		if err != nil {
-			return err
-		}
-		off += n
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
-		return err
-	}
-	// WriteMsgUnix refuses a connected datagram socket: sendmsg(2) on
-	// its descriptor, waiting for room as Write does.
-	rc, err := j.conn.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	werr := rc.Write(func(s uintptr) bool {
-		serr = unix.Sendmsg(int(s), nil, unix.UnixRights(fd), nil, 0)
-		return serr != unix.EAGAIN
-	})
-	if werr != nil {
-		return werr
-	}
-	return serr
+	return host.SendSealedMemfd(j.conn, "journal-message", b)
 }

@@ -25,6 +25,7 @@ var forbidden = []struct {
 	{"engine/shell", []string{"engine"}, "shell analysis judges nothing: engine imports it, not the reverse"},
 	{"authority", []string{"notify/...", "supervisor/...", "forwarding", "internal/procfs"}, "the authority knows nothing of the kernel"},
 	{"notify/...", []string{"engine/...", "authority", "supervisor/...", "forwarding"}, "the seccomp boundary knows nothing of policy"},
+	{"events", []string{"notify", "notify/pin", "supervisor/...", "forwarding", "authority"}, "decision events send what the review log wrote: they decide nothing, and know nothing of the seccomp boundary"},
 	{"supervisor/terminal", []string{"supervisor"}, "the terminal is a room of its own"},
 	{"supervisor/receive", []string{"supervisor"}, "receiving is a room of its own"},
 	{"supervisor/egress", []string{"supervisor"}, "the egress proxy is a room of its own"},
