@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/permwrap/permwrap/notify"
@@ -36,8 +37,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	f := notify.Probe()
-	getFd, getFdErr := doctorKernelSupport(w, f)
-	missing, weaker := doctorGaps(f, getFd, getFdErr)
+	child := doctorKernelSupport(w, f)
+	missing, weaker := doctorGaps(f, child)
 	w("permwrap enforces:")
 	if len(missing) > 0 {
 		w("  nothing: permwrap cannot run here; missing %s", strings.Join(missing, ", "))
@@ -55,8 +56,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 
 // doctorKernelSupport prints the kernel section: each feature permwrap
 // uses, whether this kernel has it, and what it is for. It returns what
-// the pidfd_getfd probe found, which decides whether permwrap can run.
-func doctorKernelSupport(w func(string, ...any), f notify.Features) (notify.Tri, error) {
+// the probes on a child found, which decide whether permwrap can run.
+func doctorKernelSupport(w func(string, ...any), f notify.Features) childProbes {
 	w("kernel %s", f.Kernel)
 	w("")
 	w("kernel support:")
@@ -80,23 +81,27 @@ func doctorKernelSupport(w func(string, ...any), f notify.Features) (notify.Tri,
 	lab("Unix socket diagnostics", sockDiag, sockDiagWhy)
 	recv, recvWhy := probeReceivers()
 	lab("Local connection receivers", recv, recvWhy)
-	getFd, getFdErr := probeGetFd()
-	lab("pidfd_getfd of a child's fd", getFd, "takes the seccomp listener at launch, and the target's sockets and fds")
+	child := probeChild()
+	lab("pidfd_getfd of a child's fd", child.getFd, "takes the seccomp listener at launch, and the target's sockets and fds")
+	lab("process_vm_readv of a child", child.memRead, "reads the paths and argv a target's calls point to")
 	for _, n := range f.Notes {
 		w("  note: %s", n)
 	}
 	w("")
-	return getFd, getFdErr
+	return child
 }
 
 // doctorGaps lists what this kernel lacks: missing, without which
 // permwrap cannot run, and weaker, without which it runs with less.
-func doctorGaps(f notify.Features, getFd notify.Tri, getFdErr error) (missing, weaker []string) {
+func doctorGaps(f notify.Features, child childProbes) (missing, weaker []string) {
 	if f.UserNotif != notify.Yes || f.AddFD != notify.Yes || f.AddFDSend != notify.Yes || f.TsyncESRCH != notify.Yes {
 		missing = append(missing, "seccomp user notification with ADDFD/SEND and TSYNC_ESRCH (Linux ≥ 5.14)")
 	}
-	if getFd == notify.No {
-		missing = append(missing, fmt.Sprintf("pidfd_getfd on its own child (%v): refused by a container's seccomp profile without CAP_SYS_PTRACE, or by Yama ptrace_scope %s", getFdErr, yamaScope()))
+	if child.getFd == notify.No {
+		missing = append(missing, fmt.Sprintf("pidfd_getfd on its own child (%v): refused by a container's seccomp profile without CAP_SYS_PTRACE, or by Yama ptrace_scope %s", child.getFdErr, yamaScope()))
+	}
+	if child.memRead == notify.No {
+		missing = append(missing, fmt.Sprintf("process_vm_readv of its own child (%v): refused by a container's seccomp profile without CAP_SYS_PTRACE, or by Yama ptrace_scope %s; every call that names a path or a command would be refused as undecidable", child.memReadErr, yamaScope()))
 	}
 	if f.LandlockABI == 0 {
 		weaker = append(weaker, "no Landlock: no static floor (--require-landlock refuses to start); signals to permwrap are not scoped")
@@ -155,32 +160,67 @@ func doctorDoesNotEnforce(w func(string, ...any), weaker []string) {
 	}
 }
 
-// probeGetFd tries what permwrap's launch does first: take a file
-// descriptor from a child it started (pin.GetFd, pidfd_getfd), here fd 0
-// of a sleep.
-func probeGetFd() (notify.Tri, error) {
+// childProbes is what permwrap must be able to do to a child it started,
+// tried on one.
+type childProbes struct {
+	getFd, memRead       notify.Tri
+	getFdErr, memReadErr error
+}
+
+// probeChild tries, on a sleep it starts, what permwrap's launch does
+// first — take a file descriptor from a child (pin.GetFd, pidfd_getfd),
+// here its fd 0 — and what every decision does: read a target's memory
+// (process_vm_readv), here the start of its first mapping. A container's
+// seccomp profile may refuse either (Docker's allows both only with
+// CAP_SYS_PTRACE).
+func probeChild() (c childProbes) {
+	c.getFd, c.memRead = notify.Unknown, notify.Unknown
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		return notify.Unknown, err
+		c.getFdErr, c.memReadErr = err, err
+		return c
 	}
 	cmd := exec.Command(sleep, "10")
 	r, w, err := os.Pipe()
 	if err != nil {
-		return notify.Unknown, err
+		c.getFdErr, c.memReadErr = err, err
+		return c
 	}
 	defer w.Close()
 	cmd.Stdin = r
 	if err := cmd.Start(); err != nil {
 		r.Close()
-		return notify.Unknown, err
+		c.getFdErr, c.memReadErr = err, err
+		return c
 	}
 	r.Close()
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	f, err := pin.GetFd(cmd.Process.Pid, 0)
+	if f, err := pin.GetFd(cmd.Process.Pid, 0); err != nil {
+		c.getFd, c.getFdErr = notify.No, err
+	} else {
+		f.Close()
+		c.getFd = notify.Yes
+	}
+	c.memRead, c.memReadErr = probeMemRead(cmd.Process.Pid)
+	return c
+}
+
+// probeMemRead reads 16 bytes at the start of pid's first mapping.
+func probeMemRead(pid int) (notify.Tri, error) {
+	var addr uint64
+	// Until the child's exec is over, its maps are the parent's copy;
+	// either has a first mapping to read.
+	maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
+		return notify.Unknown, err
+	}
+	start, _, _ := strings.Cut(string(maps), "-")
+	if addr, err = strconv.ParseUint(start, 16, 64); err != nil {
+		return notify.Unknown, fmt.Errorf("reading /proc/%d/maps: %q", pid, start)
+	}
+	if _, err := notify.ReadBytes(pid, addr, 16); err != nil {
 		return notify.No, err
 	}
-	f.Close()
 	return notify.Yes, nil
 }
 
