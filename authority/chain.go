@@ -222,20 +222,11 @@ func (c *Chain) Resolve(ctx context.Context, r Request) Decision {
 		}
 		o := c.consult(ctx, l, r)
 		outcomes = append(outcomes, o)
-		switch o.Verdict {
-		case "allow":
-			d := Allowed(ByAuthorizer{Name: l.name, Verdict: VerdictAllow, Reason: o.Reason})
-			c.log.chainResolved(r.ID, outcomes, "", d)
-			return d
-		case "deny":
-			d := Denied(ByAuthorizer{Name: l.name, Verdict: VerdictDeny, Reason: o.Reason}, o.Reason)
-			c.log.chainResolved(r.ID, outcomes, "", d)
+		if d, ok := c.linkDecided(r, o, outcomes); ok {
 			return d
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		d := Denied(ByError{Reason: "ask abandoned: " + err.Error()}, "ask abandoned")
-		c.log.chainResolved(r.ID, outcomes, "", d)
+	if d, ok := c.abandoned(ctx, r, outcomes); ok {
 		return d
 	}
 	d := c.term.Decide(ctx, r.clone())
@@ -243,6 +234,35 @@ func (c *Chain) Resolve(ctx context.Context, r Request) Decision {
 		c.log.chainResolved(r.ID, outcomes, c.term.Name(), d)
 	}
 	return d
+}
+
+// linkDecided is the decision a link's outcome o makes, logged with the
+// outcomes so far: an allow or a deny decides (named as o names the
+// link); a defer does not.
+func (c *Chain) linkDecided(r Request, o LinkOutcome, outcomes []LinkOutcome) (Decision, bool) {
+	var d Decision
+	switch o.Verdict {
+	case "allow":
+		d = Allowed(ByAuthorizer{Name: o.Name, Verdict: VerdictAllow, Reason: o.Reason})
+	case "deny":
+		d = Denied(ByAuthorizer{Name: o.Name, Verdict: VerdictDeny, Reason: o.Reason}, o.Reason)
+	default:
+		return Decision{}, false
+	}
+	c.log.chainResolved(r.ID, outcomes, "", d)
+	return d, true
+}
+
+// abandoned is the denial of an ask whose context ended while the links
+// were consulted, logged with their outcomes.
+func (c *Chain) abandoned(ctx context.Context, r Request, outcomes []LinkOutcome) (Decision, bool) {
+	err := ctx.Err()
+	if err == nil {
+		return Decision{}, false
+	}
+	d := Denied(ByError{Reason: "ask abandoned: " + err.Error()}, "ask abandoned")
+	c.log.chainResolved(r.ID, outcomes, "", d)
+	return d, true
 }
 
 // resolveHumanOnly: protected writes skip every link and every session
@@ -446,21 +466,12 @@ func (c *Chain) resolveManaged(ctx context.Context, r Request) Decision {
 			o := c.consultWith(ctx, l, r, m.Timeouts[name], false)
 			o.Name = "managed:" + name
 			outcomes = append(outcomes, o)
-			switch o.Verdict {
-			case "allow":
-				d := Allowed(ByAuthorizer{Name: o.Name, Verdict: VerdictAllow, Reason: o.Reason})
-				c.log.chainResolved(r.ID, outcomes, "", d)
-				return d
-			case "deny":
-				d := Denied(ByAuthorizer{Name: o.Name, Verdict: VerdictDeny, Reason: o.Reason}, o.Reason)
-				c.log.chainResolved(r.ID, outcomes, "", d)
+			if d, ok := c.linkDecided(r, o, outcomes); ok {
 				return d
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		d := Denied(ByError{Reason: "ask abandoned: " + err.Error()}, "ask abandoned")
-		c.log.chainResolved(r.ID, outcomes, "", d)
+	if d, ok := c.abandoned(ctx, r, outcomes); ok {
 		return d
 	}
 	var d Decision
