@@ -31,7 +31,8 @@ type SyslogSink struct {
 }
 
 // OTLPSink is an OTLP/HTTP logs endpoint. Header values may hold
-// ${VAR}, expanded from permwrap's environment when the run starts.
+// ${env:NAME}, expanded from permwrap's environment when the run starts
+// (as a remote reviewer's headers are: ExpandHeaderValue).
 type OTLPSink struct {
 	Endpoint    string // base URL; /v1/logs is added
 	Protocol    string // "http/protobuf" or "http/json"; "" for the default
@@ -203,6 +204,12 @@ func (p *parser) otlpSink(v *hujson.Value, es *EventsSettings) {
 					continue
 				}
 				if s, ok := p.str(&hm.Value, "events.otlp.headers."+name); ok {
+					// ${env:NAME} is expanded when a run starts (package
+					// events); here only how it is written is checked.
+					if _, err := ExpandHeaderValue(s, func(string) (string, bool) { return "x", true }); err != nil {
+						p.errorf(hm.Value.StartOffset, "events.otlp.headers.%s: %v", name, err)
+						continue
+					}
 					o.Headers[name] = s
 				}
 			}

@@ -10,14 +10,14 @@ func TestEventsSettings(t *testing.T) {
 	p, _ := compile(t, `{"events": {
   "journald": true,
   "syslog": {"address": "udp://logs.example:514", "facility": "authpriv"},
-  "otlp": {"endpoint": "https://collector:4318", "protocol": "http/json", "headers": {"authorization": "Bearer ${OTEL_TOKEN}"}, "timeoutMs": 1500, "compression": "gzip"},
+  "otlp": {"endpoint": "https://collector:4318", "protocol": "http/json", "headers": {"authorization": "Bearer ${env:OTEL_TOKEN}"}, "timeoutMs": 1500, "compression": "gzip"},
 }}`)
 	e := p.Settings().Events
 	if !e.Journald || e.Syslog == nil || e.Syslog.Address != "udp://logs.example:514" || e.Syslog.Facility != "authpriv" {
 		t.Errorf("journald/syslog: %+v %+v", e, e.Syslog)
 	}
 	o := e.OTLP
-	if o == nil || o.Endpoint != "https://collector:4318" || o.Protocol != "http/json" || o.Headers["authorization"] != "Bearer ${OTEL_TOKEN}" || o.Timeout != 1500*time.Millisecond || o.Compression != "gzip" {
+	if o == nil || o.Endpoint != "https://collector:4318" || o.Protocol != "http/json" || o.Headers["authorization"] != "Bearer ${env:OTEL_TOKEN}" || o.Timeout != 1500*time.Millisecond || o.Compression != "gzip" {
 		t.Errorf("otlp: %+v", o)
 	}
 	if p, _ := compile(t, `{"askTimeout": "1m"}`); p.Settings().Events.Any() {

@@ -135,9 +135,13 @@ func Resolve(s engine.EventsSettings, getenv func(string) string, version string
 	// variable's over those.
 	o.Headers = map[string]string{}
 	for _, k := range sortedKeys(p.Headers) {
-		v, missing := expandVars(p.Headers[k], getenv)
-		for _, m := range missing {
-			warns = append(warns, fmt.Sprintf("events.otlp.headers.%s: ${%s} is not set in permwrap's environment", k, m))
+		v, err := engine.ExpandHeaderValue(p.Headers[k], func(name string) (string, bool) {
+			v := getenv(name)
+			return v, v != ""
+		})
+		if err != nil {
+			// Never an empty or half-expanded credential: the run stops.
+			return c, warns, fmt.Errorf("events: otlp.headers.%s: %v", k, err)
 		}
 		o.Headers[k] = v
 	}
@@ -256,32 +260,6 @@ func ParseHeaders(s string) (h map[string]string, bad int) {
 		h[dk] = dv
 	}
 	return h, bad
-}
-
-// expandVars expands ${NAME} in s from getenv; missing names the unset.
-func expandVars(s string, getenv func(string) string) (string, []string) {
-	var b strings.Builder
-	var missing []string
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), missing
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			b.WriteString(s)
-			return b.String(), missing
-		}
-		name := s[i+2 : i+j]
-		b.WriteString(s[:i])
-		v := getenv(name)
-		if v == "" {
-			missing = append(missing, name)
-		}
-		b.WriteString(v)
-		s = s[i+j+1:]
-	}
 }
 
 // resource is the resource attributes: service.name=permwrap,

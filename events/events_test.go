@@ -493,7 +493,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func TestResolveEnvPrecedence(t *testing.T) {
 	pol := engine.EventsSettings{OTLP: &engine.OTLPSink{Endpoint: "https://policy:4318", Protocol: "http/json",
-		Headers: map[string]string{"authorization": "Bearer ${OTEL_TOKEN}", "x-team": "a"}}}
+		Headers: map[string]string{"authorization": "Bearer ${env:OTEL_TOKEN}", "x-team": "a"}}}
 	// Off: nothing set.
 	if c, _, err := Resolve(engine.EventsSettings{}, env(nil), "v"); err != nil || c.Any() {
 		t.Errorf("off by default: %+v %v", c, err)
@@ -520,13 +520,14 @@ func TestResolveEnvPrecedence(t *testing.T) {
 		"OTEL_RESOURCE_ATTRIBUTES":         "deployment.environment=ci,service.name=ignored",
 		"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":  "1500",
 		"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "http/json",
+		"OTEL_TOKEN":                       "t2",
 	}
 	c, _, _ = Resolve(pol, env(e), "v")
 	o := c.OTLP
 	if o.URL != "http://generic:4318/base/v1/logs" || o.Protocol != ProtoJSON || o.Timeout != 1500*time.Millisecond || !o.Gzip {
 		t.Errorf("generic: %+v", o)
 	}
-	if o.Headers["x-team"] != "c" || o.Headers["x-gen"] != "1" || o.Headers["authorization"] != "Bearer " {
+	if o.Headers["x-team"] != "c" || o.Headers["x-gen"] != "1" || o.Headers["authorization"] != "Bearer t2" {
 		t.Errorf("headers: %v", o.Headers)
 	}
 	if o.Resource["service.name"] != "agents" || o.Resource["deployment.environment"] != "ci" {
@@ -536,7 +537,12 @@ func TestResolveEnvPrecedence(t *testing.T) {
 	if c, _, _ = Resolve(pol, env(e), "v"); c.OTLP.URL != "http://logs:9999/exact" {
 		t.Errorf("logs endpoint used as it is: %s", c.OTLP.URL)
 	}
-	if _, _, err := Resolve(pol, env(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}), "v"); err == nil {
+	// A header's variable that is not set stops the run: never an empty
+	// credential.
+	if _, _, err := Resolve(pol, env(map[string]string{"OTEL_LOGS_EXPORTER": "otlp"}), "v"); err == nil || !strings.Contains(err.Error(), "OTEL_TOKEN") {
+		t.Errorf("an unset ${env:OTEL_TOKEN}: %v, want an error naming it", err)
+	}
+	if _, _, err := Resolve(pol, env(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TOKEN": "t"}), "v"); err == nil {
 		t.Error("grpc accepted")
 	}
 	// A managed policy's sink (Fixed) is not moved by the variables.
