@@ -104,7 +104,7 @@ func TestPromptOverShell(t *testing.T) {
 		t.Errorf("prompt left on screen:\n%s", scr)
 	}
 	if b, err := os.ReadFile(s.path("ASKME1")); err != nil || string(b) != "hello\n" {
-		t.Fatalf("allowed-once write: %q %v", b, err)
+		t.Fatalf("allowed-once write: %q %v; the screen:\n%s\nthe review log:\n%v", b, err, scr, s.logRecords())
 	}
 
 	// Deny: the write fails with EACCES in the shell.
