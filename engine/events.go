@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailscale/hujson"
+	"golang.org/x/net/http/httpguts"
 )
 
 // EventsSettings is the policy's "events" key: where the review log's
@@ -199,7 +200,7 @@ func (p *parser) otlpSink(v *hujson.Value, es *EventsSettings) {
 			o.Headers = map[string]string{}
 			for _, hm := range p.members(hobj) {
 				name := hm.Name.Value.(hujson.Literal).String()
-				if !validHeaderName(name) {
+				if !httpguts.ValidHeaderFieldName(name) {
 					p.errorf(hm.Name.StartOffset, "events.otlp.headers: %q is not a header name", name)
 					continue
 				}
@@ -247,16 +248,4 @@ func CheckOTLPEndpoint(s string) error {
 		return errorString("put credentials in headers, not in the URL")
 	}
 	return nil
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
-			return false
-		}
-	}
-	return true
 }

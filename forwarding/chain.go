@@ -36,12 +36,6 @@ type Verdict struct {
 	Ambiguous bool
 }
 
-// stronger reports whether a must replace b: the more restrictive action,
-// or on equal actions a human-only answer over one that is not. Later
-// layers never replace an equal earlier one, so the outermost layer names
-// an answer several layers share.
-func stronger(a, b engine.Result) bool { return a.Stricter(b) }
-
 // valid reports whether r is an answer at all; anything else is treated
 // as a deny (an engine result with no action would otherwise rank below
 // allow).
@@ -59,7 +53,11 @@ func undecided(r engine.Result) engine.Result {
 // Judge asks every layer with judge and combines the answers
 // most-restrictive-wins (deny > ask > allow). It returns the deciding
 // layer's own value (an exec decision keeps its units and decider) and
-// the verdict. With no layers it denies: there is nothing to judge by.
+// the verdict. A layer replaces the answer so far only when it is
+// stricter (engine.Result.Stricter: the action, then who may approve an
+// ask); an equal later layer never does, so the outermost layer names an
+// answer several layers share. With no layers it denies: there is
+// nothing to judge by.
 func Judge[T any](layers []Layer, judge func(*engine.Policy) T, result func(T) engine.Result) (T, Verdict) {
 	var best T
 	var v Verdict
@@ -75,7 +73,7 @@ func Judge[T any](layers []Layer, judge func(*engine.Policy) T, result func(T) e
 			r = undecided(r)
 		}
 		v.Layers = append(v.Layers, LayerResult{Node: l.Node, Result: r})
-		if i == 0 || stronger(r, v.Result) {
+		if i == 0 || r.Stricter(v.Result) {
 			best, v.Result, v.Decider = x, r, l.Node
 		}
 	}
@@ -98,7 +96,7 @@ func Strictest[T any](layers []Layer, judge func(*engine.Policy) T, result func(
 		if !valid(r) {
 			return x // a layer with no answer: the caller's result() of it is not an allow
 		}
-		if i == 0 || stronger(r, bestR) {
+		if i == 0 || r.Stricter(bestR) {
 			best, bestR = x, r
 		}
 	}

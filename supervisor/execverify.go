@@ -315,7 +315,7 @@ func (v *execVerifier) envState(p *pendingExec, returned bool) (execState, error
 	var got []string
 	for len(b) > 0 {
 		e, rest, _ := bytes.Cut(b, []byte{0})
-		if len(e) > 2 && (e[0] == 'L' || e[0] == 'G') {
+		if engine.MayBeLoaderEntry(e) {
 			got = append(got, string(e))
 		}
 		b = rest
