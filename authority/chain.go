@@ -268,18 +268,24 @@ func (c *Chain) abandoned(ctx context.Context, r Request, outcomes []LinkOutcome
 // resolveHumanOnly: protected writes skip every link and every session
 // option; only a person may allow them, once.
 func (c *Chain) resolveHumanOnly(ctx context.Context, r Request) Decision {
-	var d Decision
-	if !c.term.Human() {
-		d = Denied(ByUnavailable{Reason: "protected write needs a person to confirm"}, "protected write: "+ReasonUnavailable)
-	} else {
-		hr := r.clone()
-		hr.Suggested = nil
-		d = c.term.Decide(ctx, hr)
-		if d.Action() == engine.Allow && len(d.SessionRules()) > 0 { // a terminal must not widen a protected write to a session rule
-			d = d.withoutSession()
-		}
-	}
+	d := c.personOnce(ctx, r, "protected write needs a person to confirm", "protected write: ")
 	c.log.chainResolved(r.ID, nil, c.term.Name()+" (human-only: links skipped)", d)
+	return d
+}
+
+// personOnce asks the person at the terminal with no suggested rules, and
+// keeps only "allow once" of an allow (a terminal must not widen the ask
+// to a session rule); with nobody there it denies, saying why.
+func (c *Chain) personOnce(ctx context.Context, r Request, unavailable, prefix string) Decision {
+	if !c.term.Human() {
+		return Denied(ByUnavailable{Reason: unavailable}, prefix+ReasonUnavailable)
+	}
+	hr := r.clone()
+	hr.Suggested = nil
+	d := c.term.Decide(ctx, hr)
+	if d.Action() == engine.Allow && len(d.SessionRules()) > 0 {
+		d = d.withoutSession()
+	}
 	return d
 }
 
@@ -474,17 +480,7 @@ func (c *Chain) resolveManaged(ctx context.Context, r Request) Decision {
 	if d, ok := c.abandoned(ctx, r, outcomes); ok {
 		return d
 	}
-	var d Decision
-	if !c.term.Human() {
-		d = Denied(ByUnavailable{Reason: "the managed policy asks: a person must confirm"}, "managed policy: "+ReasonUnavailable)
-	} else {
-		hr := r.clone()
-		hr.Suggested = nil
-		d = c.term.Decide(ctx, hr)
-		if d.Action() == engine.Allow && len(d.SessionRules()) > 0 { // allow once only
-			d = d.withoutSession()
-		}
-	}
+	d := c.personOnce(ctx, r, "the managed policy asks: a person must confirm", "managed policy: ")
 	c.log.chainResolved(r.ID, outcomes, c.term.Name()+" (managed: user links skipped)", d)
 	return d
 }
