@@ -90,7 +90,9 @@ func runWatchdog(args []string) int {
 	// Signals meant for the command reach it from the supervisor (or the
 	// terminal); the watchdog must outlive the command to report its
 	// status. Caught, not ignored: an ignored disposition would be
-	// inherited by the command through exec.
+	// inherited by the command through exec — except for the signals
+	// permwrap itself was started with ignored, which stay ignored for
+	// the command too (host.Notify leaves them out).
 	quiet := make(chan os.Signal, 8)
 	host.Notify(quiet, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGPIPE)
 	go func() {
